@@ -1,0 +1,188 @@
+"""Building the effective configuration from its sources, in DESIGN.md's precedence order:
+defaults < site file < environment < ``-Dkey=value`` < per-call options (``dora.user.*`` only)."""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from config.errors import ConfigError
+from config.keys import PropertyKey, Registry
+
+T = TypeVar("T")
+
+SITE_FILE_NAME = "dora-site.properties"
+# Environment variables with the DORA_ prefix that are not property keys.
+NON_KEY_ENV = frozenset({"DORA_CONF_DIR", "DORA_STATE_DIR"})
+USER_PREFIX = "dora.user."
+
+
+class Source(enum.Enum):
+    DEFAULT = "default"
+    SITE_FILE = "site file"
+    ENVIRONMENT = "environment"
+    COMMAND_LINE = "command line"
+    CALL = "per-call option"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One effective value: parsed, as the user wrote it, and where it came from."""
+
+    key: PropertyKey[Any]
+    value: Any
+    text: str | None
+    source: Source
+    origin: str = ""
+
+    def shown(self, reveal_secrets: bool = False) -> str:
+        if self.text is None:
+            return ""
+        if self.key.secret and not reveal_secrets:
+            return "******"
+        return self.text
+
+
+class Config:
+    """The effective configuration: immutable, built once at start and passed to components.
+
+    Thread-safe (read-only). ``with_call_options`` returns a new Config for one call.
+    """
+
+    def __init__(self, registry: Registry, settings: Mapping[str, Setting]) -> None:
+        self.registry = registry
+        self._settings = dict(settings)
+
+    def get(self, key: PropertyKey[T]) -> T:
+        """The value of ``key`` (None only for keys with no default that nobody set)."""
+        value: T = self._settings[key.name].value
+        return value
+
+    def setting(self, key: PropertyKey[Any] | str) -> Setting:
+        name = key if isinstance(key, str) else key.name
+        return self._settings[self.registry.lookup(name).name]
+
+    def settings(self) -> list[Setting]:
+        return [self._settings[key.name] for key in self.registry]
+
+    def with_call_options(self, options: Mapping[str, str]) -> Config:
+        """A Config with per-call options applied; only ``dora.user.*`` keys may be set per call."""
+        updated = dict(self._settings)
+        for spelling, text in options.items():
+            key = self.registry.lookup(spelling, "per-call option")
+            if not key.name.startswith(USER_PREFIX):
+                raise ConfigError(
+                    f"property key {key.name!r} cannot be set per call; "
+                    f"only {USER_PREFIX}* keys can"
+                )
+            updated[key.name] = _setting(key, text, Source.CALL, "")
+        return Config(self.registry, updated)
+
+
+def _setting(key: PropertyKey[Any], text: str, source: Source, origin: str) -> Setting:
+    try:
+        value = key.parse(text)
+    except ValueError as exc:
+        where = f" ({source.value}{': ' + origin if origin else ''})"
+        shown = "******" if key.secret else repr(text)
+        raise ConfigError(f"bad value {shown} for {key.name!r}{where}: {exc}") from None
+    return Setting(key, value, text.strip(), source, origin)
+
+
+def parse_properties(text: str, origin: str) -> list[tuple[str, str, int]]:
+    """Parse Java-style properties text into (key, value, line number) triples.
+
+    ``#`` and ``!`` start comments; ``key=value`` or ``key: value``; a trailing backslash
+    continues a line. A line with no separator is an error naming the file and line.
+    """
+    entries: list[tuple[str, str, int]] = []
+    pending = ""
+    start_line = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if not pending:
+            start_line = number
+        if line.endswith("\\"):
+            pending += line[:-1]
+            continue
+        line, pending = pending + line, ""
+        positions = [p for p in (line.find("="), line.find(":")) if p > 0]
+        if not positions:
+            raise ConfigError(
+                f"{origin}:{start_line}: malformed line {line!r}; expected key=value"
+            )
+        split = min(positions)
+        entries.append((line[:split].strip(), line[split + 1 :].strip(), start_line))
+    if pending:
+        raise ConfigError(f"{origin}:{start_line}: line continuation runs past the end of file")
+    return entries
+
+
+def parse_define(arg: str) -> tuple[str, str]:
+    """Split one ``-D`` argument (``key=value``, the ``-D`` already removed)."""
+    key, sep, value = arg.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"malformed -D option {arg!r}; expected -Dkey=value")
+    return key.strip(), value
+
+
+def find_site_file(conf_file: str | None, environ: Mapping[str, str]) -> Path | None:
+    """``--conf FILE`` if given (it must exist), else ``$DORA_CONF_DIR/dora-site.properties``
+    when that exists."""
+    if conf_file:
+        path = Path(conf_file)
+        if not path.is_file():
+            raise ConfigError(f"site file {conf_file!r} (from --conf) does not exist")
+        return path
+    conf_dir = environ.get("DORA_CONF_DIR")
+    if conf_dir:
+        candidate = Path(conf_dir) / SITE_FILE_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(
+    registry: Registry,
+    conf_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    defines: Iterable[str] = (),
+) -> Config:
+    """Build the effective Config. ``defines`` are ``key=value`` strings from ``-D`` options.
+
+    Raises ConfigError for an unknown key (with a near-miss suggestion), a bad value, a malformed
+    site-file line (with its line number) or a missing ``--conf`` file.
+    """
+    env = os.environ if environ is None else environ
+    settings: dict[str, Setting] = {}
+    for key in registry:
+        default = key.parse(key.default) if key.default is not None else None
+        settings[key.name] = Setting(key, default, key.default, Source.DEFAULT)
+
+    site = find_site_file(conf_file, env)
+    if site is not None:
+        for spelling, text, line in parse_properties(site.read_text(), str(site)):
+            key = registry.lookup(spelling, f"{site}:{line}")
+            settings[key.name] = _setting(key, text, Source.SITE_FILE, f"{site}:{line}")
+
+    by_env = registry.by_env()
+    for name, text in sorted(env.items()):
+        if not name.startswith("DORA_") or name in NON_KEY_ENV:
+            continue
+        key = by_env.get(name)
+        if key is None:
+            registry.lookup(name.lower().replace("_", "."), f"environment {name}")
+            continue
+        settings[key.name] = _setting(key, text, Source.ENVIRONMENT, name)
+
+    for define in defines:
+        spelling, text = parse_define(define)
+        key = registry.lookup(spelling, "-D option")
+        settings[key.name] = _setting(key, text, Source.COMMAND_LINE, "-D")
+    return Config(registry, settings)

@@ -1,0 +1,39 @@
+"""Property keys owned by the page store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.keys import KeyType, PropertyKey
+
+PAGE_SIZE: PropertyKey[int] = PropertyKey(
+    "dora.worker.page.store.page.size",
+    KeyType.SIZE,
+    "1MB",
+    "Size of one cached page.",
+    alias="alluxio.worker.page.store.page.size",
+    minimum=1024,
+)
+DIRS: PropertyKey[list[str]] = PropertyKey(
+    "dora.worker.page.store.dirs",
+    KeyType.LIST,
+    "",
+    "Page directories, comma separated (empty: <work dir>/pages).",
+    alias="alluxio.worker.page.store.dirs",
+)
+SIZES: PropertyKey[list[int]] = PropertyKey(
+    "dora.worker.page.store.sizes",
+    KeyType.SIZE_LIST,
+    "1GB",
+    "Capacity of each page directory, comma separated; one value applies to every directory.",
+    alias="alluxio.worker.page.store.sizes",
+)
+EVICTOR: PropertyKey[str] = PropertyKey(
+    "dora.worker.page.store.evictor",
+    KeyType.STRING,
+    "lru",
+    "Page eviction policy.",
+    choices=("lru", "lfu"),
+)
+
+KEYS: list[PropertyKey[Any]] = [PAGE_SIZE, DIRS, SIZES, EVICTOR]

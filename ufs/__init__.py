@@ -1,0 +1,1 @@
+"""The under-storage adapter over fsspec: statuses, listings, ranged reads, writes, errors."""

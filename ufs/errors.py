@@ -1,0 +1,45 @@
+"""The UFS error tree. ``ufs.adapter`` translates fsspec/botocore/OS errors into these in one
+place; everything above the adapter only sees these."""
+
+from __future__ import annotations
+
+
+class UfsError(Exception):
+    """Base of every error the UFS adapter raises."""
+
+
+class UfsNotFound(UfsError, FileNotFoundError):
+    """The path does not exist in the UFS."""
+
+
+class UfsPermissionDenied(UfsError, PermissionError):
+    """The UFS refused access (credentials, ACLs, read-only)."""
+
+
+class UfsInvalidPath(UfsError, ValueError):
+    """The URI is malformed, names an unsupported scheme, or contains traversal."""
+
+
+class UfsOutsideRoots(UfsError, PermissionError):
+    """The URI is not under any configured mount root."""
+
+
+class UfsAlreadyExists(UfsError, FileExistsError):
+    """The target of a create or rename already exists."""
+
+
+class UfsNotADirectory(UfsError, NotADirectoryError):
+    """A directory operation named a file."""
+
+
+class UfsIsADirectory(UfsError, IsADirectoryError):
+    """A file operation named a directory."""
+
+
+class UfsUnavailable(UfsError):
+    """The UFS could not be reached or failed on its side (connection refused, timeout, 5xx),
+    after bounded retries. ``retry_after`` is a hint in seconds for callers."""
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,62 @@
+"""Property keys owned by the under-storage adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.keys import KeyType, PropertyKey
+
+ROOTS: PropertyKey[list[str]] = PropertyKey(
+    "dora.worker.ufs.roots",
+    KeyType.LIST,
+    "",
+    "Mount roots the worker may serve (full URIs, comma separated); anything else is refused.",
+)
+S3_ENDPOINT: PropertyKey[str | None] = PropertyKey(
+    "dora.ufs.s3.endpoint", KeyType.STRING, None, "S3 endpoint URL (empty: AWS)."
+)
+S3_REGION: PropertyKey[str | None] = PropertyKey(
+    "dora.ufs.s3.region", KeyType.STRING, None, "S3 region name."
+)
+S3_ACCESS_KEY_ID: PropertyKey[str | None] = PropertyKey(
+    "dora.ufs.s3.access.key.id", KeyType.STRING, None, "S3 access key id."
+)
+S3_SECRET_ACCESS_KEY: PropertyKey[str | None] = PropertyKey(
+    "dora.ufs.s3.secret.access.key", KeyType.STRING, None, "S3 secret access key.", secret=True
+)
+S3_ANONYMOUS: PropertyKey[bool] = PropertyKey(
+    "dora.ufs.s3.anonymous", KeyType.BOOL, "false", "Access S3 without credentials."
+)
+RETRY_ATTEMPTS: PropertyKey[int] = PropertyKey(
+    "dora.ufs.retry.max.attempts",
+    KeyType.INT,
+    "3",
+    "Attempts for a UFS call that fails because the UFS is unavailable.",
+    minimum=1,
+)
+RETRY_BASE_DELAY: PropertyKey[int] = PropertyKey(
+    "dora.ufs.retry.base.delay",
+    KeyType.DURATION,
+    "100ms",
+    "First backoff between UFS retries; doubles each attempt.",
+    minimum=0,
+)
+CONNECT_TIMEOUT: PropertyKey[int] = PropertyKey(
+    "dora.ufs.connect.timeout", KeyType.DURATION, "5s", "Connect timeout for UFS calls.", minimum=1
+)
+READ_TIMEOUT: PropertyKey[int] = PropertyKey(
+    "dora.ufs.read.timeout", KeyType.DURATION, "60s", "Read timeout for UFS calls.", minimum=1
+)
+
+KEYS: list[PropertyKey[Any]] = [
+    ROOTS,
+    S3_ENDPOINT,
+    S3_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_SECRET_ACCESS_KEY,
+    S3_ANONYMOUS,
+    RETRY_ATTEMPTS,
+    RETRY_BASE_DELAY,
+    CONNECT_TIMEOUT,
+    READ_TIMEOUT,
+]

@@ -1,0 +1,51 @@
+"""What the UFS says about one file or directory."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class UfsStatus:
+    """A file's or directory's status as the UFS reports it.
+
+    ``version`` is the content fingerprint pages are keyed by: the S3 ETag where the UFS gives one,
+    else ``"<size>-<mtime_ns>"``. ``content_hash`` is the ETag when there is one, else None.
+    """
+
+    uri: str
+    name: str
+    is_dir: bool
+    size: int
+    mtime_ns: int
+    version: str
+    content_hash: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UfsStatus:
+        return cls(
+            uri=str(data["uri"]),
+            name=str(data["name"]),
+            is_dir=bool(data["is_dir"]),
+            size=int(data["size"]),
+            mtime_ns=int(data["mtime_ns"]),
+            version=str(data["version"]),
+            content_hash=None if data.get("content_hash") is None else str(data["content_hash"]),
+        )
+
+
+def file_id(uri: str) -> str:
+    """The stable id of a file: sha256 of its full URI (the same in every process and host)."""
+    return hashlib.sha256(uri.encode("utf-8")).hexdigest()
+
+
+def make_version(size: int, mtime_ns: int, etag: str | None) -> str:
+    """DESIGN.md's version: the ETag where given, else size and mtime."""
+    if etag:
+        return etag
+    return f"{size}-{mtime_ns}"

@@ -1,0 +1,1 @@
+"""The cache agent: metadata tiers, read and write paths, REST API, CLI, client, Spark."""

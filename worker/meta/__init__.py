@@ -1,0 +1,1 @@
+"""Metadata tiers: memory caches over a RocksDB metastore, with sync and invalidation."""
