@@ -99,10 +99,14 @@ class PropertyKey(Generic[T]):
             value = text.strip()
             if self.choices and value not in self.choices:
                 raise ValueError(f"expected one of {', '.join(self.choices)}")
-        if self.minimum is not None and isinstance(value, int) and not isinstance(value, bool):
-            if value < self.minimum and not (self.allow_never and value == -1):
-                raise ValueError(f"expected at least {self.describe_value(self.minimum)}")
+        self._check_minimum(value)
         return cast(T, value)
+
+    def _check_minimum(self, value: object) -> None:
+        if self.minimum is None or isinstance(value, bool) or not isinstance(value, int):
+            return
+        if value < self.minimum and not (self.allow_never and value == -1):
+            raise ValueError(f"expected at least {self.describe_value(self.minimum)}")
 
     def expected(self) -> str:
         """A human description of the accepted form, used in errors and the template."""
@@ -140,7 +144,7 @@ class PropertyKey(Generic[T]):
 
     @property
     def env_name(self) -> str:
-        """The environment variable that sets this key: ``DORA_`` + the rest, dots to underscores."""
+        """The environment variable that sets this key: upper case, dots to underscores."""
         return self.name.upper().replace(".", "_")
 
 

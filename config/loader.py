@@ -114,9 +114,7 @@ def parse_properties(text: str, origin: str) -> list[tuple[str, str, int]]:
         line, pending = pending + line, ""
         positions = [p for p in (line.find("="), line.find(":")) if p > 0]
         if not positions:
-            raise ConfigError(
-                f"{origin}:{start_line}: malformed line {line!r}; expected key=value"
-            )
+            raise ConfigError(f"{origin}:{start_line}: malformed line {line!r}; expected key=value")
         split = min(positions)
         entries.append((line[:split].strip(), line[split + 1 :].strip(), start_line))
     if pending:
@@ -175,11 +173,12 @@ def load_config(
     for name, text in sorted(env.items()):
         if not name.startswith("DORA_") or name in NON_KEY_ENV:
             continue
-        key = by_env.get(name)
-        if key is None:
+        env_key = by_env.get(name)
+        if env_key is None:
+            # Not a key: lookup raises the error with a near-miss suggestion.
             registry.lookup(name.lower().replace("_", "."), f"environment {name}")
             continue
-        settings[key.name] = _setting(key, text, Source.ENVIRONMENT, name)
+        settings[env_key.name] = _setting(env_key, text, Source.ENVIRONMENT, name)
 
     for define in defines:
         spelling, text = parse_define(define)

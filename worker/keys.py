@@ -14,7 +14,10 @@ BIND_HOST: PropertyKey[str] = PropertyKey(
     "dora.worker.http.bind.host", KeyType.STRING, "127.0.0.1", "Address the REST API listens on."
 )
 BIND_PORT: PropertyKey[int] = PropertyKey(
-    "dora.worker.http.port", KeyType.INT, "28080", "Port the REST API listens on (0: any free).",
+    "dora.worker.http.port",
+    KeyType.INT,
+    "28080",
+    "Port the REST API listens on (0: any free).",
     minimum=0,
 )
 TOKEN: PropertyKey[str | None] = PropertyKey(

@@ -1,0 +1,95 @@
+from pathlib import Path
+
+import pytest
+
+from config import ConfigError, Source, load_config
+from config.loader import parse_properties
+from worker.keys import build_registry
+from worker.meta.keys import SYNC_INTERVAL
+
+PAGE = "dora.worker.page.store.page.size"
+REGISTRY = build_registry()
+
+
+def site(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "dora-site.properties"
+    path.write_text(text)
+    return str(path)
+
+
+def test_precedence_across_all_five_sources(tmp_path: Path) -> None:
+    conf = site(tmp_path, f"{PAGE}=2MB\ndora.user.file.metadata.sync.interval=1min\n")
+    assert load_config(REGISTRY, environ={}).setting(PAGE).source is Source.DEFAULT
+    from_site = load_config(REGISTRY, conf_file=conf, environ={})
+    assert from_site.setting(PAGE).value == 2 << 20
+    assert from_site.setting(PAGE).source is Source.SITE_FILE
+    env = {"DORA_WORKER_PAGE_STORE_PAGE_SIZE": "3MB"}
+    from_env = load_config(REGISTRY, conf_file=conf, environ=env)
+    assert from_env.setting(PAGE).value == 3 << 20
+    assert from_env.setting(PAGE).source is Source.ENVIRONMENT
+    from_cli = load_config(REGISTRY, conf_file=conf, environ=env, defines=[f"{PAGE}=4MB"])
+    assert from_cli.setting(PAGE).value == 4 << 20
+    assert from_cli.setting(PAGE).text == "4MB"
+    assert from_cli.get(SYNC_INTERVAL) == 60_000
+    call = from_cli.with_call_options({"dora.user.file.metadata.sync.interval": "0"})
+    assert call.get(SYNC_INTERVAL) == 0
+    assert call.setting(SYNC_INTERVAL).source is Source.CALL
+
+
+def test_site_file_from_conf_dir(tmp_path: Path) -> None:
+    site(tmp_path, "alluxio.worker.page.store.page.size: 8MB\n")
+    config = load_config(REGISTRY, environ={"DORA_CONF_DIR": str(tmp_path)})
+    assert config.setting(PAGE).value == 8 << 20
+
+
+def test_per_call_options_only_for_user_keys() -> None:
+    config = load_config(REGISTRY, environ={})
+    with pytest.raises(ConfigError, match="cannot be set per call"):
+        config.with_call_options({PAGE: "2MB"})
+
+
+def test_site_file_errors_name_file_and_line(tmp_path: Path) -> None:
+    conf = site(tmp_path, "# comment\n\ndora.worker.page.store.page.size=1MB\nnot a pair\n")
+    with pytest.raises(ConfigError, match=r"dora-site.properties:4: malformed line 'not a pair'"):
+        load_config(REGISTRY, conf_file=conf, environ={})
+    conf = site(tmp_path, "\ndora.worker.page.store.pages.size=1MB\n")
+    with pytest.raises(ConfigError, match=r"properties:2\).*did you mean"):
+        load_config(REGISTRY, conf_file=conf, environ={})
+    conf = site(tmp_path, "dora.worker.http.port=eighty\n")
+    with pytest.raises(ConfigError, match=r"'eighty' for 'dora.worker.http.port' .*:1\): expected"):
+        load_config(REGISTRY, conf_file=conf, environ={})
+
+
+def test_missing_conf_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(REGISTRY, conf_file=str(tmp_path / "nope.properties"), environ={})
+
+
+def test_environment_errors() -> None:
+    with pytest.raises(ConfigError, match="DORA_WORKER_PAGE_STORE_PAGE_SISE.*did you mean"):
+        load_config(REGISTRY, environ={"DORA_WORKER_PAGE_STORE_PAGE_SISE": "1MB"})
+    with pytest.raises(ConfigError, match="environment: DORA_WORKER_HTTP_PORT"):
+        load_config(REGISTRY, environ={"DORA_WORKER_HTTP_PORT": "x"})
+    assert load_config(REGISTRY, environ={"DORA_CONF_DIR": "/nonexistent", "HOME": "/"})
+
+
+def test_define_errors() -> None:
+    with pytest.raises(ConfigError, match="expected -Dkey=value"):
+        load_config(REGISTRY, environ={}, defines=["justakey"])
+    with pytest.raises(ConfigError, match="did you mean 'dora.worker.page.store.page.size'"):
+        load_config(REGISTRY, environ={}, defines=["dora.worker.page.store.page.sise=4MB"])
+
+
+def test_secrets_are_masked_in_messages_and_listings() -> None:
+    key = "dora.ufs.s3.secret.access.key"
+    config = load_config(REGISTRY, environ={}, defines=[f"{key}=hunter2"])
+    assert config.setting(key).shown() == "******"
+    assert config.setting(key).shown(reveal_secrets=True) == "hunter2"
+    with pytest.raises(ConfigError) as raised:
+        load_config(REGISTRY, environ={}, defines=["dora.worker.security.token=a", f"{PAGE}=x"])
+    assert "hunter2" not in str(raised.value)
+
+
+def test_properties_continuation_lines() -> None:
+    entries = parse_properties("a.b = one,\\\n   two\n! bang comment\nc.d:3\n", "f")
+    assert entries == [("a.b", "one,two", 1), ("c.d", "3", 4)]

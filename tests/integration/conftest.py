@@ -1,0 +1,45 @@
+"""Real servers for integration tests: one SeaweedFS (S3) per session, on free loopback ports,
+stopped by PID at the end."""
+
+from collections.abc import Iterator
+
+import pytest
+import s3fs
+
+from ufs.adapter import Ufs, UfsOptions
+from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+
+BUCKET = "itest"
+
+
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
+    server = LocalS3(tmp_path_factory.mktemp("seaweedfs"), buckets=(BUCKET,)).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_raw(seaweedfs: LocalS3) -> s3fs.S3FileSystem:
+    """A plain s3fs client for writing "from outside" the cache."""
+    client: s3fs.S3FileSystem = seaweedfs.client()
+    return client
+
+
+@pytest.fixture
+def s3_ufs(seaweedfs: LocalS3) -> Ufs:
+    return Ufs(
+        UfsOptions(
+            s3_endpoint=seaweedfs.endpoint,
+            s3_access_key_id=ACCESS_KEY,
+            s3_secret_access_key=SECRET_KEY,
+        )
+    )
+
+
+@pytest.fixture
+def s3_root(request: pytest.FixtureRequest) -> str:
+    """A fresh prefix per test (SeaweedFS keeps emptied prefixes listed for a while)."""
+    import uuid
+
+    return f"s3://{BUCKET}/{request.node.name[:40]}-{uuid.uuid4().hex[:8]}"

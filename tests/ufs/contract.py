@@ -1,0 +1,97 @@
+"""One contract suite for the UFS adapter, run against every backend: subclass it and provide
+``ufs`` (an adapter) and ``root`` (a fresh, empty directory URI) fixtures, plus ``write_outside``
+(bytes written straight to the backend, bypassing the adapter)."""
+
+from collections.abc import Callable
+
+import pytest
+
+from ufs.adapter import Ufs
+from ufs.errors import UfsIsADirectory, UfsNotADirectory, UfsNotFound
+
+WriteOutside = Callable[[str, bytes], None]
+
+
+class UfsContract:
+    def test_write_status_and_ranged_reads(self, ufs: Ufs, root: str) -> None:
+        status = ufs.write(f"{root}/a/b.bin", bytes(range(256)) * 4)
+        assert status.uri == f"{root}/a/b.bin"
+        assert status.name == "b.bin"
+        assert (status.size, status.is_dir) == (1024, False)
+        assert status.version
+        assert ufs.status(f"{root}/a/b.bin") == status
+        assert ufs.read(f"{root}/a/b.bin", 10, 5) == bytes(range(10, 15))
+        assert ufs.read(f"{root}/a/b.bin", 1020, 100) == bytes(range(252, 256))
+        with ufs.open(f"{root}/a/b.bin") as handle:
+            assert handle.read() == bytes(range(256)) * 4
+
+    def test_streamed_write(self, ufs: Ufs, root: str) -> None:
+        status = ufs.write(f"{root}/s.bin", iter([b"ab", b"cd", b"ef"]))
+        assert status.size == 6
+        assert ufs.read(f"{root}/s.bin", 0, 6) == b"abcdef"
+
+    def test_list_gives_children_with_full_status(self, ufs: Ufs, root: str) -> None:
+        ufs.write(f"{root}/d/x.txt", b"xx")
+        ufs.write(f"{root}/d/y.txt", b"yyy")
+        ufs.write(f"{root}/d/sub/z.txt", b"z")
+        children = ufs.list(f"{root}/d")
+        assert [c.uri for c in children] == [f"{root}/d/sub", f"{root}/d/x.txt", f"{root}/d/y.txt"]
+        assert [c.is_dir for c in children] == [True, False, False]
+        assert children[2].size == 3
+        assert children[2] == ufs.status(f"{root}/d/y.txt")
+        assert sorted(s.uri for s in ufs.walk_files(f"{root}/d")) == [
+            f"{root}/d/sub/z.txt",
+            f"{root}/d/x.txt",
+            f"{root}/d/y.txt",
+        ]
+
+    def test_not_found_and_not_a_directory(self, ufs: Ufs, root: str) -> None:
+        with pytest.raises(UfsNotFound, match="not found"):
+            ufs.status(f"{root}/missing")
+        with pytest.raises(UfsNotFound):
+            ufs.read(f"{root}/missing", 0, 1)
+        ufs.write(f"{root}/f", b"1")
+        with pytest.raises(UfsNotADirectory):
+            ufs.list(f"{root}/f")
+
+    def test_overwrite_changes_version(self, ufs: Ufs, root: str) -> None:
+        first = ufs.write(f"{root}/v", b"one")
+        second = ufs.write(f"{root}/v", b"two!")
+        assert first.version != second.version
+        assert ufs.status(f"{root}/v").version == second.version
+
+    def test_rename_file_and_directory(self, ufs: Ufs, root: str) -> None:
+        ufs.write(f"{root}/r/a.txt", b"a")
+        moved = ufs.rename(f"{root}/r/a.txt", f"{root}/r/b.txt")
+        assert moved.uri == f"{root}/r/b.txt"
+        with pytest.raises(UfsNotFound):
+            ufs.status(f"{root}/r/a.txt")
+        ufs.rename(f"{root}/r", f"{root}/q")
+        assert ufs.read(f"{root}/q/b.txt", 0, 1) == b"a"
+        with pytest.raises(UfsNotFound):
+            ufs.rename(f"{root}/nothing", f"{root}/else")
+
+    def test_delete_file_and_recursive(self, ufs: Ufs, root: str) -> None:
+        ufs.write(f"{root}/del/a", b"a")
+        ufs.write(f"{root}/del/sub/b", b"b")
+        ufs.delete(f"{root}/del/a")
+        with pytest.raises(UfsNotFound):
+            ufs.status(f"{root}/del/a")
+        with pytest.raises(UfsIsADirectory, match="needs recursive"):
+            ufs.delete(f"{root}/del")
+        ufs.delete(f"{root}/del", recursive=True)
+        with pytest.raises(UfsNotFound):
+            ufs.status(f"{root}/del/sub/b")
+        with pytest.raises(UfsNotFound):
+            ufs.delete(f"{root}/del/a")
+
+    def test_outside_write_is_visible_at_once(
+        self, ufs: Ufs, root: str, write_outside: WriteOutside
+    ) -> None:
+        ufs.write(f"{root}/o/first", b"1")
+        assert [s.name for s in ufs.list(f"{root}/o")] == ["first"]
+        write_outside(f"{root}/o/second", b"22")
+        assert [s.name for s in ufs.list(f"{root}/o")] == ["first", "second"]
+        assert ufs.status(f"{root}/o/second").size == 2
+        write_outside(f"{root}/o/second", b"333")
+        assert ufs.read(f"{root}/o/second", 0, 10) == b"333"

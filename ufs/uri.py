@@ -1,0 +1,107 @@
+"""Canonical UFS URIs, traversal checks and mount roots.
+
+A file is named by its full URI (``s3://bucket/a/b.parquet``, ``file:///data/x.csv``). The
+canonical form has a lower-case scheme, no trailing slash (except a bare root such as
+``file:///``) and no empty, ``.`` or ``..`` segments: those are rejected, never resolved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import unquote
+
+from ufs.errors import UfsInvalidPath, UfsOutsideRoots
+
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
+# Enough rounds to expose a traversal hidden under several layers of percent-encoding.
+_UNQUOTE_ROUNDS = 3
+
+
+def _decoded_forms(text: str) -> list[str]:
+    forms = [text]
+    for _ in range(_UNQUOTE_ROUNDS):
+        decoded = unquote(forms[-1])
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    return forms
+
+
+def split(uri: str) -> tuple[str, str]:
+    """Split a URI into (scheme, path). A bare absolute path is a ``file`` URI."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        if uri.startswith("/"):
+            return "file", uri
+        raise UfsInvalidPath(f"invalid path {uri!r}: expected a full URI such as s3://bucket/key")
+    scheme = scheme.lower()
+    if not _SCHEME.match(scheme):
+        raise UfsInvalidPath(f"invalid path {uri!r}: bad scheme {scheme!r}")
+    if scheme == "file" and not rest.startswith("/"):
+        raise UfsInvalidPath(f"invalid path {uri!r}: a file URI is file:///absolute/path")
+    return scheme, rest
+
+
+def normalize(uri: str) -> str:
+    """The canonical form of ``uri``; raises UfsInvalidPath for traversal or a malformed URI."""
+    if not uri or any(ord(ch) < 32 for ch in uri):
+        raise UfsInvalidPath(f"invalid path {uri!r}: empty or contains control characters")
+    scheme, path = split(uri)
+    body = path[1:] if scheme == "file" else path
+    body = body.rstrip("/")
+    if scheme != "file" and not body:
+        raise UfsInvalidPath(f"invalid path {uri!r}: no bucket or host")
+    if body:
+        for form in _decoded_forms(body):
+            for segment in form.split("/"):
+                if segment in ("", ".", ".."):
+                    what = "an empty segment" if segment == "" else f"a {segment!r} segment"
+                    raise UfsInvalidPath(f"invalid path {uri!r}: contains {what}")
+            if "\\" in form and scheme == "file":
+                raise UfsInvalidPath(f"invalid path {uri!r}: contains a backslash")
+    return f"{scheme}:///{body}" if scheme == "file" else f"{scheme}://{body}"
+
+
+def parent(uri: str) -> str | None:
+    """The parent directory of a canonical URI, or None for a root (``s3://bucket``,
+    ``file:///``)."""
+    scheme, path = split(uri)
+    body = path[1:] if scheme == "file" else path
+    if "/" not in body:
+        if scheme == "file" and body:
+            return "file:///"
+        return None
+    head = body.rsplit("/", 1)[0]
+    return f"{scheme}:///{head}" if scheme == "file" else f"{scheme}://{head}"
+
+
+def name(uri: str) -> str:
+    """The last segment of a canonical URI (the bucket for a bucket root, "" for ``file:///``)."""
+    return uri.rstrip("/").rsplit("/", 1)[-1] if not uri.endswith(":///") else ""
+
+
+def is_under(uri: str, prefix: str) -> bool:
+    """Whether canonical ``uri`` is ``prefix`` or inside it, on a segment boundary."""
+    if uri == prefix:
+        return True
+    base = prefix if prefix.endswith("/") else prefix + "/"
+    return uri.startswith(base)
+
+
+class MountRoots:
+    """The URIs a worker may serve (``dora.worker.ufs.roots``). Immutable and thread-safe."""
+
+    def __init__(self, roots: Iterable[str]) -> None:
+        self.roots = tuple(normalize(root) for root in roots)
+
+    def check(self, uri: str) -> str:
+        """Normalize ``uri`` and return it if it lies under a root.
+
+        Raises UfsInvalidPath for a malformed or traversing URI, UfsOutsideRoots otherwise.
+        """
+        canonical = normalize(uri)
+        if not any(is_under(canonical, root) for root in self.roots):
+            allowed = ", ".join(self.roots) or "none configured (set dora.worker.ufs.roots)"
+            raise UfsOutsideRoots(f"path {canonical!r} is outside the mount roots ({allowed})")
+        return canonical

@@ -1,0 +1,43 @@
+"""Pieces every ``dora`` command shares: ``--conf`` and ``-Dkey=value`` options, loading the
+effective configuration, and turning errors into one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from config import Config, ConfigError, load_config
+from worker.keys import build_registry
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+def config_options() -> argparse.ArgumentParser:
+    """A parent parser with ``--conf FILE`` and repeatable ``-Dkey=value``."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--conf", metavar="FILE", help="site properties file")
+    parent.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a property (highest precedence after per-call options)",
+    )
+    return parent
+
+
+def load(args: argparse.Namespace) -> Config:
+    """The effective configuration for this command's ``--conf`` and ``-D`` options."""
+    return load_config(build_registry(), conf_file=args.conf, defines=args.defines)
+
+
+def run_guarded(fn: Callable[[], int]) -> int:
+    """Run a command; a configuration error is one line on stderr and exit status 2."""
+    try:
+        return fn()
+    except ConfigError as exc:
+        print(f"dora: {exc}", file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,48 @@
+"""``dora conf``: show the effective configuration."""
+
+from __future__ import annotations
+
+import argparse
+
+from config.template import render_template
+from worker.cli.common import config_options, load
+from worker.keys import build_registry
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    conf = commands.add_parser("conf", help="show the effective configuration")
+    actions = conf.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser(
+        "list", parents=[config_options()], help="every effective value (secrets masked)"
+    )
+    listing.add_argument(
+        "--show-source", action="store_true", help="say where each value came from"
+    )
+    listing.set_defaults(handler=list_values)
+    get = actions.add_parser("get", parents=[config_options()], help="one effective value")
+    get.add_argument("key")
+    get.set_defaults(handler=get_value)
+    template = actions.add_parser("template", help="print dora-site.properties.template")
+    template.set_defaults(handler=print_template)
+
+
+def list_values(args: argparse.Namespace) -> int:
+    config = load(args)
+    for setting in config.settings():
+        line = f"{setting.key.name}={setting.shown()}"
+        if args.show_source:
+            origin = f": {setting.origin}" if setting.origin else ""
+            line += f"  ({setting.source.value}{origin})"
+        print(line)
+    return 0
+
+
+def get_value(args: argparse.Namespace) -> int:
+    config = load(args)
+    print(config.setting(args.key).shown())
+    return 0
+
+
+def print_template(args: argparse.Namespace) -> int:
+    print(render_template(build_registry()), end="")
+    return 0

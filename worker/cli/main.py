@@ -1,0 +1,29 @@
+"""The ``dora`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from worker.cli import conf
+from worker.cli.common import run_guarded
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dora", description="doracache: a per-host cache agent for data pipelines"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    conf.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    return run_guarded(lambda: int(args.handler(args)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
