@@ -18,12 +18,21 @@ from functools import partial
 from typing import IO, Any, TypeVar
 
 import fsspec
+from botocore.exceptions import ClientError
+from fsspec.asyn import sync
 from fsspec.spec import AbstractFileSystem
 
 from config import Config
 from ufs import keys
 from ufs import uri as uris
-from ufs.errors import UfsError, UfsIsADirectory, UfsNotADirectory, UfsNotFound, UfsUnavailable
+from ufs.errors import (
+    UfsError,
+    UfsIsADirectory,
+    UfsNotADirectory,
+    UfsNotFound,
+    UfsUnavailable,
+    UfsVersionChanged,
+)
 from ufs.mapping import translate
 from ufs.status import UfsStatus, make_version
 
@@ -31,6 +40,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 DIR_VERSION = "dir"
+S3_SCHEMES = ("s3", "s3a")
 WRITE_CHUNK = 8 << 20
 
 
@@ -64,7 +74,7 @@ class UfsOptions:
 
     def storage_options(self, scheme: str) -> dict[str, Any]:
         """fsspec constructor options for ``scheme``; every cache fsspec offers is off."""
-        if scheme in ("s3", "s3a"):
+        if scheme in S3_SCHEMES:
             client_kwargs: dict[str, Any] = {}
             if self.s3_endpoint:
                 client_kwargs["endpoint_url"] = self.s3_endpoint
@@ -120,7 +130,7 @@ class Ufs:
                     fs = fsspec.filesystem(scheme, **self.options.storage_options(scheme))
                 except (ImportError, ValueError) as exc:
                     raise UfsError(f"cannot use scheme {scheme!r}: {exc}") from exc
-                if scheme in ("s3", "s3a"):
+                if scheme in S3_SCHEMES:
                     # s3fs retries some errors itself (5 times); ours are the bounded ones.
                     fs.retries = 1
                 self._filesystems[scheme] = fs
@@ -184,10 +194,24 @@ class Ufs:
             raise UfsNotADirectory(f"cannot list {uri!r}: it is a file")
         return sorted((s for s in statuses if s.uri != uri), key=lambda s: s.uri)
 
-    def read(self, uri: str, offset: int, length: int) -> bytes:
-        """Bytes ``[offset, offset+length)``, fewer at the end of the file."""
-        _, fs, path = self._locate(uri)
+    def read(self, uri: str, offset: int, length: int, version: str | None = None) -> bytes:
+        """Bytes ``[offset, offset+length)``, fewer at the end of the file.
+
+        With ``version``, the bytes are guaranteed to come from that version: S3 reads carry
+        ``If-Match``; other stores are re-checked after the read. A different version raises
+        :class:`UfsVersionChanged`.
+        """
+        scheme, fs, path = self._locate(uri)
+        if version is not None and scheme in S3_SCHEMES and version != DIR_VERSION:
+            bucket, key = path.split("/", 1)
+            return self._call(
+                "read", uri, lambda: _s3_read_if_match(fs, bucket, key, offset, length, version)
+            )
         data = self._call("read", uri, lambda: fs.cat_file(path, start=offset, end=offset + length))
+        if version is not None:
+            current = self.status(uri).version
+            if current != version:
+                raise UfsVersionChanged(uri, version, current)
         return bytes(data)
 
     def open(self, uri: str) -> IO[bytes]:
@@ -260,6 +284,44 @@ class Ufs:
                     stack.append(child.uri)
                 else:
                     yield child
+
+
+def _s3_read_if_match(
+    fs: AbstractFileSystem, bucket: str, key: str, offset: int, length: int, etag: str
+) -> bytes:
+    async def get() -> bytes:
+        response = await fs._call_s3(
+            "get_object",
+            Bucket=bucket,
+            Key=key,
+            Range=f"bytes={offset}-{offset + length - 1}",
+            IfMatch=f'"{etag}"',
+        )
+        try:
+            body: bytes = await response["Body"].read()
+            return body
+        finally:
+            response["Body"].close()
+
+    try:
+        data: bytes = sync(fs.loop, get)
+        return data
+    except OSError as exc:
+        if _precondition_failed(exc):
+            raise UfsVersionChanged(f"s3://{bucket}/{key}", etag, None) from exc
+        raise
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    """s3fs turns S3's 412 into a generic OSError; the ClientError it came from says 412."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ClientError):
+            meta = cause.response.get("ResponseMetadata", {})
+            code = cause.response.get("Error", {}).get("Code")
+            return bool(meta.get("HTTPStatusCode") == 412 or code == "PreconditionFailed")
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _copy_chunks(fs: AbstractFileSystem, path: str, chunks: Iterator[bytes]) -> None:

@@ -43,3 +43,14 @@ class UfsUnavailable(UfsError):
     def __init__(self, message: str, retry_after: int = 1) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class UfsVersionChanged(UfsError):
+    """The file changed while it was being read: it is no longer at ``expected``."""
+
+    def __init__(self, uri: str, expected: str, actual: str | None) -> None:
+        now = f"now {actual!r}" if actual else "it has changed"
+        super().__init__(f"{uri} changed during the read: expected version {expected!r}, {now}")
+        self.uri = uri
+        self.expected = expected
+        self.actual = actual

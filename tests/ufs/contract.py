@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from ufs.adapter import Ufs
-from ufs.errors import UfsIsADirectory, UfsNotADirectory, UfsNotFound
+from ufs.errors import UfsIsADirectory, UfsNotADirectory, UfsNotFound, UfsVersionChanged
 
 WriteOutside = Callable[[str, bytes], None]
 
@@ -95,3 +95,10 @@ class UfsContract:
         assert ufs.status(f"{root}/o/second").size == 2
         write_outside(f"{root}/o/second", b"333")
         assert ufs.read(f"{root}/o/second", 0, 10) == b"333"
+
+    def test_read_pinned_to_version(self, ufs: Ufs, root: str, write_outside: WriteOutside) -> None:
+        old = ufs.write(f"{root}/p", b"old content")
+        assert ufs.read(f"{root}/p", 0, 3, version=old.version) == b"old"
+        write_outside(f"{root}/p", b"new content, longer")
+        with pytest.raises(UfsVersionChanged, match="changed during the read"):
+            ufs.read(f"{root}/p", 0, 3, version=old.version)

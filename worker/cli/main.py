@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from worker.cli import conf
+from worker.cli import conf, fs, worker_cmd
 from worker.cli.common import run_guarded
 
 
@@ -16,6 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     conf.add_parser(commands)
+    worker_cmd.add_parser(commands)
+    fs.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""The REST API (FastAPI). Only this package imports FastAPI; services never do."""

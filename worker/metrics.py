@@ -1,0 +1,118 @@
+"""Prometheus metrics of one worker, in a registry of its own (so several workers can live in one
+process, as tests do). Collectors read the metadata manager's and page store's counters at scrape
+time; the read path and API count what only they see."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from pagestore.api import PageStore
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+
+
+class _StateCollector(Collector):
+    """Exposes counters owned by other components without copying them on every change."""
+
+    def __init__(
+        self,
+        meta_counters: Callable[[], dict[str, int]],
+        pages: PageStore,
+        load_progress: Callable[[], dict[str, int]],
+    ) -> None:
+        self._meta = meta_counters
+        self._pages = pages
+        self._loads = load_progress
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        meta = self._meta()
+        hits = CounterMetricFamily(
+            "dora_metadata_hits", "Status lookups answered by a tier", labels=["tier"]
+        )
+        hits.add_metric(["memory"], meta.get("memory_hits", 0))
+        hits.add_metric(["rocksdb"], meta.get("metastore_hits", 0))
+        yield hits
+        for name, count in sorted(meta.items()):
+            if name not in ("memory_hits", "metastore_hits"):
+                yield CounterMetricFamily(
+                    f"dora_metadata_{name}", f"Metadata events: {name}", value=count
+                )
+        stats = self._pages.stats()
+        yield CounterMetricFamily("dora_page_hits", "Pages served from the store", value=stats.hits)
+        yield CounterMetricFamily("dora_page_misses", "Pages not in the store", value=stats.misses)
+        yield CounterMetricFamily(
+            "dora_page_evictions", "Pages evicted for space", value=stats.evictions
+        )
+        failures = CounterMetricFamily(
+            "dora_page_put_failures", "Pages not stored, by outcome", labels=["outcome"]
+        )
+        for outcome, count in stats.put_failures.items():
+            failures.add_metric([outcome.name.lower()], count)
+        yield failures
+        yield GaugeMetricFamily(
+            "dora_page_store_used_bytes", "Bytes of pages on disk", value=self._pages.used_bytes
+        )
+        yield GaugeMetricFamily(
+            "dora_page_store_capacity_bytes",
+            "Page store capacity",
+            value=self._pages.capacity_bytes,
+        )
+        loads = GaugeMetricFamily("dora_load_jobs", "Load jobs by state", labels=["state"])
+        for state, count in self._loads().items():
+            loads.add_metric([state], count)
+        yield loads
+
+
+class Metrics:
+    """The worker's metrics. Thread-safe (prometheus_client collectors are)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.bytes_served = Counter(
+            "dora_bytes_served",
+            "Bytes served to readers, by where they came from",
+            ["source"],
+            registry=self.registry,
+        )
+        self.ufs_latency = Histogram(
+            "dora_ufs_call_seconds",
+            "Latency of data reads from the UFS",
+            ["op"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.request_latency = Histogram(
+            "dora_request_seconds",
+            "REST request latency by route",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "dora_errors", "Error answers by code", ["code"], registry=self.registry
+        )
+        self.passthrough_reads = Counter(
+            "dora_passthrough_reads",
+            "Reads served straight from the UFS because the file is not cached by policy",
+            registry=self.registry,
+        )
+        self.cache_failures = Counter(
+            "dora_cache_failures",
+            "Reads that fell back to the UFS because the page store failed",
+            registry=self.registry,
+        )
+
+    def watch(
+        self,
+        meta_counters: Callable[[], dict[str, int]],
+        pages: PageStore,
+        load_progress: Callable[[], dict[str, int]],
+    ) -> None:
+        self.registry.register(_StateCollector(meta_counters, pages, load_progress))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,156 @@
+"""The read path: bytes of one pinned file version, from pages in the store or fetched from the
+UFS (one fetch per page however many readers ask), with read-ahead for cold ranges.
+
+A read is pinned to the version its status names: cached pages are keyed by that version, and
+every page fetched from the UFS is fetched with that version required (``Ufs.read(version=)``),
+so a file that changes mid-read ends the read with :class:`UfsVersionChanged` — never a mix.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pagestore.api import PageStore
+from pagestore.page import PageId
+from ufs.adapter import Ufs
+from ufs.errors import UfsVersionChanged
+from ufs.status import UfsStatus, file_id
+from worker.meta.counters import Counters
+from worker.metrics import Metrics
+
+READ_AHEAD_PAGES = 4
+_SOURCES = ("bytes_from_cache", "bytes_from_ufs", "page_hits", "page_misses", "passthrough")
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """Which URIs are cached at all (``dora.worker.cache.include`` / ``.exclude`` globs); the
+    rest are served pass-through. An empty include list means everything."""
+
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+
+    def caches(self, uri: str) -> bool:
+        if self.include and not any(fnmatch.fnmatchcase(uri, p) for p in self.include):
+            return False
+        return not any(fnmatch.fnmatchcase(uri, p) for p in self.exclude)
+
+
+class Reader:
+    """Serves byte ranges of pinned file versions. Thread-safe: state is the page store (itself
+    thread-safe), a shared read-ahead pool and lock-protected counters."""
+
+    def __init__(
+        self,
+        ufs: Ufs,
+        pages: PageStore,
+        page_size: int,
+        policy: CachePolicy,
+        metrics: Metrics,
+        read_ahead_threads: int = 8,
+    ) -> None:
+        self._ufs = ufs
+        self._pages = pages
+        self.page_size = page_size
+        self.policy = policy
+        self._metrics = metrics
+        self._pool = ThreadPoolExecutor(read_ahead_threads, thread_name_prefix="read-ahead")
+        self.counters = Counters(_SOURCES)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def chunks(self, status: UfsStatus, offset: int, length: int) -> Iterator[bytes]:
+        """The bytes ``[offset, offset+length)`` of ``status``'s version, page by page. The
+        range must lie within the file (the caller checks it)."""
+        if length <= 0:
+            return iter(())
+        if not self.policy.caches(status.uri):
+            self.counters.add("passthrough")
+            self._metrics.passthrough_reads.inc()
+            return self._passthrough(status, offset, length)
+        return self._cached(status, offset, length)
+
+    def _passthrough(self, status: UfsStatus, offset: int, length: int) -> Iterator[bytes]:
+        end = offset + length
+        while offset < end:
+            size = min(self.page_size, end - offset)
+            data = self._fetch(status, offset, size)
+            self._count("ufs", len(data))
+            yield data
+            offset += size
+
+    def _cached(self, status: UfsStatus, offset: int, length: int) -> Iterator[bytes]:
+        fid = file_id(status.uri)
+        first, last = offset // self.page_size, (offset + length - 1) // self.page_size
+        ahead: deque[tuple[int, Future[tuple[bytes, bool]]]] = deque()
+        try:
+            for index in range(first, last + 1):
+                start = max(offset, index * self.page_size) - index * self.page_size
+                stop = min(offset + length, (index + 1) * self.page_size) - index * self.page_size
+                while ahead and ahead[0][0] < index:
+                    ahead.popleft()[1].cancel()
+                if not ahead:
+                    data = self._pages.get(PageId(fid, status.version, index), start, stop - start)
+                    if data is not None:
+                        self.counters.add("page_hits")
+                        self._count("cache", len(data))
+                        yield data
+                        continue
+                self._read_ahead(ahead, status, fid, index, last)
+                page, fetched = ahead.popleft()[1].result()
+                self.counters.add("page_misses" if fetched else "page_hits")
+                self._count("ufs" if fetched else "cache", stop - start)
+                yield page[start:stop]
+        finally:
+            for _, pending in ahead:
+                pending.cancel()
+
+    def _read_ahead(
+        self,
+        ahead: deque[tuple[int, Future[tuple[bytes, bool]]]],
+        status: UfsStatus,
+        fid: str,
+        index: int,
+        last: int,
+    ) -> None:
+        """Make sure page ``index`` and up to READ_AHEAD_PAGES after it are being filled."""
+        next_index = ahead[-1][0] + 1 if ahead else index
+        while next_index <= min(last, index + READ_AHEAD_PAGES):
+            page_id = PageId(fid, status.version, next_index)
+            future = self._pool.submit(self._fill, page_id, status, next_index)
+            ahead.append((next_index, future))
+            next_index += 1
+
+    def _fill(self, page_id: PageId, status: UfsStatus, index: int) -> tuple[bytes, bool]:
+        """The page, and whether this call fetched it from the UFS (for honest accounting)."""
+        fetched = False
+
+        def fetch() -> bytes:
+            nonlocal fetched
+            fetched = True
+            return self._fetch_page(status, index)
+
+        return self._pages.get_or_fill(page_id, fetch), fetched
+
+    def _fetch_page(self, status: UfsStatus, index: int) -> bytes:
+        offset = index * self.page_size
+        return self._fetch(status, offset, min(self.page_size, status.size - offset))
+
+    def _fetch(self, status: UfsStatus, offset: int, size: int) -> bytes:
+        started = time.perf_counter()
+        data = self._ufs.read(status.uri, offset, size, version=status.version)
+        self._metrics.ufs_latency.labels("read").observe(time.perf_counter() - started)
+        if len(data) != size:
+            # A short read of a range the status says exists: the file changed underneath.
+            raise UfsVersionChanged(status.uri, status.version, None)
+        return data
+
+    def _count(self, source: str, n: int) -> None:
+        self.counters.add(f"bytes_from_{source}", n)
+        self._metrics.bytes_served.labels(source).inc(n)
