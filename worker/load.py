@@ -51,6 +51,7 @@ class LoadJob:
     finished_at: float | None = None
     errors: list[str] = field(default_factory=list)
     cancel: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
 
     def wants(self, uri: str) -> bool:
         relative = uri[len(self.path) :].lstrip("/") or uri.rsplit("/", 1)[-1]
@@ -117,6 +118,13 @@ class LoadManager:
             job.cancel.set()
         return job
 
+    def wait(self, job_id: str, timeout: float | None = None) -> LoadJob | None:
+        """The job once it has finished (or when ``timeout`` passes); None if unknown."""
+        job = self.get(job_id)
+        if job is not None:
+            job.finished.wait(timeout)
+        return job
+
     def states(self) -> dict[str, int]:
         with self._lock:
             counts = Counter(job.state.value for job in self._jobs.values())
@@ -142,6 +150,7 @@ class LoadManager:
         else:
             job.state = JobState.CANCELLED if job.cancel.is_set() else JobState.DONE
         job.finished_at = time.time()
+        job.finished.set()
         log.info("load job %s on %s: %s", job.id, job.path, job.to_dict())
 
     def _files(self, job: LoadJob) -> list[UfsStatus]:

@@ -7,11 +7,13 @@ import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -70,6 +72,10 @@ def serve(config: Config, options: ProcessOptions) -> int:
     for thread in watchers:
         thread.daemon = True
         thread.start()
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal into the
+    # handler that was installed before it: make that one a no-op so the flush below runs.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _stopping)
     try:
         server.run(sockets=[sock])
     finally:
@@ -80,6 +86,10 @@ def serve(config: Config, options: ProcessOptions) -> int:
         sock.close()
     log.info("worker stopped")
     return 0
+
+
+def _stopping(sig: int, frame: FrameType | None) -> None:
+    log.info("worker received %s", signal.Signals(sig).name)
 
 
 def _announce(server: uvicorn.Server, options: ProcessOptions, host: str, port: int) -> None:

@@ -68,6 +68,7 @@ class WorkerService:
         policy = CachePolicy(tuple(include), tuple(exclude))
         self.reader = Reader(ufs, pages, page_size, policy, self.metrics)
         self.loads = LoadManager(self)
+        self._closed = False
         meta.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
 
@@ -82,6 +83,10 @@ class WorkerService:
         return cls(config, ufs, meta, pages, options.page_size)
 
     def close(self) -> None:
+        """Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         self.loads.close()
         self.reader.close()
         self.meta.close()

@@ -1,0 +1,72 @@
+"""The invalidation chain and the REST API against a worker fronting SeaweedFS."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import s3fs
+
+from tests.integration.conftest import BUCKET
+from tests.worker.chain import TTL_DEFINES, InvalidationChain
+from tests.worker.conftest import Api, open_service
+from worker.locals3 import LocalS3
+from worker.service import WorkerService
+
+
+class S3Outside:
+    def __init__(self, fs: s3fs.S3FileSystem) -> None:
+        self.fs = fs
+
+    def write(self, uri: str, data: bytes) -> None:
+        self.fs.pipe_file(uri.removeprefix("s3://"), data)
+
+    def delete(self, uri: str) -> None:
+        self.fs.rm_file(uri.removeprefix("s3://"))
+
+
+class TestSeaweedChain(InvalidationChain):
+    @pytest.fixture
+    def work(self, tmp_path: Path) -> Path:
+        return tmp_path / "work"
+
+    @pytest.fixture
+    def root(self, s3_root: str) -> str:
+        return s3_root
+
+    @pytest.fixture
+    def service(self, work: Path, seaweedfs: LocalS3) -> Iterator[WorkerService]:
+        service = open_service(work, f"s3://{BUCKET}", *TTL_DEFINES, *seaweedfs.storage_defines())
+        yield service
+        service.close()
+
+    @pytest.fixture
+    def outside(self, s3_raw: s3fs.S3FileSystem) -> S3Outside:
+        return S3Outside(s3_raw)
+
+
+def test_rest_api_over_s3(
+    tmp_path: Path, seaweedfs: LocalS3, s3_root: str, s3_raw: s3fs.S3FileSystem
+) -> None:
+    service = open_service(tmp_path / "work", f"s3://{BUCKET}", *seaweedfs.storage_defines())
+    api = Api(service)
+    try:
+        path = f"{s3_root}/api/object.bin"
+        written = api.request("PUT", "/v1/write", params={"path": path}, content=b"payload" * 1000)
+        assert written.status_code == 201
+        assert written.json()["version"] == s3_raw.info(path.removeprefix("s3://"))["ETag"].strip(
+            '"'
+        )
+        assert (
+            api.get("/v1/read", params={"path": path, "offset": 7, "length": 7}).content
+            == b"payload"
+        )
+        entries = api.get("/v1/list", params={"path": f"{s3_root}/api"}).json()["entries"]
+        assert [e["name"] for e in entries] == ["object.bin"]
+        s3_raw.pipe_file(f"{s3_root}/api/second.bin".removeprefix("s3://"), b"2")
+        synced = api.get("/v1/list", params={"path": f"{s3_root}/api", "sync_interval": "0"}).json()
+        assert [e["name"] for e in synced["entries"]] == ["object.bin", "second.bin"]
+        outside = api.get("/v1/status", params={"path": f"s3://{BUCKET}-other/x"})
+        assert (outside.status_code, outside.json()["error"]) == (403, "OutsideMountRoots")
+    finally:
+        api.close()
+        service.close()

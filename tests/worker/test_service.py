@@ -1,0 +1,106 @@
+"""The worker service over a local directory: the invalidation chain, restart, faults."""
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.worker.chain import TTL_DEFINES, InvalidationChain, read_all
+from tests.worker.conftest import open_service, page_files
+from worker.service import WorkerService
+
+PAGE = 64 * 1024
+
+
+class LocalOutside:
+    def write(self, uri: str, data: bytes) -> None:
+        path = Path(uri.removeprefix("file://"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(path.name + ".tmp")
+        temp.write_bytes(data)
+        temp.replace(path)  # a new inode and mtime, as real writers do
+
+    def delete(self, uri: str) -> None:
+        Path(uri.removeprefix("file://")).unlink()
+
+
+class TestLocalChain(InvalidationChain):
+    @pytest.fixture
+    def work(self, tmp_path: Path) -> Path:
+        return tmp_path / "work"
+
+    @pytest.fixture
+    def root(self, data_dir: Path) -> str:
+        return f"file://{data_dir}"
+
+    @pytest.fixture
+    def service(self, make_service: Callable[..., WorkerService]) -> WorkerService:
+        return make_service(*TTL_DEFINES)
+
+    @pytest.fixture
+    def outside(self) -> LocalOutside:
+        return LocalOutside()
+
+
+def test_restart_keeps_metadata_and_pages(tmp_path: Path, data_dir: Path) -> None:
+    content = os.urandom(5 * PAGE)
+    (data_dir / "keep.bin").write_bytes(content)
+    uri = f"file://{data_dir}/keep.bin"
+    first = open_service(
+        tmp_path / "work", f"file://{data_dir}", "dora.worker.page.store.page.size=64KB"
+    )
+    assert read_all(first, uri) == content
+    first.close()
+    second = open_service(
+        tmp_path / "work", f"file://{data_dir}", "dora.worker.page.store.page.size=64KB"
+    )
+    try:
+        assert read_all(second, uri, sync_interval=-1) == content
+        stats = second.stats()
+        assert stats["bytes_from_cache"] == len(content)
+        assert stats["bytes_from_ufs"] == 0
+        assert second.meta.counters()["metastore_hits"] >= 1
+    finally:
+        second.close()
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs for the page store (tests run as root, as CI does)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_full_disk_still_serves_reads_from_the_ufs(
+    make_service: Callable[..., WorkerService], data_dir: Path, tiny_disk: Path
+) -> None:
+    service = make_service(
+        "dora.worker.page.store.page.size=64KB",
+        f"dora.worker.page.store.dirs={tiny_disk}",
+        "dora.worker.page.store.sizes=100MB",  # more than the disk holds: puts meet ENOSPC
+    )
+    content = os.urandom(40 * PAGE)  # 2.5 MiB: cannot fit in 1 MiB
+    (data_dir / "big.bin").write_bytes(content)
+    uri = f"file://{data_dir}/big.bin"
+    assert read_all(service, uri) == content
+    assert read_all(service, uri) == content
+    failures = service.pages.stats().put_failures
+    assert sum(failures.values()) > 0
+    assert "dora_page_put_failures_total" in service.metrics.render().decode()
+
+
+def test_pages_of_other_versions_are_never_served(
+    make_service: Callable[..., WorkerService], tmp_path: Path, data_dir: Path
+) -> None:
+    service = make_service("dora.worker.page.store.page.size=64KB")
+    uri = f"file://{data_dir}/v.bin"
+    LocalOutside().write(uri, b"1" * PAGE)
+    assert read_all(service, uri) == b"1" * PAGE
+    LocalOutside().write(uri, b"2" * PAGE)
+    assert read_all(service, uri, sync_interval=0) == b"2" * PAGE
+    assert len(page_files(tmp_path / "work", uri)) == 1
