@@ -41,7 +41,10 @@ class ProcessOptions:
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket; port 0 picks a free one."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+    # and without it a keep-alive answer written in two parts waits out a delayed ACK (40 ms).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)
