@@ -1,1 +1,15 @@
-"""Fixed-size pages of file data on local disk, bounded, checksummed, restored after restart."""
+"""Fixed-size pages of file data on local disk, bounded, checksummed, restored after restart.
+
+Where things live:
+
+- ``api``: the :class:`~pagestore.api.PageStore` protocol, ``PutResult`` and ``StoreStats``;
+- ``store``: :class:`~pagestore.store.LocalPageStore`, the store on disk (also re-exports the
+  names the worker needs: ``PageStore``, ``PageStoreOptions``, ``PutResult``, ``StoreStats``);
+- ``memory``: ``MemoryPageStore``, the same contract in memory, for tests;
+- ``base``: what both stores share (read-through with single flight, invalidation log, counters);
+- ``page``: ``PageId``, the on-disk name of a page and its checksummed header;
+- ``disk``: one page directory's files; ``dirs``: directories at run time and page placement;
+- ``index``: the in-memory page index; ``restore``: rebuilding it after a restart;
+- ``evict``: eviction policies, one module each; ``flight``: single flight;
+- ``options`` and ``keys``: settings and the property keys they come from.
+"""

@@ -1,0 +1,120 @@
+"""What every page store offers (:class:`PageStore`), its put outcomes and its statistics."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pagestore.page import PageId
+
+
+class PutResult(enum.Enum):
+    """What became of a page handed to the store. Only OK means it is stored; every other
+    outcome is counted, and the caller simply goes on without caching."""
+
+    OK = "ok"
+    """Stored now, or already stored."""
+    NO_SPACE = "no_space"
+    """The disk is full, or no page could be evicted to make room (all space is being written)."""
+    FAILED = "failed"
+    """An I/O error, a read-only directory, or no directory in service."""
+    TOO_LARGE = "too_large"
+    """The data is larger than a page or than the directory's capacity."""
+    REJECTED = "rejected"
+    """Not stored by design: the store is closed or still restoring, the same page is being
+    written or deleted right now, or the file was invalidated while its data was fetched."""
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """A snapshot of a store's counters and gauges."""
+
+    hits: int = 0
+    misses: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    put_results: Mapping[PutResult, int] = field(default_factory=dict)
+    evictions: int = 0
+    invalidated_pages: int = 0
+    corrupt_pages: int = 0
+    io_errors: int = 0
+    pages: int = 0
+    used_bytes: int = 0
+    capacity_bytes: int = 0
+    ready: bool = True
+    dirs_in_service: int = 1
+    restored_pages: int = 0
+    restore_seconds: float = 0.0
+
+    @property
+    def puts(self) -> int:
+        return self.put_results.get(PutResult.OK, 0)
+
+    @property
+    def put_failures(self) -> dict[PutResult, int]:
+        return {result: n for result, n in self.put_results.items() if result is not PutResult.OK}
+
+
+class PageStore(Protocol):
+    """Fixed-size pages by :class:`PageId`, bounded in bytes.
+
+    A cache failure is a miss or a :class:`PutResult`, never an exception: ``get``, ``put``,
+    ``has_page`` and ``delete_file`` do not raise for I/O errors, full or vanished disks or
+    corrupt pages (they raise ValueError only for invalid arguments). Implementations are
+    thread-safe.
+    """
+
+    page_size: int
+    """Bytes in a full page; only a file's last page may be shorter."""
+
+    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+        """Bytes ``[offset, offset + length)`` of a stored page (to its end when ``length`` is
+        None), or None on a miss. The whole page is verified before any byte is returned."""
+        ...
+
+    def put(self, page_id: PageId, data: bytes) -> PutResult:
+        """Store a page, evicting others if needed."""
+        ...
+
+    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes]) -> bytes:
+        """The whole page, from the store or from ``fill()`` (then stored when possible).
+        Concurrent callers for one page share one ``fill()``; its exceptions reach them all."""
+        ...
+
+    def delete_file(self, file_id: str, version: str | None = None) -> int:
+        """Drop the pages of one version of a file, or of all its versions; returns how many."""
+        ...
+
+    def cached_bytes(self, file_id: str, version: str) -> int:
+        """Bytes of that file version held in the store."""
+        ...
+
+    def has_page(self, page_id: PageId) -> bool: ...
+
+    @property
+    def page_count(self) -> int: ...
+
+    @property
+    def used_bytes(self) -> int: ...
+
+    @property
+    def capacity_bytes(self) -> int: ...
+
+    @property
+    def ready(self) -> bool:
+        """Whether the index is complete (after a restart it is rebuilt in the background)."""
+        ...
+
+    def wait_ready(self, timeout: float | None = None) -> bool: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def start(self) -> None:
+        """Open the store; a restore, if any, continues in the background."""
+        ...
+
+    def close(self) -> None:
+        """Finish background work and release the directories. Idempotent."""
+        ...

@@ -1,0 +1,155 @@
+"""What every page store implementation shares: read-through with single flight, the log that
+keeps a fill racing an invalidation from storing stale pages, and the counters."""
+
+from __future__ import annotations
+
+import enum
+import threading
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable
+
+from pagestore.api import PutResult
+from pagestore.flight import SingleFlight
+from pagestore.page import PageId, PageKey
+
+
+class Count(enum.Enum):
+    HITS = "hits"
+    MISSES = "misses"
+    BYTES_READ = "bytes_read"
+    BYTES_WRITTEN = "bytes_written"
+    EVICTIONS = "evictions"
+    INVALIDATED_PAGES = "invalidated_pages"
+    CORRUPT_PAGES = "corrupt_pages"
+    IO_ERRORS = "io_errors"
+
+
+class Counters:
+    """Monotonic counters. Thread-safe; its lock is a leaf (never held while taking another)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(Count, 0)
+        self._puts = dict.fromkeys(PutResult, 0)
+
+    def add(self, count: Count, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[count] += amount
+
+    def add_hit(self, size: int) -> None:
+        with self._lock:
+            self._counts[Count.HITS] += 1
+            self._counts[Count.BYTES_READ] += size
+
+    def add_put(self, result: PutResult, size: int) -> None:
+        with self._lock:
+            self._puts[result] += 1
+            if result is PutResult.OK:
+                self._counts[Count.BYTES_WRITTEN] += size
+
+    def snapshot(self) -> tuple[dict[Count, int], dict[PutResult, int]]:
+        with self._lock:
+            return dict(self._counts), dict(self._puts)
+
+
+class InvalidationLog:
+    """The most recent invalidations, numbered. A writer notes :meth:`mark` before it starts and
+    asks :meth:`invalidated_since` before its page becomes visible; if the page's file was
+    invalidated in between, the page may be stale and must not be stored. When the log has
+    forgotten entries newer than a mark, the answer is conservatively yes.
+
+    Not thread-safe: the store calls it under its lock.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._seq = 0
+        self._recent: deque[tuple[int, str, str | None]] = deque(maxlen=limit)
+
+    def mark(self) -> int:
+        return self._seq
+
+    def record(self, file_id: str, version_key: str | None) -> None:
+        self._seq += 1
+        self._recent.append((self._seq, file_id, version_key))
+
+    def invalidated_since(self, mark: int, key: PageKey) -> bool:
+        if mark == self._seq:
+            return False
+        if not self._recent or self._recent[0][0] > mark + 1:
+            return True
+        for seq, file_id, version_key in reversed(self._recent):
+            if seq <= mark:
+                break
+            if file_id == key.file_id and version_key in (None, key.version_key):
+                return True
+        return False
+
+
+def check_range(offset: int, length: int | None) -> None:
+    """Raise ValueError for a negative offset or length (a caller's bug, not a cache failure)."""
+    if offset < 0 or (length is not None and length < 0):
+        raise ValueError(f"invalid page range: offset={offset}, length={length}")
+
+
+def slice_page(data: bytes, offset: int, length: int | None) -> bytes:
+    if offset == 0 and (length is None or length >= len(data)):
+        return data  # the common whole-page read: no copy
+    end = len(data) if length is None else offset + length
+    return data[offset:end]
+
+
+class BasePageStore(ABC):
+    """Read-through and accounting shared by every store. Subclasses guard their state with
+    ``self._lock``; the single-flight and counter locks are taken only without it or as leaves.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._invalidations = InvalidationLog()
+        self._flights: SingleFlight[PageId, bytes] = SingleFlight()
+        self._counters = Counters()
+
+    @abstractmethod
+    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+        """See PageStore.get."""
+
+    @abstractmethod
+    def has_page(self, page_id: PageId) -> bool:
+        """See PageStore.has_page."""
+
+    @abstractmethod
+    def _store(self, page_id: PageId, data: bytes, since: int) -> PutResult:
+        """Store a page unless its file was invalidated after ``since`` (an InvalidationLog
+        mark); never raises for cache failures."""
+
+    def put(self, page_id: PageId, data: bytes) -> PutResult:
+        """See PageStore.put."""
+        with self._lock:
+            since = self._invalidations.mark()
+        return self._counted_store(page_id, data, since)
+
+    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes]) -> bytes:
+        """See PageStore.get_or_fill."""
+        data = self.get(page_id)
+        if data is not None:
+            return data
+        return self._flights.run(page_id, lambda: self._fill(page_id, fill))
+
+    def _fill(self, page_id: PageId, fill: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            since = self._invalidations.mark()
+        # A caller that missed just before the previous flight for this page stored it finds
+        # the page here instead of fetching it a second time.
+        if self.has_page(page_id):
+            data = self.get(page_id)
+            if data is not None:
+                return data
+        data = fill()
+        self._counted_store(page_id, data, since)
+        return data
+
+    def _counted_store(self, page_id: PageId, data: bytes, since: int) -> PutResult:
+        result = self._store(page_id, data, since)
+        self._counters.add_put(result, len(data))
+        return result

@@ -1,0 +1,53 @@
+"""Fixtures shared by the page store tests: options, stores of every kind, page content."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pagestore.api import PageStore
+from pagestore.memory import MemoryPageStore
+from pagestore.options import PageStoreOptions
+from pagestore.store import LocalPageStore
+from tests.pagestore.support import PAGE_SIZE, StoreFactory, make_options, open_local
+
+
+@pytest.fixture
+def local_stores() -> Iterator[Callable[[PageStoreOptions], LocalPageStore]]:
+    """Opens ready LocalPageStores and closes them at the end of the test."""
+    opened: list[LocalPageStore] = []
+
+    def factory(options: PageStoreOptions) -> LocalPageStore:
+        opened.append(open_local(options))
+        return opened[-1]
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+KINDS = [("local", "lru"), ("local", "lfu"), ("memory", "lru"), ("memory", "lfu")]
+
+
+@pytest.fixture(params=KINDS, ids=[f"{kind}-{evictor}" for kind, evictor in KINDS])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Builds started, ready stores of one implementation and evictor: ``make_store(pages=8)``."""
+    kind, evictor = request.param
+    opened: list[PageStore] = []
+
+    def factory(pages: int = 8, page_size: int = PAGE_SIZE) -> PageStore:
+        options = make_options(tmp_path / str(len(opened)), pages, 1, evictor, page_size)
+        store: PageStore = open_local(options) if kind == "local" else MemoryPageStore(options)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(make_store: StoreFactory) -> PageStore:
+    return make_store()

@@ -1,0 +1,41 @@
+"""Helpers shared by the page store tests: options, page content and opening stores."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from pagestore.api import PageStore
+from pagestore.options import PageDirOptions, PageStoreOptions
+from pagestore.page import PageId
+from pagestore.store import LocalPageStore
+
+PAGE_SIZE = 4096
+FILE_A = "a" * 64
+FILE_B = "b" * 64
+
+StoreFactory = Callable[..., PageStore]
+
+
+def content(page_id: PageId, size: int = PAGE_SIZE) -> bytes:
+    """The bytes a page of a given id is expected to hold: distinct per file, version, index."""
+    seed = hashlib.sha256(f"{page_id.file_id}/{page_id.version}/{page_id.index}".encode()).digest()
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+def make_options(
+    root: Path, pages: int = 8, dirs: int = 1, evictor: str = "lru", page_size: int = PAGE_SIZE
+) -> PageStoreOptions:
+    return PageStoreOptions(
+        dirs=tuple(PageDirOptions(root / f"dir{n}", pages * page_size) for n in range(dirs)),
+        page_size=page_size,
+        evictor=evictor,
+    )
+
+
+def open_local(options: PageStoreOptions) -> LocalPageStore:
+    store = LocalPageStore(options)
+    store.start()
+    assert store.wait_ready(30)
+    return store

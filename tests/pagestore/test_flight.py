@@ -1,0 +1,72 @@
+"""Single flight: concurrent calls for one key share one execution."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from pagestore.flight import SingleFlight
+
+
+def test_a_lone_call_runs_and_returns() -> None:
+    flights: SingleFlight[str, int] = SingleFlight()
+    assert flights.run("k", lambda: 7) == 7
+    assert flights.in_flight() == 0
+
+
+def test_calls_after_one_finished_run_again() -> None:
+    flights: SingleFlight[str, int] = SingleFlight()
+    calls: list[int] = []
+
+    def call() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert [flights.run("k", call) for _ in range(3)] == [1, 2, 3]
+
+
+def test_waiters_share_the_leaders_value_or_exception() -> None:
+    flights: SingleFlight[str, int] = SingleFlight()
+    release = threading.Event()
+    entered = threading.Event()
+    outcomes: list[object] = []
+
+    def leader_fn() -> int:
+        entered.set()
+        release.wait()
+        raise OSError("boom")
+
+    def call(fn: object) -> None:
+        try:
+            outcomes.append(flights.run("k", leader_fn))
+        except OSError as exc:
+            outcomes.append(exc)
+
+    leader = threading.Thread(target=call, args=(leader_fn,))
+    leader.start()
+    entered.wait()
+    waiters = [threading.Thread(target=call, args=(leader_fn,)) for _ in range(3)]
+    for waiter in waiters:
+        waiter.start()
+    # The waiters have registered once the flight is the only one and they are blocked on it;
+    # releasing early is still correct (a late waiter simply runs its own call).
+    release.set()
+    for thread in [leader, *waiters]:
+        thread.join()
+    assert len(outcomes) == 4
+    assert all(isinstance(outcome, OSError) for outcome in outcomes)
+    assert flights.in_flight() == 0
+
+
+def test_different_keys_do_not_wait_for_each_other() -> None:
+    flights: SingleFlight[str, str] = SingleFlight()
+    assert flights.run("a", lambda: flights.run("b", lambda: "inner")) == "inner"
+
+
+def test_an_exception_leaves_no_call_behind() -> None:
+    flights: SingleFlight[str, int] = SingleFlight()
+    empty: dict[str, int] = {}
+    with pytest.raises(KeyError):
+        flights.run("k", lambda: empty["missing"])
+    assert flights.run("k", lambda: 1) == 1

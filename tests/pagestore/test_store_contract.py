@@ -1,0 +1,235 @@
+"""The PageStore contract, run against every store implementation with every evictor."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from pagestore.api import PageStore, PutResult
+from pagestore.page import PageId
+from tests.pagestore.support import FILE_A, FILE_B, PAGE_SIZE, StoreFactory, content
+
+
+def page(index: int, file_id: str = FILE_A, version: str = "v1") -> PageId:
+    return PageId(file_id, version, index)
+
+
+def fill_with(store: PageStore, pages: list[PageId]) -> None:
+    for page_id in pages:
+        assert store.put(page_id, content(page_id)) is PutResult.OK
+
+
+def test_a_stored_page_reads_back_whole_and_in_ranges(store: PageStore) -> None:
+    page_id = page(0)
+    data = content(page_id)
+    assert store.put(page_id, data) is PutResult.OK
+    assert store.get(page_id) == data
+    assert store.get(page_id, 100, 50) == data[100:150]
+    assert store.get(page_id, 4000) == data[4000:]
+    assert store.get(page_id, 4000, 1000) == data[4000:]
+    assert store.get(page_id, PAGE_SIZE + 10) == b""
+
+
+def test_a_short_last_page_keeps_its_size(store: PageStore) -> None:
+    page_id = page(3)
+    assert store.put(page_id, b"tail") is PutResult.OK
+    assert store.get(page_id) == b"tail"
+    assert store.cached_bytes(FILE_A, "v1") == 4
+
+
+def test_an_unknown_page_is_a_miss_and_counted(store: PageStore) -> None:
+    assert store.get(page(0)) is None
+    assert not store.has_page(page(0))
+    stats = store.stats()
+    assert (stats.hits, stats.misses) == (0, 1)
+
+
+def test_counters_follow_reads_and_writes(store: PageStore) -> None:
+    fill_with(store, [page(0)])
+    store.get(page(0), 0, 10)
+    store.get(page(1))
+    stats = store.stats()
+    assert (stats.hits, stats.misses, stats.bytes_read) == (1, 1, 10)
+    assert (stats.puts, stats.bytes_written) == (1, PAGE_SIZE)
+    assert (stats.pages, stats.used_bytes) == (1, PAGE_SIZE)
+
+
+def test_a_negative_range_is_a_caller_error(store: PageStore) -> None:
+    with pytest.raises(ValueError):
+        store.get(page(0), -1)
+    with pytest.raises(ValueError):
+        store.get(page(0), 0, -5)
+
+
+def test_versions_never_share_pages(store: PageStore) -> None:
+    fill_with(store, [page(0, version='"etag-1"')])
+    assert store.get(page(0, version='"etag-2"')) is None
+    assert store.get(page(0, version='"etag-1"')) == content(page(0, version='"etag-1"'))
+
+
+def test_storing_a_page_twice_counts_it_once(store: PageStore) -> None:
+    fill_with(store, [page(0), page(0)])
+    assert (store.page_count, store.used_bytes) == (1, PAGE_SIZE)
+
+
+def test_data_larger_than_a_page_is_refused(store: PageStore) -> None:
+    assert store.put(page(0), b"x" * (PAGE_SIZE + 1)) is PutResult.TOO_LARGE
+    assert store.stats().put_failures[PutResult.TOO_LARGE] == 1
+    assert not store.has_page(page(0))
+
+
+def test_usage_stays_within_capacity_by_evicting(make_store: StoreFactory) -> None:
+    store = make_store(pages=4)
+    fill_with(store, [page(i) for i in range(10)])
+    assert store.used_bytes <= store.capacity_bytes == 4 * PAGE_SIZE
+    assert store.page_count == 4
+    assert store.stats().evictions == 6
+    assert [i for i in range(10) if store.has_page(page(i))] == [6, 7, 8, 9]
+
+
+def test_the_policy_keeps_the_page_that_was_read(make_store: StoreFactory) -> None:
+    # Both LRU (read most recently) and LFU (read most often) keep page 0 here.
+    store = make_store(pages=4)
+    fill_with(store, [page(i) for i in range(4)])
+    assert store.get(page(0)) is not None
+    fill_with(store, [page(4)])
+    assert store.has_page(page(0))
+    assert not store.has_page(page(1))
+
+
+def test_deleting_a_file_drops_every_version(store: PageStore) -> None:
+    fill_with(store, [page(0, version="v1"), page(1, version="v2"), page(0, FILE_B)])
+    assert store.delete_file(FILE_A) == 2
+    assert not store.has_page(page(0, version="v1"))
+    assert not store.has_page(page(1, version="v2"))
+    assert store.has_page(page(0, FILE_B))
+    assert (store.page_count, store.used_bytes) == (1, PAGE_SIZE)
+    assert store.stats().invalidated_pages == 2
+
+
+def test_deleting_one_version_keeps_the_others(store: PageStore) -> None:
+    fill_with(store, [page(0, version="v1"), page(1, version="v1"), page(0, version="v2")])
+    assert store.cached_bytes(FILE_A, "v1") == 2 * PAGE_SIZE
+    assert store.delete_file(FILE_A, "v1") == 2
+    assert store.cached_bytes(FILE_A, "v1") == 0
+    assert store.cached_bytes(FILE_A, "v2") == PAGE_SIZE
+    assert store.delete_file(FILE_A, "v1") == 0
+
+
+def test_a_deleted_page_can_be_stored_again(store: PageStore) -> None:
+    fill_with(store, [page(0)])
+    store.delete_file(FILE_A)
+    # The unlink may still be pending in the background: the put is then refused, never lost.
+    result = store.put(page(0), content(page(0)))
+    assert result in (PutResult.OK, PutResult.REJECTED)
+    assert store.get_or_fill(page(0), lambda: content(page(0))) == content(page(0))
+
+
+def test_get_or_fill_stores_what_it_fetched(store: PageStore) -> None:
+    calls: list[int] = []
+
+    def fill() -> bytes:
+        calls.append(1)
+        return content(page(0))
+
+    assert store.get_or_fill(page(0), fill) == content(page(0))
+    assert store.get_or_fill(page(0), fill) == content(page(0))
+    assert len(calls) == 1
+    assert store.get(page(0)) == content(page(0))
+
+
+def run_threads(count: int, target: Callable[[], None]) -> None:
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_concurrent_fills_of_one_page_fetch_it_once(store: PageStore) -> None:
+    readers = 8
+    calls: list[int] = []
+    results: list[bytes] = []
+
+    def fill() -> bytes:
+        calls.append(1)
+        # Hold the flight open until every reader has missed, so they all pile up on it.
+        while store.stats().misses < readers:
+            threading.Event().wait(0.001)
+        return content(page(0))
+
+    run_threads(readers, lambda: results.append(store.get_or_fill(page(0), fill)))
+    assert len(calls) == 1
+    assert results == [content(page(0))] * readers
+
+
+def test_a_failed_fill_reaches_every_waiter_and_stores_nothing(store: PageStore) -> None:
+    readers = 4
+    errors: list[BaseException] = []
+
+    def fill() -> bytes:
+        while store.stats().misses < readers:
+            threading.Event().wait(0.001)
+        raise ConnectionError("the UFS is down")
+
+    def read() -> None:
+        try:
+            store.get_or_fill(page(0), fill)
+        except ConnectionError as exc:
+            errors.append(exc)
+
+    run_threads(readers, read)
+    assert len(errors) == readers
+    assert not store.has_page(page(0))
+    assert store.get_or_fill(page(0), lambda: b"retried") == b"retried"
+
+
+def test_a_file_invalidated_during_its_fill_is_not_stored(store: PageStore) -> None:
+    def fill() -> bytes:
+        store.delete_file(FILE_A)  # the metadata listener drops the file mid-fetch
+        return content(page(0))
+
+    assert store.get_or_fill(page(0), fill) == content(page(0))
+    assert not store.has_page(page(0))
+    assert store.stats().put_failures[PutResult.REJECTED] == 1
+
+
+def test_invalidating_another_file_does_not_stop_a_fill(store: PageStore) -> None:
+    def fill() -> bytes:
+        store.delete_file(FILE_B)
+        store.delete_file(FILE_A, "v0")
+        return content(page(0))
+
+    store.get_or_fill(page(0), fill)
+    assert store.has_page(page(0))
+
+
+def test_many_threads_reading_and_filling_only_ever_see_right_bytes(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(pages=6)
+    wrong: list[PageId] = []
+
+    def worker(seed: int) -> None:
+        for step in range(150):
+            page_id = page((seed * 7 + step * 5) % 20, file_id=FILE_A if step % 3 else FILE_B)
+            if step % 29 == 0:
+                store.delete_file(page_id.file_id)
+            data = store.get_or_fill(page_id, functools.partial(content, page_id))
+            if data != content(page_id):
+                wrong.append(page_id)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert store.used_bytes <= store.capacity_bytes
+    for index in range(20):
+        for file_id in (FILE_A, FILE_B):
+            cached = store.get(page(index, file_id))
+            assert cached is None or cached == content(page(index, file_id))

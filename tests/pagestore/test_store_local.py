@@ -1,0 +1,97 @@
+"""LocalPageStore behaviour beyond the shared contract: background deletion, placement across
+directories, the injected clock."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pagestore.api import PutResult
+from pagestore.dirs import StoreDir, place
+from pagestore.disk import PageDir
+from pagestore.options import PageDirOptions, PageStoreOptions
+from pagestore.page import PageId, PageKey
+from pagestore.store import LocalPageStore
+from tests.pagestore.support import FILE_A, FILE_B, PAGE_SIZE, content, make_options
+
+LocalStores = Callable[[PageStoreOptions], LocalPageStore]
+
+
+def test_deleting_a_file_returns_before_its_files_are_unlinked(
+    tmp_path: Path, local_stores: LocalStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = local_stores(make_options(tmp_path, pages=32))
+    doomed = [PageId(FILE_A, "v", i) for i in range(10)]
+    kept = PageId(FILE_B, "v", 0)
+    for page_id in [*doomed, kept]:
+        store.put(page_id, content(page_id))
+    release = threading.Event()
+    original = PageDir.unlink
+
+    def slow_unlink(self: PageDir, key: PageKey) -> None:
+        release.wait()
+        original(self, key)
+
+    monkeypatch.setattr(PageDir, "unlink", slow_unlink)
+    assert store.delete_file(FILE_A) == 10  # returns while every unlink is still held
+    assert store.get(kept) == content(kept)
+    assert not store.has_page(doomed[0]) and store.used_bytes == PAGE_SIZE
+    assert store.put(doomed[0], content(doomed[0])) is PutResult.REJECTED  # still being unlinked
+    release.set()
+    store.close()
+    assert list(tmp_path.rglob(f"{FILE_A}.*")) == []
+
+
+def test_losing_a_dir_moves_only_its_files(tmp_path: Path) -> None:
+    dirs = [StoreDir(n, PageDirOptions(tmp_path / f"d{n}", 1 << 30), 4096, "lru") for n in range(3)]
+    files = [f"{n:064x}" for n in range(300)]
+    before = {f: place(dirs, f) for f in files}
+    assert {d.number for d in before.values() if d} == {0, 1, 2}
+    dirs[1].take_out_of_service()
+    after = {f: place(dirs, f) for f in files}
+    moved = [f for f in files if before[f] is not after[f]]
+    assert moved and all(before[f] is dirs[1] for f in moved)
+
+
+def test_bigger_dirs_get_more_files(tmp_path: Path) -> None:
+    small = StoreDir(0, PageDirOptions(tmp_path / "small", 1 << 30), 4096, "lru")
+    big = StoreDir(1, PageDirOptions(tmp_path / "big", 3 << 30), 4096, "lru")
+    chosen = [place([small, big], f"{n:064x}") for n in range(2000)]
+    assert chosen.count(big) > 2 * chosen.count(small)
+
+
+def test_the_restore_is_timed_with_the_injected_clock(tmp_path: Path) -> None:
+    ticks = itertools.count(start=100, step=7)
+    store = LocalPageStore(make_options(tmp_path), clock=lambda: float(next(ticks)))
+    store.start()
+    try:
+        assert store.wait_ready(30)
+        assert store.stats().restore_seconds == 7.0
+    finally:
+        store.close()
+
+
+def test_puts_spread_over_dirs_and_are_counted_per_dir_capacity(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    store = local_stores(make_options(tmp_path, pages=4, dirs=2))
+    files = [f"{n:064x}" for n in range(40)]
+    for file_id in files:
+        page_id = PageId(file_id, "v", 0)
+        assert store.put(page_id, content(page_id)) is PutResult.OK
+    assert store.page_count == 8 and store.used_bytes == store.capacity_bytes == 8 * PAGE_SIZE
+    for n in range(2):
+        assert len(list((tmp_path / f"dir{n}").rglob("*.*.*"))) == 4
+
+
+def test_a_store_that_was_never_started_misses_and_refuses(tmp_path: Path) -> None:
+    store = LocalPageStore(make_options(tmp_path))
+    page_id = PageId(FILE_A, "v", 0)
+    assert store.get(page_id) is None
+    assert store.put(page_id, b"x") is PutResult.REJECTED
+    assert store.get_or_fill(page_id, lambda: b"x") == b"x"
+    store.close()
