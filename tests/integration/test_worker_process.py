@@ -24,16 +24,25 @@ class WorkerProcess:
         self.log = (work / "worker.log").open("ab")
         args = [DORA, "worker", "start", "-Ddora.worker.http.port=0", f"-Ddora.work.dir={work}",
                 *(f"-D{d}" for d in defines), "--state-file", str(self.state)]  # fmt: skip
+        self.state.unlink(missing_ok=True)
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            self._wait_for_state(work)
+        except BaseException:
+            self.process.kill()  # a worker that failed to come up is still stopped by PID
+            self.process.wait()
+            raise
+        info = json.loads(self.state.read_text())
+        self.address = f"127.0.0.1:{info['port']}"
+        self.http = httpx.Client(base_url=f"http://{self.address}", timeout=30)
+
+    def _wait_for_state(self, work: Path) -> None:
         deadline = time.monotonic() + 60
         while not self.state.exists():
             assert self.process.poll() is None, (work / "worker.log").read_text()
             assert time.monotonic() < deadline, "the worker did not write its state file"
             time.sleep(0.05)
-        info = json.loads(self.state.read_text())
-        assert info["pid"] == self.process.pid
-        self.address = f"127.0.0.1:{info['port']}"
-        self.http = httpx.Client(base_url=f"http://{self.address}", timeout=30)
+        assert json.loads(self.state.read_text())["pid"] == self.process.pid
 
     def stop(self) -> int:
         self.http.close()
