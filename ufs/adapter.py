@@ -190,8 +190,11 @@ class Ufs:
         )
         if len(statuses) == 1 and statuses[0].uri == uri and not statuses[0].is_dir:
             raise UfsNotADirectory(f"cannot list {uri!r}: it is a file")
-        if not statuses and not self.status(uri).is_dir:
-            raise UfsNotADirectory(f"cannot list {uri!r}: it is a file")
+        if not statuses:
+            # Listing a file names the file itself (above), so an empty answer is an empty
+            # directory — or nothing at all, which status() reports as not found. Object stores
+            # may describe an emptied prefix oddly (SeaweedFS keeps it as a 0-byte entry).
+            self.status(uri)
         return sorted((s for s in statuses if s.uri != uri), key=lambda s: s.uri)
 
     def read(self, uri: str, offset: int, length: int, version: str | None = None) -> bytes:

@@ -53,6 +53,62 @@ USER_WORKERS: PropertyKey[list[str]] = PropertyKey(
     "Workers a client talks to, as host:port, comma separated.",
 )
 
+USER_CLIENT_TOKEN: PropertyKey[str | None] = PropertyKey(
+    "dora.user.client.token",
+    KeyType.STRING,
+    None,
+    "Bearer token the client sends to workers (empty: none).",
+    secret=True,
+)
+USER_CLIENT_TIMEOUT: PropertyKey[int] = PropertyKey(
+    "dora.user.client.timeout",
+    KeyType.DURATION,
+    "60s",
+    "Client timeout for reading a worker's answer (and for writing a request body).",
+    minimum=1,
+)
+USER_CLIENT_CONNECT_TIMEOUT: PropertyKey[int] = PropertyKey(
+    "dora.user.client.connect.timeout",
+    KeyType.DURATION,
+    "2s",
+    "Client timeout for connecting to a worker; after it the next worker on the ring is tried.",
+    minimum=1,
+)
+USER_CLIENT_RETRY_ATTEMPTS: PropertyKey[int] = PropertyKey(
+    "dora.user.client.retry.max.attempts",
+    KeyType.INT,
+    "3",
+    "Attempts of an idempotent call a worker answers 503 (UFS unavailable).",
+    minimum=1,
+)
+USER_CLIENT_FALLBACK_TO_UFS: PropertyKey[bool] = PropertyKey(
+    "dora.user.client.fallback.to.ufs",
+    KeyType.BOOL,
+    "true",
+    "When no worker is reachable, read the UFS directly (counted and logged).",
+)
+USER_CLIENT_VIRTUAL_NODES: PropertyKey[int] = PropertyKey(
+    "dora.user.client.virtual.nodes",
+    KeyType.INT,
+    "200",
+    "Virtual nodes per worker on the client's consistent hash ring.",
+    minimum=1,
+)
+USER_CLIENT_READ_CHUNK_SIZE: PropertyKey[int] = PropertyKey(
+    "dora.user.client.read.chunk.size",
+    KeyType.SIZE,
+    "8MB",
+    "Reads larger than this are split into chunks of this size fetched in parallel.",
+    minimum=1,
+)
+USER_CLIENT_READ_PARALLELISM: PropertyKey[int] = PropertyKey(
+    "dora.user.client.read.parallelism",
+    KeyType.INT,
+    "8",
+    "Chunks (and cat_ranges ranges) a client fetches at once.",
+    minimum=1,
+)
+
 KEYS: list[PropertyKey[Any]] = [
     BIND_HOST,
     BIND_PORT,
@@ -61,6 +117,14 @@ KEYS: list[PropertyKey[Any]] = [
     CACHE_INCLUDE,
     CACHE_EXCLUDE,
     USER_WORKERS,
+    USER_CLIENT_TOKEN,
+    USER_CLIENT_TIMEOUT,
+    USER_CLIENT_CONNECT_TIMEOUT,
+    USER_CLIENT_RETRY_ATTEMPTS,
+    USER_CLIENT_FALLBACK_TO_UFS,
+    USER_CLIENT_VIRTUAL_NODES,
+    USER_CLIENT_READ_CHUNK_SIZE,
+    USER_CLIENT_READ_PARALLELISM,
 ]
 
 

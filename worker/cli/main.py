@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from worker.cli import conf, fs, worker_cmd
 from worker.cli.common import run_guarded
+from worker.demo import cli as demo_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_parser(commands)
     worker_cmd.add_parser(commands)
     fs.add_parser(commands)
+    demo_cli.add_parser(commands)
     return parser
 
 

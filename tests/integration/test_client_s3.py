@@ -1,0 +1,184 @@
+"""The ``dora`` filesystem against a worker fronting a real S3 server (SeaweedFS): fsspec's
+abstract suite (with SeaweedFS's known quirk marked xfail, with the reason), outside changes,
+and pandas/pyarrow through dora URLs."""
+
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import httpx
+import pandas as pd
+import pyarrow.dataset as ds
+import pytest
+import s3fs
+from fsspec.tests.abstract import (
+    AbstractCopyTests,
+    AbstractFixtures,
+    AbstractGetTests,
+    AbstractOpenTests,
+    AbstractPipeTests,
+    AbstractPutTests,
+)
+
+from tests.integration.conftest import BUCKET
+from tests.worker.client.conftest import client_config
+from tests.worker.conftest import open_service
+from worker.api.app import create_app
+from worker.client import DoraFileSystem
+from worker.locals3 import LocalS3
+from worker.service import WorkerService
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def s3_service(tmp_path: Path, seaweedfs: LocalS3) -> Iterator[WorkerService]:
+    service = open_service(
+        tmp_path / "work",
+        f"s3://{BUCKET}",
+        "dora.worker.page.store.page.size=64KB",
+        *seaweedfs.storage_defines(),
+    )
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def storage_options(s3_service: WorkerService, seaweedfs: LocalS3) -> dict[str, Any]:
+    # The fallback's own UFS settings, as a client on a worker's host would have them.
+    return {
+        "transport": httpx.ASGITransport(app=create_app(s3_service)),
+        "config": client_config(*seaweedfs.storage_defines()),
+        "skip_instance_cache": True,
+    }
+
+
+@pytest.fixture
+def dora(storage_options: dict[str, Any]) -> DoraFileSystem:
+    return DoraFileSystem(**storage_options)
+
+
+@pytest.fixture
+def plain_root(request: pytest.FixtureRequest) -> str:
+    """A fresh prefix whose name has no glob characters (test ids carry ``[...]``, which the
+    glob tests would read as patterns)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", request.node.name)[:40]
+    return f"s3://{BUCKET}/{name}-{uuid.uuid4().hex[:8]}"
+
+
+SEAWEEDFS_EMPTIED_DIRECTORIES = (
+    "SeaweedFS keeps a directory entry after the last object under it is deleted: delimiter "
+    "listings keep showing it and a HEAD of its key answers as a 0-byte object. These tests "
+    "delete a target and reuse its name, so listings through the worker (directory by directory) "
+    "still show the old subdirectories. Plain s3fs against SeaweedFS fails the same tests, except "
+    "the glob edge cases, which its find passes only because it uses one flat listing."
+)
+# Measured: these fail on SeaweedFS for the reason above, with plain s3fs run as the control.
+SEAWEEDFS_XFAILS = frozenset(
+    f"test_{verb}_{case}"
+    for verb in ("copy", "put")
+    for case in (
+        "directory_to_existing_directory",
+        "directory_to_new_directory",
+        "directory_without_files_with_same_name_prefix",
+        "glob_edge_cases",
+        "glob_to_existing_directory",
+        "glob_to_new_directory",
+    )
+) | {"test_put_directory_recursive"}
+
+
+class DoraS3Fixtures(AbstractFixtures):  # type: ignore[misc]
+    @pytest.fixture(autouse=True)
+    def _seaweedfs_quirks(self, request: pytest.FixtureRequest) -> None:
+        if request.node.originalname in SEAWEEDFS_XFAILS:
+            # Not run: they are the slowest of the suite and known to fail on this server.
+            marker = pytest.mark.xfail(reason=SEAWEEDFS_EMPTIED_DIRECTORIES, run=False)
+            request.node.add_marker(marker)
+
+    @pytest.fixture
+    def fs(self, dora: DoraFileSystem) -> DoraFileSystem:
+        return dora
+
+    @pytest.fixture
+    def fs_path(self, plain_root: str) -> str:
+        return plain_root
+
+    @pytest.fixture
+    def fs_join(self) -> Callable[..., str]:
+        return lambda *parts: "/".join(parts)
+
+    @pytest.fixture
+    def supports_empty_directories(self) -> bool:
+        return False  # S3 has no directories, only key prefixes
+
+
+class TestDoraS3Copy(AbstractCopyTests, DoraS3Fixtures):  # type: ignore[misc]
+    pass
+
+
+class TestDoraS3Get(AbstractGetTests, DoraS3Fixtures):  # type: ignore[misc]
+    pass
+
+
+class TestDoraS3Put(AbstractPutTests, DoraS3Fixtures):  # type: ignore[misc]
+    pass
+
+
+class TestDoraS3Pipe(AbstractPipeTests, DoraS3Fixtures):  # type: ignore[misc]
+    pass
+
+
+class TestDoraS3Open(AbstractOpenTests, DoraS3Fixtures):  # type: ignore[misc]
+    pass
+
+
+def test_outside_changes_are_seen_with_sync_interval_zero(
+    dora: DoraFileSystem, s3_raw: s3fs.S3FileSystem, s3_root: str
+) -> None:
+    uri = f"{s3_root}/outside.txt"
+    assert not dora.exists(uri)
+    s3_raw.pipe_file(uri.removeprefix("s3://"), b"one")
+    assert dora.exists(uri, sync_interval=0)
+    assert dora.cat_file(uri) == b"one"
+    old = dora.info(uri)
+    s3_raw.pipe_file(uri.removeprefix("s3://"), b"two!")
+    assert dora.info(uri)["version"] == old["version"]  # the default trusts the cache
+    fresh = dora.info(uri, sync_interval=0)
+    assert (fresh["size"], fresh["version"]) == (4, fresh["content_hash"])
+    assert fresh["version"] != old["version"]
+    assert dora.cat_file(uri, sync_interval=0) == b"two!"
+
+
+def test_pandas_and_pyarrow_through_dora_urls(
+    storage_options: dict[str, Any], s3_raw: s3fs.S3FileSystem, s3_root: str
+) -> None:
+    df = pd.DataFrame({"id": range(3000), "year": [2023, 2024, 2025] * 1000})
+    df["name"] = "row-" + df["id"].astype(str)
+    url = f"dora://{s3_root}/table.parquet"
+    df.to_parquet(url, storage_options=storage_options)
+    with s3_raw.open(f"{s3_root}/table.parquet".removeprefix("s3://"), "rb") as handle:
+        direct = pd.read_parquet(handle)
+    pd.testing.assert_frame_equal(pd.read_parquet(url, storage_options=storage_options), direct)
+    df.to_parquet(f"dora://{s3_root}/ds", partition_cols=["year"], storage_options=storage_options)
+    fs, path = fsspec.core.url_to_fs(f"dora::{s3_root}/ds", **storage_options)
+    table = ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive").to_table()
+    got = table.to_pandas().sort_values("id").reset_index(drop=True)
+    assert got["id"].tolist() == df["id"].tolist()
+    assert got["name"].tolist() == df["name"].tolist()
+
+
+def test_warm_reads_come_from_the_cache(dora: DoraFileSystem, s3_root: str) -> None:
+    data = bytes(range(256)) * 4096
+    uri = f"{s3_root}/warm.bin"
+    dora.pipe_file(uri, data)
+    assert dora.cat_file(uri) == data
+    deadline = time.monotonic() + 10
+    while dora.info(uri)["cached_bytes"] < len(data) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dora.info(uri)["cached_bytes"] == len(data)
+    assert dora.cat_file(uri, 1000, 2000) == data[1000:2000]

@@ -1,0 +1,52 @@
+"""Client fixtures: client configs, and a ``dora`` filesystem over the real worker app in process
+(``httpx.ASGITransport``) fronting a local directory."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from config import Config, load_config
+from worker.api.app import create_app
+from worker.client import DoraFileSystem
+from worker.keys import build_registry
+from worker.service import WorkerService
+
+WORKER = "worker-0:28080"
+
+
+def client_config(*defines: str, workers: str = WORKER) -> Config:
+    """A client config independent of the environment running the tests."""
+    return load_config(
+        build_registry(), environ={}, defines=[f"dora.user.workers={workers}", *defines]
+    )
+
+
+def dora_fs(service: WorkerService, *defines: str, **options: object) -> DoraFileSystem:
+    """A fresh (uncached) filesystem talking to ``service`` through its ASGI app."""
+    return DoraFileSystem(
+        transport=httpx.ASGITransport(app=create_app(service)),
+        config=client_config(*defines),
+        skip_instance_cache=True,
+        **options,
+    )
+
+
+@pytest.fixture
+def make_fs(service: WorkerService) -> Callable[..., DoraFileSystem]:
+    def make(*defines: str, **options: object) -> DoraFileSystem:
+        return dora_fs(service, *defines, **options)
+
+    return make
+
+
+@pytest.fixture
+def fs(service: WorkerService) -> DoraFileSystem:
+    return dora_fs(service)
+
+
+@pytest.fixture
+def root(data_dir: Path) -> str:
+    """The worker's mount root as a URI."""
+    return f"file://{data_dir}"

@@ -1,0 +1,75 @@
+"""Client options: site properties, overridden by constructor arguments, validated once."""
+
+import pytest
+
+from tests.worker.client.conftest import client_config
+from worker.client.options import ClientOptions, sync_interval_param
+
+
+def test_defaults_come_from_the_properties() -> None:
+    options = ClientOptions.resolve(
+        client_config(
+            "dora.user.client.timeout=5s",
+            "dora.user.client.virtual.nodes=7",
+            "dora.user.client.fallback.to.ufs=false",
+            workers="a:1, b:2",
+        )
+    )
+    assert options.ring_names == ("a:1", "b:2")
+    assert options.workers == ("http://a:1", "http://b:2")
+    assert options.timeout_s == 5.0
+    assert options.connect_timeout_s == 2.0
+    assert options.virtual_nodes == 7
+    assert options.fallback_to_ufs is False
+    assert options.sync_interval is None  # unset: the worker's default applies
+    assert options.read_chunk_size == 8 << 20
+
+
+def test_arguments_override_the_properties() -> None:
+    options = ClientOptions.resolve(
+        client_config(),
+        workers=["h:9"],
+        timeout="250ms",
+        sync_interval=0,
+        token="t",
+        fallback_to_ufs=False,
+        virtual_nodes=3,
+    )
+    assert options.ring_names == ("h:9",)
+    assert options.timeout_s == 0.25
+    assert options.connect_timeout_s == 0.25
+    assert options.sync_interval == "0"
+    assert options.token == "t"
+
+
+def test_a_sync_interval_set_in_the_properties_is_sent() -> None:
+    config = client_config("dora.user.file.metadata.sync.interval=30s")
+    assert ClientOptions.resolve(config).sync_interval == "30s"
+
+
+@pytest.mark.parametrize("value", [-1, 0, 1500, "30s", "-1", "2min"])
+def test_sync_interval_forms(value: int | str) -> None:
+    assert sync_interval_param(value) == str(value)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"workers": ["nohost"]}, "not host:port"),
+        ({"workers": ["h:99999"]}, "not host:port"),
+        ({"workers": "ftp://h:1"}, "not an http"),
+        ({"workers": []}, "at least one worker"),
+        ({"timeout": 0}, "timeout=0"),
+        ({"timeout": "soon"}, "timeout='soon'"),
+        ({"sync_interval": "often"}, "sync_interval='often'"),
+        ({"virtual_nodes": 0}, "virtual_nodes=0"),
+    ],
+)
+def test_bad_options_name_themselves(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ClientOptions.resolve(client_config(), **options)  # type: ignore[arg-type]
+
+
+def test_explicit_http_urls_are_kept() -> None:
+    options = ClientOptions.resolve(client_config(), workers="https://w.example:443")
+    assert options.workers == ("https://w.example:443",)

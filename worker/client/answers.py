@@ -1,0 +1,40 @@
+"""What the client gets back: fsspec info dicts built from statuses, and read results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ufs.status import UfsStatus
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Bytes read, the version of the file they belong to, and its size when known."""
+
+    data: bytes
+    version: str | None
+    size: int | None = None
+
+
+def to_info(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The fsspec info dict of a worker's status JSON: ``name`` (the full URI), ``size``,
+    ``type`` (``file`` or ``directory``), ``mtime`` (seconds), plus the worker's ``version``,
+    ``mtime_ns``, ``content_hash`` and ``cached_bytes``."""
+    mtime_ns = int(status.get("mtime_ns") or 0)
+    return {
+        "name": str(status["uri"]),
+        "size": int(status.get("size") or 0),
+        "type": "directory" if status.get("is_dir") else "file",
+        "mtime": mtime_ns / 1e9,
+        "mtime_ns": mtime_ns,
+        "version": str(status.get("version") or ""),
+        "content_hash": status.get("content_hash"),
+        "cached_bytes": int(status.get("cached_bytes") or 0),
+    }
+
+
+def ufs_info(status: UfsStatus) -> dict[str, Any]:
+    """The info dict of a status read from the UFS directly (nothing of it is cached)."""
+    return to_info({**status.to_dict(), "cached_bytes": 0})

@@ -1,0 +1,105 @@
+"""Reading the UFS directly when no worker can be reached.
+
+Only reads fall back (status, listing, bytes): a write that bypassed the workers would leave
+their cached status stale. Every fallback is counted (``ufs_fallbacks``) and the first one of a
+filesystem instance is logged as a warning, so a run that silently lost its cache cannot pass
+unnoticed. The UFS is reached with the client's own properties (``dora.ufs.s3.*``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from config import Config
+from ufs import errors as ufs_errors
+from ufs.adapter import Ufs
+from ufs.status import UfsStatus
+from worker.client import errors
+from worker.client.answers import ReadResult
+from worker.client.forksafe import ProcessLocal
+from worker.client.stats import Counters
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# Most specific first: several UFS errors share base classes.
+_TRANSLATION: tuple[tuple[type[ufs_errors.UfsError], type[errors.DoraError]], ...] = (
+    (ufs_errors.UfsNotFound, errors.NotFound),
+    (ufs_errors.UfsOutsideRoots, errors.AccessDenied),
+    (ufs_errors.UfsPermissionDenied, errors.AccessDenied),
+    (ufs_errors.UfsInvalidPath, errors.InvalidRequest),
+    (ufs_errors.UfsAlreadyExists, errors.AlreadyExists),
+    (ufs_errors.UfsNotADirectory, errors.NotADirectory),
+    (ufs_errors.UfsIsADirectory, errors.IsADirectory),
+    (ufs_errors.UfsUnavailable, errors.UfsUnavailable),
+    (ufs_errors.UfsVersionChanged, errors.VersionMismatch),
+)
+
+
+class UfsFallback:
+    """Status, listing and ranged reads straight from the UFS, with UFS errors translated into
+    the client's error tree.
+
+    Thread-safe: the adapter is (see :class:`ufs.adapter.Ufs`); it is built on first use, once
+    per process.
+    """
+
+    def __init__(self, config: Config, counters: Counters) -> None:
+        self._ufs = ProcessLocal(lambda: Ufs.from_config(config))
+        self._counters = counters
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def status(self, uri: str, version: str | None = None) -> UfsStatus:
+        """The UFS status of ``uri``; VersionMismatch if ``version`` is given and differs."""
+        self._count("status", uri)
+        status = self._translated(lambda: self._ufs.get().status(uri))
+        if version is not None and status.version != version:
+            raise errors.VersionMismatch(
+                f"status {uri}: the UFS has version {status.version!r}, not {version!r}"
+            )
+        return status
+
+    def list(self, uri: str) -> list[UfsStatus]:
+        """The children of directory ``uri``."""
+        self._count("list", uri)
+        return self._translated(lambda: self._ufs.get().list(uri))
+
+    def read(self, uri: str, offset: int, length: int | None, version: str | None) -> ReadResult:
+        """Bytes ``[offset, offset+length)`` (to the end when ``length`` is None) and the version
+        they belong to. The status is checked first so a pinned version is honoured and a
+        directory is refused, as a worker would."""
+        self._count("read", uri)
+        ufs = self._ufs.get()
+        status = self._translated(lambda: ufs.status(uri))
+        if status.is_dir:
+            raise errors.IsADirectory(f"read {uri}: it is a directory")
+        if version is not None and status.version != version:
+            raise errors.VersionMismatch(
+                f"read {uri}: the UFS has version {status.version!r}, not {version!r}"
+            )
+        if offset > status.size:
+            raise errors.RangeNotSatisfiable(f"read {uri}: offset {offset} > size {status.size}")
+        wanted = status.size - offset if length is None else length
+        data = self._translated(lambda: ufs.read(uri, offset, wanted))
+        return ReadResult(data, status.version, status.size)
+
+    def _count(self, what: str, uri: str) -> None:
+        self._counters.add("ufs_fallbacks")
+        with self._lock:
+            first, self._warned = not self._warned, True
+        if first:
+            log.warning("no dora worker reachable: %s %s read from the UFS directly", what, uri)
+
+    @staticmethod
+    def _translated(call: Callable[[], T]) -> T:
+        try:
+            return call()
+        except ufs_errors.UfsError as exc:
+            for ufs_kind, kind in _TRANSLATION:
+                if isinstance(exc, ufs_kind):
+                    raise kind(f"UFS fallback: {exc}") from exc
+            raise errors.UfsFailure(f"UFS fallback: {exc}") from exc

@@ -1,0 +1,139 @@
+"""The client's options: constructor arguments over site properties (``dora.user.client.*``,
+``dora.user.workers``), validated once when a filesystem is created."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from config import Config, Source
+from config.units import parse_duration
+from worker import keys
+from worker.meta.keys import SYNC_INTERVAL
+
+SyncInterval = int | str
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """How a client reaches its workers. Immutable.
+
+    ``workers`` are base URLs (``http://host:port``) in the order given, ``ring_names`` the
+    ``host:port`` names the hash ring is keyed by. ``sync_interval`` is the default sent with
+    metadata and read calls (as the worker parses it), or None to leave the worker's default.
+    """
+
+    workers: tuple[str, ...]
+    ring_names: tuple[str, ...]
+    token: str | None
+    timeout_s: float
+    connect_timeout_s: float
+    retry_attempts: int
+    fallback_to_ufs: bool
+    virtual_nodes: int
+    read_chunk_size: int
+    read_parallelism: int
+    sync_interval: str | None
+
+    @classmethod
+    def resolve(
+        cls,
+        config: Config,
+        *,
+        workers: Sequence[str] | str | None = None,
+        token: str | None = None,
+        timeout: float | str | None = None,
+        sync_interval: SyncInterval | None = None,
+        fallback_to_ufs: bool | None = None,
+        virtual_nodes: int | None = None,
+    ) -> ClientOptions:
+        """Options from ``config``, each overridden by the matching argument when it is given.
+
+        Raises ValueError naming the option for a malformed worker address, timeout or sync
+        interval.
+        """
+        names = _worker_names(workers if workers is not None else config.get(keys.USER_WORKERS))
+        timeout_s = (
+            config.get(keys.USER_CLIENT_TIMEOUT) / 1000
+            if timeout is None
+            else _seconds("timeout", timeout)
+        )
+        nodes = (
+            config.get(keys.USER_CLIENT_VIRTUAL_NODES) if virtual_nodes is None else virtual_nodes
+        )
+        if nodes < 1:
+            raise ValueError(f"virtual_nodes={nodes!r}: expected at least 1")
+        return cls(
+            workers=tuple(_base_url(name) for name in names),
+            ring_names=names,
+            token=token if token is not None else config.get(keys.USER_CLIENT_TOKEN) or None,
+            timeout_s=timeout_s,
+            connect_timeout_s=min(timeout_s, config.get(keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000),
+            retry_attempts=config.get(keys.USER_CLIENT_RETRY_ATTEMPTS),
+            fallback_to_ufs=(
+                config.get(keys.USER_CLIENT_FALLBACK_TO_UFS)
+                if fallback_to_ufs is None
+                else bool(fallback_to_ufs)
+            ),
+            virtual_nodes=nodes,
+            read_chunk_size=config.get(keys.USER_CLIENT_READ_CHUNK_SIZE),
+            read_parallelism=config.get(keys.USER_CLIENT_READ_PARALLELISM),
+            sync_interval=_default_sync_interval(config, sync_interval),
+        )
+
+
+def sync_interval_param(value: SyncInterval) -> str:
+    """``value`` as the worker's ``sync_interval`` parameter: ms as an int, or a duration such as
+    ``30s``; -1 never re-checks, 0 always does. Raises ValueError for anything else."""
+    text = str(value).strip()
+    try:
+        parse_duration(text, allow_never=True)
+    except ValueError as exc:
+        raise ValueError(f"sync_interval={value!r}: {exc}") from None
+    return text
+
+
+def _default_sync_interval(config: Config, given: SyncInterval | None) -> str | None:
+    if given is not None:
+        return sync_interval_param(given)
+    setting = config.setting(SYNC_INTERVAL)
+    # Only a value the user set is sent: otherwise the worker's own default applies.
+    if setting.source is Source.DEFAULT or setting.text is None:
+        return None
+    return sync_interval_param(setting.text)
+
+
+def _worker_names(workers: Sequence[str] | str) -> tuple[str, ...]:
+    items = workers.split(",") if isinstance(workers, str) else list(workers)
+    names = tuple(dict.fromkeys(item.strip().rstrip("/") for item in items if item.strip()))
+    if not names:
+        raise ValueError("workers: expected at least one worker as host:port")
+    for name in names:
+        _base_url(name)
+    return names
+
+
+def _base_url(name: str) -> str:
+    """``http://host:port`` for ``host:port`` (an explicit ``http(s)://`` URL is kept)."""
+    if "://" in name:
+        scheme = name.split("://", 1)[0]
+        if scheme not in ("http", "https"):
+            raise ValueError(f"workers: {name!r} is not an http(s) URL")
+        return name
+    host, sep, port = name.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"workers: {name!r} is not host:port")
+    return f"http://{name}"
+
+
+def _seconds(name: str, value: float | str) -> float:
+    if isinstance(value, str):
+        try:
+            seconds = parse_duration(value) / 1000
+        except ValueError as exc:
+            raise ValueError(f"{name}={value!r}: {exc}") from None
+    else:
+        seconds = float(value)
+    if seconds <= 0:
+        raise ValueError(f"{name}={value!r}: expected a positive number of seconds or a duration")
+    return seconds

@@ -1,0 +1,109 @@
+"""``dora demo``: the main job (``make demo``) on an embedded default."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from config import Source
+from worker.cli.common import config_options, load
+from worker.demo.spec import DatasetSpec, default_work_dir
+
+EXIT_MISMATCH = 1
+EXIT_INTERRUPTED = 130
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="run a PySpark pipeline through the cache: cold, warm, after a change",
+        description=__doc__,
+        parents=[config_options()],
+    )
+    configure(demo)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The demo's options on ``parser``."""
+    defaults = DatasetSpec()
+    parser.add_argument("--files", type=_positive, default=defaults.files, help="Parquet files")
+    parser.add_argument(
+        "--rows-per-file", type=_positive, default=defaults.rows_per_file, help="trips per file"
+    )
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="dataset seed")
+    parser.add_argument(
+        "--ufs",
+        default="s3",
+        metavar="s3|file:///DIR",
+        help="under storage: a local S3 server (default) or a local directory",
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=default_work_dir(),
+        help="where datasets are cached and runs keep their state (default: %(default)s)",
+    )
+    parser.add_argument("--cores", type=_positive, default=2, help="Spark local cores")
+    parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo and print its table; exit status 1 if any answer differs from the
+    reference."""
+    # Imported here: Spark, pyarrow and numpy are for the demo, not for every ``dora`` command.
+    from worker.demo.report import Progress, render
+    from worker.demo.run import DemoOptions, run_demo
+
+    spec = DatasetSpec(files=args.files, rows_per_file=args.rows_per_file, seed=args.seed)
+    options = DemoOptions(
+        spec=spec,
+        ufs=args.ufs,
+        work_dir=args.work_dir,
+        cores=args.cores,
+        defines=_chosen_settings(args),
+    )
+    progress = Progress()
+    progress.say("doracache demo: taxi trips by pickup hour and zone, through the cache")
+    try:
+        results = run_demo(options, progress)
+    except KeyboardInterrupt:
+        # run_demo has stopped everything it started by now.
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    progress.say("")
+    progress.say(render(results))
+    if all(result.matches for result in results):
+        progress.say("\nevery answer matches the direct read of the UFS")
+        return 0
+    print("\nsome answers differ from the direct read of the UFS", file=sys.stderr)
+    return EXIT_MISMATCH
+
+
+def _chosen_settings(args: argparse.Namespace) -> tuple[str, ...]:
+    """Settings the user chose (site file, environment, ``-D``), checked here so a misspelled
+    key fails before any server starts, and handed to the demo's worker."""
+    if not hasattr(args, "defines"):
+        return ()
+    config = load(args)
+    return tuple(
+        f"{setting.key.name}={setting.text}"
+        for setting in config.settings()
+        if setting.source is not Source.DEFAULT and setting.text is not None
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m worker.demo``: the demo without the ``dora`` wrapper."""
+    parser = argparse.ArgumentParser(prog="python -m worker.demo", description=__doc__)
+    configure(parser)
+    args = parser.parse_args(argv)
+    return int(args.handler(args))

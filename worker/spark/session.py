@@ -1,0 +1,56 @@
+"""A quiet local SparkSession with the ``dora`` data source registered (for the demo, the tests
+and notebooks)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+# Spark logs WARN lines about native libraries and such at start; the demo's output is a table.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def local_session(
+    cores: int = 2,
+    app_name: str = "doracache",
+    conf: dict[str, str] | None = None,
+    progress: bool = True,
+) -> Any:
+    """A ``local[cores]`` SparkSession with the ``dora`` data source registered.
+
+    Executors' Python is this interpreter (``PYSPARK_PYTHON`` must be set before the session
+    exists, or Spark picks whatever ``python3`` is on PATH, without our packages).
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from worker.spark.datasource import register
+
+    log_config = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
+    log_config.write_text(_LOG4J2)
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", str(progress).lower())
+        .config("spark.sql.shuffle.partitions", str(2 * cores))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
