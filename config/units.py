@@ -18,41 +18,36 @@ DURATION_FORM = "a duration such as 500ms, 30s, 10min, 1h or 2d (a bare integer 
 SIZE_FORM = "a size such as 512B, 64KB, 1MB, 1GB or 1TB (powers of 1024; a bare integer is bytes)"
 
 
+def _number_with_unit(text: str, units: dict[str, int], form: str, base: str) -> int:
+    """``text`` as a number with an optional unit from ``units``; a bare number must be whole."""
+    match = _NUMBER_UNIT.match(text)
+    if match is None:
+        raise ValueError(f"expected {form}")
+    number, unit = match.group(1), match.group(2).lower()
+    if unit == "":
+        if "." in number:
+            raise ValueError(f"expected {form}: a bare number must be whole {base}")
+        return int(number)
+    if unit not in units:
+        raise ValueError(f"unknown unit {unit!r}; expected {form}")
+    return round(float(number) * units[unit])
+
+
 def parse_duration(text: str, allow_never: bool = False) -> int:
     """Parse a duration into milliseconds.
 
     Raises ValueError naming the expected form. ``-1`` (meaning "never") is accepted only when
     ``allow_never`` is set.
     """
-    stripped = text.strip()
-    if stripped == "-1" and allow_never:
+    if text.strip() == "-1" and allow_never:
         return -1
-    match = _NUMBER_UNIT.match(stripped)
-    if match is None:
-        raise ValueError(f"expected {DURATION_FORM}" + (" or -1" if allow_never else ""))
-    number, unit = match.group(1), match.group(2).lower()
-    if unit == "":
-        if "." in number:
-            raise ValueError(f"expected {DURATION_FORM}: a bare number must be whole ms")
-        return int(number)
-    if unit not in _DURATION_UNITS_MS:
-        raise ValueError(f"unknown duration unit {unit!r}; expected {DURATION_FORM}")
-    return round(float(number) * _DURATION_UNITS_MS[unit])
+    form = DURATION_FORM + (" or -1" if allow_never else "")
+    return _number_with_unit(text, _DURATION_UNITS_MS, form, "ms")
 
 
 def parse_size(text: str) -> int:
     """Parse a size into bytes (powers of 1024). Raises ValueError naming the expected form."""
-    match = _NUMBER_UNIT.match(text)
-    if match is None:
-        raise ValueError(f"expected {SIZE_FORM}")
-    number, unit = match.group(1), match.group(2).lower()
-    if unit == "":
-        if "." in number:
-            raise ValueError(f"expected {SIZE_FORM}: a bare number must be whole bytes")
-        return int(number)
-    if unit not in _SIZE_UNITS:
-        raise ValueError(f"unknown size unit {unit!r}; expected {SIZE_FORM}")
-    return round(float(number) * _SIZE_UNITS[unit])
+    return _number_with_unit(text, _SIZE_UNITS, SIZE_FORM, "bytes")
 
 
 def format_duration(ms: int) -> str:
