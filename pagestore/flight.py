@@ -1,4 +1,11 @@
-"""Single flight: concurrent calls for the same key share one execution."""
+"""Single flight: concurrent calls for the same key share one execution.
+
+The first caller for a key (the leader) runs the function; callers that arrive while it runs
+wait and receive the leader's result, or have the leader's exception raised in them too. Once
+the call ends the key is forgotten, so a later call runs the function again: this merges
+concurrent work, it is not a cache. The page store merges page fills with it; the worker's
+metadata manager merges status and listing loads.
+"""
 
 from __future__ import annotations
 
@@ -11,39 +18,48 @@ V = TypeVar("V")
 
 
 class _Call(Generic[V]):
-    __slots__ = ("done", "error", "value")
+    __slots__ = ("done", "error", "value", "waiting")
 
     def __init__(self) -> None:
         self.done = threading.Event()
         self.value: V | None = None
         self.error: BaseException | None = None
+        self.waiting = 0
 
 
 class SingleFlight(Generic[K, V]):
-    """Merges concurrent calls: while ``fn`` runs for a key, other callers with that key wait for
-    it and get the same value, or the same exception raised again. A call that starts after the
-    previous one finished runs ``fn`` afresh (results are not cached here).
+    """Merges concurrent calls per key.
 
-    Thread-safe; its lock is held only to look up and register calls, never while ``fn`` runs.
+    Thread-safe: one internal lock guards the table of calls in flight; it is never held while
+    the function runs or while a caller waits, so the function may itself use single flight (on
+    another key) or take other locks.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: dict[K, _Call[V]] = {}
+        self._merged = 0
 
     def run(self, key: K, fn: Callable[[], V]) -> V:
+        """Run ``fn`` for ``key`` unless a call for ``key`` is in flight, then share its outcome.
+        Raises whatever ``fn`` raised, in the leader and in every caller that joined it."""
         with self._lock:
             call = self._calls.get(key)
             leader = call is None
             if call is None:
                 call = self._calls[key] = _Call()
+            else:
+                call.waiting += 1
+                self._merged += 1
         if not leader:
             call.done.wait()
             if call.error is not None:
                 raise call.error
+            # The leader stored the value before setting ``done``.
             return cast(V, call.value)
         try:
-            call.value = fn()
+            value = fn()
+            call.value = value
         except BaseException as exc:
             call.error = exc
             raise
@@ -53,9 +69,21 @@ class SingleFlight(Generic[K, V]):
             with self._lock:
                 del self._calls[key]
             call.done.set()
-        return call.value
+        return value
 
     def in_flight(self) -> int:
         """The number of keys with a call running (for tests and stats)."""
         with self._lock:
             return len(self._calls)
+
+    def waiting(self, key: K) -> int:
+        """How many callers are waiting on the call in flight for ``key`` (0 if none)."""
+        with self._lock:
+            call = self._calls.get(key)
+            return 0 if call is None else call.waiting
+
+    @property
+    def merged(self) -> int:
+        """How many calls, in total, joined a call already in flight instead of running ``fn``."""
+        with self._lock:
+            return self._merged

@@ -19,6 +19,8 @@ _UNQUOTE_ROUNDS = 3
 
 
 def _decoded_forms(text: str) -> list[str]:
+    if "%" not in text:
+        return [text]
     forms = [text]
     for _ in range(_UNQUOTE_ROUNDS):
         decoded = unquote(forms[-1])
@@ -45,7 +47,7 @@ def split(uri: str) -> tuple[str, str]:
 
 def normalize(uri: str) -> str:
     """The canonical form of ``uri``; raises UfsInvalidPath for traversal or a malformed URI."""
-    if not uri or any(ord(ch) < 32 for ch in uri):
+    if not uri or not uri.isprintable():
         raise UfsInvalidPath(f"invalid path {uri!r}: empty or contains control characters")
     scheme, path = split(uri)
     body = path[1:] if scheme == "file" else path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -70,3 +71,34 @@ def test_an_exception_leaves_no_call_behind() -> None:
     with pytest.raises(KeyError):
         flights.run("k", lambda: empty["missing"])
     assert flights.run("k", lambda: 1) == 1
+
+
+def test_concurrent_callers_run_once_and_are_counted() -> None:
+    flights: SingleFlight[str, int] = SingleFlight()
+    release = threading.Event()
+    ran: list[int] = []
+    results: list[int] = []
+
+    def slow() -> int:
+        ran.append(1)
+        release.wait()
+        return 42
+
+    threads = [threading.Thread(target=lambda: results.append(flights.run("k", slow)))]
+    threads[0].start()
+    while not ran:
+        time.sleep(0.001)
+    threads += [
+        threading.Thread(target=lambda: results.append(flights.run("k", slow))) for _ in range(5)
+    ]
+    for thread in threads[1:]:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while flights.waiting("k") < 5:
+        assert time.monotonic() < deadline, "the callers never joined the flight"
+        time.sleep(0.001)
+    release.set()
+    for thread in threads:
+        thread.join()
+    assert (ran, results) == ([1], [42] * 6)
+    assert (flights.merged, flights.waiting("k")) == (5, 0)

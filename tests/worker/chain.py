@@ -112,4 +112,3 @@ class InvalidationChain:
             for chunk in chunks:
                 served += chunk
         assert set(served) == {ord("a")}
-

@@ -151,9 +151,9 @@ class Remote:
         drop it:
 
         - the owner of each changed path, when another worker made the change (a failover);
-        - with ``parents`` (a path was created or removed), the owner of each parent, even the
-          worker that made the change: a worker's write drops the parent's listing but not a
-          cached "not found" of the parent itself (``isdir(d)``, write ``d/x``, ``isdir(d)``);
+        - with ``parents`` (a path was created or removed), the owner of each parent when
+          another worker made the change: that owner may hold the parent's listing or a cached
+          "not found" of it (the worker that made the change drops both itself);
         - with ``everywhere`` (a directory tree changed), every other worker, recursively.
 
         A worker that cannot be told is counted and logged: the mutation itself succeeded, so
@@ -166,7 +166,7 @@ class Remote:
             if ring.owner(uri) != answer.worker:
                 targets.setdefault((ring.owner(uri), uri), False)
             parent = uris.parent(uri)
-            if parents and parent is not None:
+            if parents and parent is not None and ring.owner(parent) != answer.worker:
                 targets.setdefault((ring.owner(parent), parent), False)
         for (worker, uri), recursive in targets.items():
             try:

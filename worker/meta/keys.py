@@ -77,7 +77,8 @@ SYNC_INTERVAL: PropertyKey[int] = PropertyKey(
     "dora.user.file.metadata.sync.interval",
     KeyType.DURATION,
     "-1",
-    "Default sync interval: -1 never re-checks a cached status, 0 always does, N re-checks after N.",
+    "Default sync interval: -1 never re-checks a cached status, 0 always does, "
+    "N re-checks after N.",
     alias="alluxio.user.file.metadata.sync.interval",
     allow_never=True,
     minimum=0,
