@@ -21,6 +21,7 @@ from pathlib import Path
 import fsspec
 import httpx
 
+from worker.client.filesystem import DoraFileSystem
 from worker.locals3 import LocalS3
 
 CHUNK = 8 << 20
@@ -101,9 +102,18 @@ def main() -> None:
             )  # fmt: skip
             record("fsspec simplecache, cold", lambda: len(simple.cat_file(f"{BUCKET}/object.bin")))
             record("fsspec simplecache, warm", lambda: len(simple.cat_file(f"{BUCKET}/object.bin")))
+            block = fsspec.filesystem(
+                "blockcache", target_protocol="s3", cache_storage=str(root / "blockcache"),
+                target_options={"endpoint_url": s3.endpoint, "key": "doracache",
+                                "secret": "doracache-secret"},
+            )  # fmt: skip
+            record("fsspec blockcache, cold", lambda: len(block.cat_file(f"{BUCKET}/object.bin")))
+            record("fsspec blockcache, warm", lambda: len(block.cat_file(f"{BUCKET}/object.bin")))
             record("dora REST, cold (1 stream)", lambda: rest_read(client, uri, 1, size))
             record("dora REST, warm (1 stream)", lambda: rest_read(client, uri, 1, size))
             record("dora REST, warm (4 parallel ranges)", lambda: rest_read(client, uri, 4, size))
+            dora = DoraFileSystem(workers=[base.removeprefix("http://")])
+            record("dora fsspec client cat_file, warm", lambda: len(dora.cat_file(uri)))
             started, n = time.perf_counter(), 0
             while time.perf_counter() - started < 3:
                 client.get("/v1/status", params={"path": uri}).raise_for_status()

@@ -23,7 +23,7 @@ from ufs.status import UfsStatus, file_id
 from worker.meta.counters import Counters
 from worker.metrics import Metrics
 
-READ_AHEAD_PAGES = 4
+READ_AHEAD_PAGES = 8
 _SOURCES = ("bytes_from_cache", "bytes_from_ufs", "page_hits", "page_misses", "passthrough")
 
 
@@ -52,7 +52,7 @@ class Reader:
         page_size: int,
         policy: CachePolicy,
         metrics: Metrics,
-        read_ahead_threads: int = 8,
+        read_ahead_threads: int = 16,
     ) -> None:
         self._ufs = ufs
         self._pages = pages

@@ -72,8 +72,8 @@ class ChunkedReader:
             # A status at a pinned version is answered from the worker's cache.
             size = int(self.remote.status(uri, version=pinned)["size"])
         last = size if end is None else min(end, size)
-        rest = b"".join(self.iter_pinned(uri, start + first_len, last, pinned))
-        return first.data + rest
+        # One join: a second concatenation would copy the whole result again.
+        return b"".join([first.data, *self.iter_pinned(uri, start + first_len, last, pinned)])
 
     def iter_pinned(self, uri: str, start: int, end: int, version: str | None) -> Iterator[bytes]:
         """The chunks of ``[start, end)`` in order, at most ``parallelism`` in flight. ``end``
