@@ -8,8 +8,9 @@ import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
-from pagestore.api import PutResult
+from pagestore.api import PutResult, StoreStats
 from pagestore.flight import SingleFlight
 from pagestore.page import PageId, PageKey
 
@@ -148,6 +149,22 @@ class BasePageStore(ABC):
         data = fill()
         self._counted_store(page_id, data, since)
         return data
+
+    def _stats(self, **gauges: Any) -> StoreStats:
+        """The counters every store keeps, plus the store's own ``gauges`` (StoreStats fields)."""
+        counts, puts = self._counters.snapshot()
+        return StoreStats(
+            hits=counts[Count.HITS],
+            misses=counts[Count.MISSES],
+            bytes_read=counts[Count.BYTES_READ],
+            bytes_written=counts[Count.BYTES_WRITTEN],
+            put_results=puts,
+            evictions=counts[Count.EVICTIONS],
+            invalidated_pages=counts[Count.INVALIDATED_PAGES],
+            corrupt_pages=counts[Count.CORRUPT_PAGES],
+            io_errors=counts[Count.IO_ERRORS],
+            **gauges,
+        )
 
     def _counted_store(self, page_id: PageId, data: bytes, since: int) -> PutResult:
         result = self._store(page_id, data, since)

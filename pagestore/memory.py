@@ -123,17 +123,7 @@ class MemoryPageStore(BasePageStore):
         return self._capacity
 
     def stats(self) -> StoreStats:
-        counts, puts = self._counters.snapshot()
         with self._lock:
-            return StoreStats(
-                hits=counts[Count.HITS],
-                misses=counts[Count.MISSES],
-                bytes_read=counts[Count.BYTES_READ],
-                bytes_written=counts[Count.BYTES_WRITTEN],
-                put_results=puts,
-                evictions=counts[Count.EVICTIONS],
-                invalidated_pages=counts[Count.INVALIDATED_PAGES],
-                pages=len(self._pages),
-                used_bytes=self._used,
-                capacity_bytes=self._capacity,
+            return self._stats(
+                pages=len(self._pages), used_bytes=self._used, capacity_bytes=self._capacity
             )

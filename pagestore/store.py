@@ -365,18 +365,8 @@ class LocalPageStore(BasePageStore):
             return sum(d.capacity for d in self._dirs if d.in_service)
 
     def stats(self) -> StoreStats:
-        counts, puts = self._counters.snapshot()
         with self._lock:
-            return StoreStats(
-                hits=counts[Count.HITS],
-                misses=counts[Count.MISSES],
-                bytes_read=counts[Count.BYTES_READ],
-                bytes_written=counts[Count.BYTES_WRITTEN],
-                put_results=puts,
-                evictions=counts[Count.EVICTIONS],
-                invalidated_pages=counts[Count.INVALIDATED_PAGES],
-                corrupt_pages=counts[Count.CORRUPT_PAGES],
-                io_errors=counts[Count.IO_ERRORS],
+            return self._stats(
                 pages=len(self._index),
                 used_bytes=sum(d.used for d in self._dirs),
                 capacity_bytes=sum(d.capacity for d in self._dirs if d.in_service),
