@@ -129,3 +129,19 @@ def test_dora_fs_against_seaweedfs(tmp_path: Path, seaweedfs: LocalS3, s3_root: 
         assert head.stdout == b"hello"
     finally:
         process.stop()
+
+
+def test_dora_fs_sends_the_client_token(tmp_path: Path, data: Path) -> None:
+    process = WorkerProcess(
+        tmp_path, f"dora.worker.ufs.roots=file://{data}", "dora.worker.security.token=s3cret"
+    )
+    try:
+        uri = f"file://{data}/a.bin"
+        refused = dora_fs(process, "stat", uri)
+        assert refused.returncode == 1
+        assert b"Unauthorized" in refused.stderr
+        allowed = dora_fs(process, "stat", uri, "-Ddora.user.client.token=s3cret")
+        assert allowed.returncode == 0, allowed.stderr
+        assert json.loads(allowed.stdout)["size"] == 3 << 20
+    finally:
+        process.stop()

@@ -16,69 +16,54 @@ from typing import Any
 
 import httpx
 
-from config import Config, Source
-from worker import keys
-from worker.cli.common import EXIT_FAILURE, config_options, load
-from worker.meta.keys import SYNC_INTERVAL
+from config import Config
+from worker.cli.common import EXIT_FAILURE, EXIT_USAGE, config_options, load
+from worker.client.errors import DoraError, WorkerUnavailable, error_from_response
+from worker.client.options import ClientOptions
 
 DEFAULT_HEAD_BYTES = 1024
 STREAM_CHUNK = 1 << 20
-
-
-class WorkerError(Exception):
-    """The worker answered with an error; the message is its ``{"error","message"}``."""
+SYNCED_ROUTES = frozenset({"/v1/status", "/v1/list", "/v1/read"})
 
 
 class WorkerCalls:
-    """A tiny synchronous REST client for the CLI. Not thread-safe (one CLI command at a time)."""
+    """A tiny synchronous REST client for the CLI, on the fsspec client's options (worker
+    address, ``dora.user.client.token``, timeout, sync interval) and its error mapping. Not
+    thread-safe (one CLI command at a time)."""
 
     def __init__(self, config: Config, worker: str | None) -> None:
-        address = worker or (config.get(keys.USER_WORKERS) or ["127.0.0.1:28080"])[0]
-        headers = {}
-        token = config.get(keys.TOKEN)
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self.base = f"http://{address}"
-        self.http = httpx.Client(base_url=self.base, headers=headers, timeout=60.0)
-        setting = config.setting(SYNC_INTERVAL)
-        # Only a sync interval the user chose is sent; otherwise the worker's default applies.
-        self.sync = None if setting.source is Source.DEFAULT else str(setting.value)
+        options = ClientOptions.resolve(config, workers=[worker] if worker else None)
+        self.base, self.worker = options.workers[0], options.ring_names[0]
+        headers = {"Authorization": f"Bearer {options.token}"} if options.token else {}
+        self.http = httpx.Client(base_url=self.base, headers=headers, timeout=options.timeout_s)
+        self.sync = options.sync_interval
+
+    def _query(self, route: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self.sync is not None and route in SYNCED_ROUTES:
+            params.setdefault("sync_interval", self.sync)
+        return {k: v for k, v in params.items() if v is not None}
 
     def call(self, method: str, route: str, **params: Any) -> httpx.Response:
-        if self.sync is not None and route in ("/v1/status", "/v1/list", "/v1/read"):
-            params.setdefault("sync_interval", self.sync)
-        query = {k: v for k, v in params.items() if v is not None}
         try:
-            response = self.http.request(method, route, params=query)
+            response = self.http.request(method, route, params=self._query(route, params))
         except httpx.TransportError as exc:
-            raise WorkerError(f"cannot reach the worker at {self.base}: {exc}") from exc
-        return checked(response)
+            raise WorkerUnavailable(f"cannot reach the worker at {self.base}: {exc}") from exc
+        return self.checked(response, f"{method} {route}")
 
-    def stream(
-        self, route: str, headers: dict[str, str] | None = None, **params: Any
-    ) -> Iterator[bytes]:
-        if self.sync is not None:
-            params.setdefault("sync_interval", self.sync)
-        query = {k: v for k, v in params.items() if v is not None}
+    def stream(self, route: str, **params: Any) -> Iterator[bytes]:
         try:
-            with self.http.stream("GET", route, params=query, headers=headers) as response:
+            with self.http.stream("GET", route, params=self._query(route, params)) as response:
                 if response.is_error:
                     response.read()
-                    checked(response)
+                    self.checked(response, f"GET {route}")
                 yield from response.iter_bytes(STREAM_CHUNK)
         except httpx.TransportError as exc:
-            raise WorkerError(f"reading from {self.base} failed: {exc}") from exc
+            raise WorkerUnavailable(f"reading from {self.base} failed: {exc}") from exc
 
-
-def checked(response: httpx.Response) -> httpx.Response:
-    if response.is_error:
-        try:
-            body = response.json()
-            message = f"{body['error']}: {body['message']}"
-        except (ValueError, KeyError):
-            message = f"HTTP {response.status_code}: {response.text[:200]}"
-        raise WorkerError(message)
-    return response
+    def checked(self, response: httpx.Response, what: str) -> httpx.Response:
+        if response.is_error:
+            raise error_from_response(response, self.worker, what)
+        return response
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -122,10 +107,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(fn: Callable[[WorkerCalls, argparse.Namespace], int], args: argparse.Namespace) -> int:
-    calls = WorkerCalls(load(args), args.worker)
+    config = load(args)  # a configuration error is reported by run_guarded
+    try:
+        calls = WorkerCalls(config, args.worker)
+    except ValueError as exc:  # a malformed worker address or client option
+        print(f"dora fs {args.action}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return fn(calls, args)
-    except WorkerError as exc:
+    except DoraError as exc:
         print(f"dora fs {args.action}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except BrokenPipeError:
@@ -174,8 +164,8 @@ def put_file(calls: WorkerCalls, args: argparse.Namespace) -> int:
         try:
             response = calls.http.put("/v1/write", params={"path": args.path}, content=handle)
         except httpx.TransportError as exc:
-            raise WorkerError(f"upload to {calls.base} failed: {exc}") from exc
-    print(json.dumps(checked(response).json(), indent=2))
+            raise WorkerUnavailable(f"upload to {calls.base} failed: {exc}") from exc
+    print(json.dumps(calls.checked(response, "PUT /v1/write").json(), indent=2))
     return 0
 
 
