@@ -564,7 +564,9 @@ def test_token_and_s3_keys_come_from_the_secret(chart: helm.Chart, mode: str) ->
     assert "s3cr3t" not in site_properties(manifests)
     if mode == "sidecar":
         executor = pod_template(manifests)["spec"]["containers"][0]
-        assert secret_ref(executor, "DORA_WORKER_SECURITY_TOKEN") == (FULLNAME, "token")
+        # The executor's clients send the token under the client key; the worker checks it.
+        assert secret_ref(executor, "DORA_USER_CLIENT_TOKEN") == (FULLNAME, "token")
+        assert "DORA_WORKER_SECURITY_TOKEN" not in env_of(executor)
         assert "DORA_UFS_S3_SECRET_ACCESS_KEY" not in env_of(executor)
 
 

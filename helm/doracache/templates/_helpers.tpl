@@ -173,17 +173,20 @@ httpGet:
 {{/* Environment variables carrying the secrets: DORA_ + key upper-cased, dots to underscores
 (DORA_WORKER_SECURITY_TOKEN sets dora.worker.security.token). */}}
 {{- define "doracache.secretEnv" -}}
-{{- include "doracache.tokenEnv" . }}
+{{- include "doracache.tokenEnv" (dict "root" . "name" "DORA_WORKER_SECURITY_TOKEN") }}
 {{- include "doracache.s3Env" . }}
 {{- end }}
 
+{{/* The token from the Secret, as env var "name": DORA_WORKER_SECURITY_TOKEN for the worker
+(what it checks), DORA_USER_CLIENT_TOKEN for clients (what they send). */}}
 {{- define "doracache.tokenEnv" -}}
-{{- if or .Values.auth.token .Values.auth.existingSecret }}
-- name: DORA_WORKER_SECURITY_TOKEN
+{{- $values := .root.Values }}
+{{- if or $values.auth.token $values.auth.existingSecret }}
+- name: {{ .name }}
   valueFrom:
     secretKeyRef:
-      name: {{ .Values.auth.existingSecret | default (include "doracache.fullname" .) }}
-      key: {{ ternary .Values.auth.existingSecretKey "token" (not (empty .Values.auth.existingSecret)) }}
+      name: {{ $values.auth.existingSecret | default (include "doracache.fullname" .root) }}
+      key: {{ ternary $values.auth.existingSecretKey "token" (not (empty $values.auth.existingSecret)) }}
 {{- end }}
 {{- end }}
 
