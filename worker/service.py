@@ -157,11 +157,13 @@ class WorkerService:
             return False
         return True
 
-    def delete(self, uri: str, recursive: bool = False) -> None:
+    def delete(self, uri: str, recursive: bool = False) -> str:
+        """Delete through to the UFS; the canonical URI deleted."""
         uri = self.roots.check(uri)
         self.ufs.delete(uri, recursive)
         # A deleted directory's entries go too: record_write drops everything under it.
         self.meta.record_write(uri, None, Operation.DELETED)
+        return uri
 
     def rename(self, src: str, dst: str) -> UfsStatus:
         src, dst = self.roots.check(src), self.roots.check(dst)

@@ -121,8 +121,8 @@ async def write(service: WorkerService, request: Request) -> Response:
 async def delete(service: WorkerService, request: Request) -> Response:
     q = request.query_params
     path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
-    await run_in_threadpool(service.delete, path, recursive)
-    return json_response({"deleted": service.roots.check(path)})
+    deleted = await run_in_threadpool(service.delete, path, recursive)
+    return json_response({"deleted": deleted})
 
 
 async def rename(service: WorkerService, request: Request) -> Response:
