@@ -141,8 +141,10 @@ class Ufs:
         fs = self.filesystem(scheme)
         return scheme, fs, path if scheme == "file" else path.rstrip("/")
 
-    def _call(self, what: str, uri: str, fn: Callable[[], T]) -> T:
-        attempts = self.options.retry_attempts
+    def _call(self, what: str, uri: str, fn: Callable[[], T], retry: bool = True) -> T:
+        """``fn()`` with its errors translated; with ``retry``, an unavailable UFS is retried
+        with bounded, doubling backoff."""
+        attempts = self.options.retry_attempts if retry else 1
         for attempt in range(1, attempts + 1):
             try:
                 return fn()
@@ -232,16 +234,8 @@ class Ufs:
         else:
             # A stream cannot be replayed, so it is written once, without retries.
             chunks = iter(data)
-            self._call_once("write", uri, lambda: _copy_chunks(fs, path, chunks))
+            self._call("write", uri, lambda: _copy_chunks(fs, path, chunks), retry=False)
         return self.status(uri)
-
-    def _call_once(self, what: str, uri: str, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except UfsError:
-            raise
-        except Exception as exc:
-            raise translate(exc, what, uri) from exc
 
     def delete(self, uri: str, recursive: bool = False) -> None:
         """Delete a file, or a directory (its contents too only with ``recursive``)."""

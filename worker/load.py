@@ -98,12 +98,12 @@ class LoadManager:
         self, path: str, recursive: bool, include: Sequence[str], exclude: Sequence[str]
     ) -> LoadJob:
         """Start a job for ``path`` (checked against the mount roots first)."""
-        uri = self._service.roots.check(path)
-        self._service.status(uri, sync_interval=0)  # not found, denied: refused now, not later
+        # Outside the roots, not found, denied: refused now, not later in the job.
+        root = self._service.status(path, sync_interval=0)
         with self._lock:
-            job = LoadJob(f"load-{next(self._ids)}", uri, recursive, include, exclude)
+            job = LoadJob(f"load-{next(self._ids)}", root.uri, recursive, include, exclude)
             self._jobs[job.id] = job
-            thread = threading.Thread(target=self._run, args=(job,), name=job.id, daemon=True)
+            thread = threading.Thread(target=self._run, args=(job, root), name=job.id, daemon=True)
             self._threads.append(thread)
         thread.start()
         return job
@@ -138,9 +138,9 @@ class LoadManager:
         for thread in threads:
             thread.join()
 
-    def _run(self, job: LoadJob) -> None:
+    def _run(self, job: LoadJob, root: UfsStatus) -> None:
         try:
-            for status in self._files(job):
+            for status in self._files(job, root):
                 if job.cancel.is_set():
                     break
                 self._load_file(job, status)
@@ -153,9 +153,8 @@ class LoadManager:
         job.finished.set()
         log.info("load job %s on %s: %s", job.id, job.path, job.to_dict())
 
-    def _files(self, job: LoadJob) -> list[UfsStatus]:
+    def _files(self, job: LoadJob, root: UfsStatus) -> list[UfsStatus]:
         service = self._service
-        root = service.status(job.path, sync_interval=0)
         files: list[UfsStatus] = []
         if not root.is_dir:
             files.append(root)
