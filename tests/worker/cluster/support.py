@@ -1,6 +1,8 @@
-"""Test doubles for the feed's ends: a sink that records, markers in memory."""
+"""Test doubles for the feed's ends (a sink that records, markers in memory) and waiting."""
 
 import threading
+import time
+from collections.abc import Callable
 
 from worker.cluster.events import Event
 
@@ -31,3 +33,11 @@ class MemoryMarkers:
 
     def save(self, value: bytes) -> None:
         self.value = value
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Poll ``condition`` until it holds; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)

@@ -3,8 +3,7 @@ saved position, compaction, outages."""
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,14 +14,7 @@ from worker.cluster.follower import Follower
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.publisher import Publisher, PublisherOptions
 
-from .support import MemoryMarkers, RecordingSink
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
+from .support import MemoryMarkers, RecordingSink, wait_for
 
 
 def publisher(etcd: Etcd, cluster: str, worker: str, limit: int = 1000) -> Publisher:

@@ -2,8 +2,6 @@
 a lease that lapses, the last known set kept through an outage."""
 
 import json
-import time
-from collections.abc import Callable
 
 import pytest
 
@@ -13,12 +11,7 @@ from worker.cluster.layout import WorkerInfo
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import MembershipView, Registration, live_members
 
-
-def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
+from .support import wait_for
 
 
 def info(port: int) -> WorkerInfo:
