@@ -113,10 +113,10 @@ class Registration:
 def live_members(etcd: Etcd, cluster: str) -> tuple[int, dict[str, WorkerInfo]]:
     """The live workers (by id) and the revision the answer holds at."""
     revision, kvs = etcd.get_prefix(layout.live_prefix(cluster))
-    return revision, _decode_all(kvs)
+    return revision, decode_members(kvs)
 
 
-def _decode_all(kvs: list[KeyValue]) -> dict[str, WorkerInfo]:
+def decode_members(kvs: list[KeyValue]) -> dict[str, WorkerInfo]:
     members = {}
     for kv in kvs:
         try:
@@ -216,7 +216,7 @@ class MembershipView:
             if event.deleted:
                 members.pop(member_id, None)
             else:
-                members.update(_decode_all([event.kv]))
+                members.update(decode_members([event.kv]))
             self._revision = max(self._revision, event.kv.mod_revision)
         if not reply.events:
             self._revision = max(self._revision, reply.revision)

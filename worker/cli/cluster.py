@@ -1,0 +1,101 @@
+"""``dora cluster ls``: the cluster's workers as etcd knows them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from config import Config
+from config.units import format_size
+from worker.cli.common import config_options, load
+from worker.cluster import keys as cluster_keys
+from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
+from worker.cluster.status import ClusterStatus, cluster_status
+
+EXIT_UNAVAILABLE = 1
+EXIT_USAGE = 2
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cluster = commands.add_parser("cluster", help="the workers of an etcd cluster")
+    actions = cluster.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser(
+        "ls",
+        parents=[config_options()],
+        help="workers (online or not), their feed revision lag and capacity",
+    )
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(handler=list_workers)
+
+
+def list_workers(args: argparse.Namespace) -> int:
+    config = load(args)
+    endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+    if not endpoints:
+        print(
+            f"dora: {cluster_keys.ETCD_ENDPOINTS.name} is not set: there is no cluster to list",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    etcd = Etcd(endpoints, _timeout_s(config))
+    try:
+        status = cluster_status(etcd, config.get(cluster_keys.CLUSTER_NAME))
+    except (EtcdUnavailable, EtcdError) as exc:
+        print(f"dora: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    finally:
+        etcd.close()
+    print(json.dumps(_as_json(status), indent=2) if args.json else _table(status))
+    return 0
+
+
+def _timeout_s(config: Config) -> float:
+    timeout_ms: int = config.get(cluster_keys.ETCD_TIMEOUT)
+    return timeout_ms / 1000
+
+
+def _as_json(status: ClusterStatus) -> dict[str, Any]:
+    return {
+        "cluster": status.name,
+        "feed_revision": status.feed_revision,
+        "workers": [
+            {
+                "id": m.id,
+                "address": m.info.name,
+                "online": m.online,
+                "applied_revision": m.applied,
+                "lag": m.lag,
+                "capacity_bytes": m.info.capacity_bytes,
+                "started_ms": m.info.started_ms,
+            }
+            for m in status.members
+        ],
+    }
+
+
+def _table(status: ClusterStatus) -> str:
+    rows = [("WORKER", "ADDRESS", "STATUS", "APPLIED", "LAG", "CAPACITY", "STARTED")]
+    for m in status.members:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.info.started_ms / 1000))
+        rows.append(
+            (
+                m.id[:12],
+                m.info.name,
+                "ONLINE" if m.online else "OFFLINE",
+                "-" if m.applied is None else str(m.applied),
+                "-" if m.lag is None else str(m.lag),
+                format_size(m.info.capacity_bytes),
+                started,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    online = sum(m.online for m in status.members)
+    summary = (
+        f"cluster {status.name}: {online} of {len(status.members)} workers online, "
+        f"feed at revision {status.feed_revision}"
+    )
+    return "\n".join([summary, *(line.rstrip() for line in lines)])
