@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from config import Config
-from config.units import format_size
 from worker.cli.common import config_options, load
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-from worker.cluster.status import ClusterStatus, cluster_status
+from worker.cluster.status import ClusterStatus, cluster_status, format_table
 
 EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
@@ -48,7 +46,7 @@ def list_workers(args: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     finally:
         etcd.close()
-    print(json.dumps(_as_json(status), indent=2) if args.json else _table(status))
+    print(json.dumps(_as_json(status), indent=2) if args.json else format_table(status))
     return 0
 
 
@@ -74,28 +72,3 @@ def _as_json(status: ClusterStatus) -> dict[str, Any]:
             for m in status.members
         ],
     }
-
-
-def _table(status: ClusterStatus) -> str:
-    rows = [("WORKER", "ADDRESS", "STATUS", "APPLIED", "LAG", "CAPACITY", "STARTED")]
-    for m in status.members:
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.info.started_ms / 1000))
-        rows.append(
-            (
-                m.id[:12],
-                m.info.name,
-                "ONLINE" if m.online else "OFFLINE",
-                "-" if m.applied is None else str(m.applied),
-                "-" if m.lag is None else str(m.lag),
-                format_size(m.info.capacity_bytes),
-                started,
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    online = sum(m.online for m in status.members)
-    summary = (
-        f"cluster {status.name}: {online} of {len(status.members)} workers online, "
-        f"feed at revision {status.feed_revision}"
-    )
-    return "\n".join([summary, *(line.rstrip() for line in lines)])
