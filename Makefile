@@ -29,8 +29,9 @@ typecheck: $(STAMP)
 test: etcd lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
 demo: etcd $(STAMP)
-	$(BIN)/dora demo
+	$(BIN)/dora demo $(DEMO_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
