@@ -252,6 +252,11 @@ class WatchStream:
             if self._closed:
                 return
             raise EtcdUnavailable(f"etcd watch stream broke: {type(exc).__name__}") from exc
+        except AttributeError:
+            # http.client reading a response that close() released from another thread.
+            if self._closed:
+                return
+            raise
         if not self._closed:
             raise EtcdUnavailable("etcd closed the watch stream")
 

@@ -81,7 +81,6 @@ class Follower:
         self._saved_at = 0.0
         self._fence_ms = 0
         self.applied = self._load()
-        self.latest = self.applied  # the newest feed revision etcd has told us about
         self.connected = False
         self.events_applied = 0
         self.batches_applied = 0
@@ -176,7 +175,6 @@ class Follower:
                 self._stream = None
 
     def _consume(self, reply: WatchReply) -> None:
-        self.latest = max(self.latest, reply.revision)
         if not reply.events:
             # A progress notification: every event up to its revision has been delivered.
             self._advance(reply.revision)
@@ -217,7 +215,6 @@ class Follower:
         if revision <= self.applied:
             return
         self.applied = revision
-        self.latest = max(self.latest, revision)
         self._save(force=self._saved == -1)
         self._wake_all()
 

@@ -182,13 +182,9 @@ class _ClusterCollector(Collector):
             value=follower.applied,
         )
         yield GaugeMetricFamily(
-            "dora_cluster_feed_lag_revisions",
-            "Newest feed revision seen minus the one applied",
-            value=max(0, follower.latest - follower.applied),
-        )
-        yield GaugeMetricFamily(
-            "dora_cluster_feed_delivery_seconds",
-            "Publish-to-apply time of the last batch applied (clocks of two hosts)",
+            "dora_cluster_feed_lag_seconds",
+            "Publish-to-apply time of the last batch applied (clocks of two hosts); "
+            "dora cluster ls shows each worker's lag in revisions",
             value=follower.delivery_ms / 1000,
         )
         yield CounterMetricFamily(
