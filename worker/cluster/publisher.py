@@ -72,13 +72,17 @@ class Publisher:
 
     def publish(self, events: Iterable[Event], wait_s: float) -> int | None:
         """Queue ``events`` and wait up to ``wait_s`` for the write that carries them. Returns
-        a revision at or after that write's, or None if etcd did not take them in time (they
-        stay queued and are published once etcd is back)."""
+        a revision at or after that write's, or None if etcd did not take them in time, or at
+        once while etcd is known to be down (they stay queued and are published once etcd is
+        back)."""
         with self._cond:
             ticket = self._enqueue(events)
             if ticket == 0:
                 return self._revision or None
             self._cond.notify_all()
+            if not self._available:
+                # etcd was down at the last write: do not hold every mutation for the deadline.
+                return None
             deadline = time.monotonic() + wait_s
             while self._committed < ticket and self._failed < ticket:
                 remaining = deadline - time.monotonic()
