@@ -1,17 +1,23 @@
 # Two entry points: `make demo` (the main job) and `make test` (the tests). Each creates or reuses
-# .venv and installs what it needs, so a fresh machine needs only Python 3.11 and Java 17.
+# .venv and installs what it needs (and Debian's etcd when the etcd binary is missing), so a fresh
+# machine needs only Python 3.11 and Java 17.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck bench soak clean
+.PHONY: test demo lint typecheck bench soak clean etcd
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
+
+# The cluster tests and the two-worker demo run a real etcd: Debian's etcd-server (3.4).
+etcd:
+	@command -v etcd >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check config ufs pagestore worker tests bench
@@ -20,11 +26,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+test: etcd lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-demo: $(STAMP)
-	$(BIN)/dora demo
+# `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
+demo: etcd $(STAMP)
+	$(BIN)/dora demo $(DEMO_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

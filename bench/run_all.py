@@ -10,6 +10,7 @@ BENCHMARKS = (
     ["bench.meta_bench"],
     ["bench.pagestore_bench"],
     ["bench.worker_bench"],
+    ["bench.cluster_bench"],
 )
 
 

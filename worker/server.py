@@ -20,6 +20,7 @@ import uvicorn
 from config import Config
 from worker import keys
 from worker.api.app import create_app
+from worker.cluster.node import ClusterNode
 from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,11 @@ def serve(config: Config, options: ProcessOptions) -> int:
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
     service = WorkerService.from_config(config)
+    node = ClusterNode.start(config, service, host, actual_port)
+    app = create_app(service)
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(service),
+            app if node is None else node.wrap(app),
             log_level="warning",
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
             lifespan="off",
@@ -83,6 +86,8 @@ def serve(config: Config, options: ProcessOptions) -> int:
         server.run(sockets=[sock])
     finally:
         log.info("worker stopping: flushing the metastore and page store")
+        if node is not None:
+            node.close()  # leave the ring first, and persist the feed position
         service.close()
         if options.state_file is not None:
             options.state_file.unlink(missing_ok=True)

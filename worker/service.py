@@ -7,7 +7,7 @@ data or raises the UFS / metadata errors the API maps to status codes. Nothing h
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,8 @@ from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus, file_id
 from worker import keys
+from worker.cluster import context as cluster_context
+from worker.cluster.events import Event, Op
 from worker.load import LoadManager
 from worker.meta.entry import Operation
 from worker.meta.manager import MetadataManager
@@ -69,6 +71,7 @@ class WorkerService:
         self.reader = Reader(ufs, pages, page_size, policy, self.metrics)
         self.loads = LoadManager(self)
         self._closed = False
+        self._change_listeners: list[Callable[[list[Event]], None]] = []
         meta.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
 
@@ -95,6 +98,15 @@ class WorkerService:
     def _drop_pages(self, uri: str, version: str) -> None:
         self.pages.delete_file(file_id(uri), version)
 
+    def add_change_listener(self, fn: Callable[[list[Event]], None]) -> None:
+        """Call ``fn(events)`` after every mutation, once the cache reflects it (the cluster
+        publishes them to the other workers). Not thread-safe: add listeners before serving."""
+        self._change_listeners.append(fn)
+
+    def _changed(self, *events: Event) -> None:
+        for fn in self._change_listeners:
+            fn(list(events))
+
     # -- metadata ------------------------------------------------------------------------------
 
     def describe(self, status: UfsStatus) -> dict[str, Any]:
@@ -109,9 +121,12 @@ class WorkerService:
     def status(
         self, uri: str, sync_interval: int | None = None, version: str | None = None
     ) -> UfsStatus:
+        # A request whose client saw a feed revision this worker has not applied re-checks.
+        sync_interval = cluster_context.sync_interval(sync_interval)
         return self.meta.get_status(self.roots.check(uri), sync_interval, version)
 
     def list(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
+        sync_interval = cluster_context.sync_interval(sync_interval)
         return self.meta.list_status(self.roots.check(uri), sync_interval)
 
     # -- data ----------------------------------------------------------------------------------
@@ -148,6 +163,7 @@ class WorkerService:
         created = not self._exists(uri)
         status = self.ufs.write(uri, data)
         self.meta.record_write(uri, status, Operation.CREATED if created else Operation.UPDATED)
+        self._changed(Event(Op.CREATED if created else Op.UPDATED, uri, status.version))
         return status, created
 
     def _exists(self, uri: str) -> bool:
@@ -163,6 +179,7 @@ class WorkerService:
         self.ufs.delete(uri, recursive)
         # A deleted directory's entries go too: record_write drops everything under it.
         self.meta.record_write(uri, None, Operation.DELETED)
+        self._changed(Event(Op.DELETED, uri, prefix=recursive))
         return uri
 
     def rename(self, src: str, dst: str) -> UfsStatus:
@@ -170,6 +187,10 @@ class WorkerService:
         status = self.ufs.rename(src, dst)
         self.meta.record_write(src, None, Operation.DELETED)
         self.meta.record_write(dst, status, Operation.CREATED)
+        self._changed(
+            Event(Op.DELETED, src, prefix=status.is_dir),
+            Event(Op.CREATED, dst, "" if status.is_dir else status.version, status.is_dir),
+        )
         return status
 
     def mkdir(self, uri: str) -> UfsStatus:
@@ -181,6 +202,7 @@ class WorkerService:
             # Object stores keep no empty directories; the prefix exists once written under.
             status = UfsStatus(uri, uris.name(uri), True, 0, 0, DIR_VERSION, None)
         self.meta.record_write(uri, status, Operation.CREATED)
+        self._changed(Event(Op.CREATED, uri))
         return status
 
     def invalidate(self, uri: str, recursive: bool = False) -> int:
@@ -189,6 +211,7 @@ class WorkerService:
         dropped = self.meta.invalidate(uri, recursive)
         # Pages of a file whose status already left the caches are dropped by id as well.
         self.pages.delete_file(file_id(uri))
+        self._changed(Event(Op.INVALIDATED, uri, prefix=recursive))
         return dropped
 
     # -- state ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from worker.cli import conf, fs, worker_cmd
+from worker.cli import cluster, conf, fs, worker_cmd
 from worker.cli.common import run_guarded
 from worker.demo import cli as demo_cli
 
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker_cmd.add_parser(commands)
     fs.add_parser(commands)
     demo_cli.add_parser(commands)
+    cluster.add_parser(commands)
     return parser
 
 

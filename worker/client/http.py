@@ -31,6 +31,8 @@ from worker.client.forksafe import ProcessLocal
 from worker.client.options import ClientOptions
 from worker.client.ring import HashRing
 from worker.client.stats import Counters
+from worker.cluster.clientring import ClusterRing
+from worker.cluster.context import REVISION_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +100,16 @@ class WorkerClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.options = options
-        self.ring = HashRing(options.ring_names, options.virtual_nodes)
+        self.rings = ClusterRing(
+            options.ring_names,
+            options.virtual_nodes,
+            options.etcd_endpoints,
+            options.cluster_name,
+            options.etcd_timeout_s,
+        )
+        # The newest feed revision seen in an answer: sent with every call, so any worker
+        # answers at least as fresh (read-your-writes, monotonic reads across workers).
+        self.revision = 0
         self.counters = counters or Counters()
         self._urls = dict(zip(options.ring_names, options.workers, strict=True))
         self._transport = (
@@ -110,6 +121,11 @@ class WorkerClient:
         self._lock = threading.Lock()
         self._down_until: dict[str, float] = {}
         self._warned: set[str] = set()
+
+    @property
+    def ring(self) -> HashRing:
+        """The ring now (it follows etcd's membership when the cluster is configured)."""
+        return self.rings.current()
 
     def _build_http(self) -> httpx.Client:
         opts = self.options
@@ -156,7 +172,7 @@ class WorkerClient:
             raise NoWorkerReachable(f"{call.what}: {exc}") from exc
 
     def _attempt(self, worker: str, call: Call) -> httpx.Response:
-        url = self._urls[worker] + call.endpoint
+        url = self._urls.get(worker, f"http://{worker}") + call.endpoint
         attempts = self.options.retry_attempts if call.idempotent else 1
         for attempt in range(1, attempts + 1):
             response = self._request(worker, url, call)
@@ -174,10 +190,15 @@ class WorkerClient:
         self, worker: str, url: str, call: Call, dropped_once: bool = False
     ) -> httpx.Response:
         content = call.body() if call.body is not None else None
+        headers = dict(call.headers)
+        if self.revision:
+            headers[REVISION_HEADER] = str(self.revision)
         try:
-            return self._http.get().request(
-                call.method, url, params=dict(call.params), content=content, headers=call.headers
+            response = self._http.get().request(
+                call.method, url, params=dict(call.params), content=content, headers=headers
             )
+            self._saw(response)
+            return response
         except httpx.PoolTimeout as exc:
             # Our own pool is exhausted: not the worker's fault, so no failover.
             raise WorkerUnavailable(f"{call.what}: no free connection to {worker}") from exc
@@ -196,6 +217,12 @@ class WorkerClient:
                 return self._request(worker, url, call, dropped_once=True)
             self._mark_down(worker, exc)
             raise _Unreachable(worker, exc) from exc
+
+    def _saw(self, response: httpx.Response) -> None:
+        seen = response.headers.get(REVISION_HEADER, "")
+        if seen.isdigit() and int(seen) > self.revision:
+            with self._lock:
+                self.revision = max(self.revision, int(seen))
 
     def _mark_down(self, worker: str, exc: Exception) -> None:
         with self._lock:

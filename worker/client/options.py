@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from config import Config, Source
 from config.units import parse_duration
 from worker import keys
+from worker.cluster import keys as cluster_keys
 from worker.meta.keys import SYNC_INTERVAL
 
 SyncInterval = int | str
@@ -34,6 +35,10 @@ class ClientOptions:
     read_chunk_size: int
     read_parallelism: int
     sync_interval: str | None
+    # With endpoints, the ring follows the workers registered in etcd (worker.cluster).
+    etcd_endpoints: tuple[str, ...] = ()
+    cluster_name: str = ""
+    etcd_timeout_s: float = 2.0
 
     @classmethod
     def resolve(
@@ -79,7 +84,15 @@ class ClientOptions:
             read_chunk_size=config.get(keys.USER_CLIENT_READ_CHUNK_SIZE),
             read_parallelism=config.get(keys.USER_CLIENT_READ_PARALLELISM),
             sync_interval=_default_sync_interval(config, sync_interval),
+            etcd_endpoints=_etcd_endpoints(config),
+            cluster_name=config.get(cluster_keys.CLUSTER_NAME),
+            etcd_timeout_s=config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
         )
+
+
+def _etcd_endpoints(config: Config) -> tuple[str, ...]:
+    endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+    return tuple(endpoints)
 
 
 def sync_interval_param(value: SyncInterval) -> str:

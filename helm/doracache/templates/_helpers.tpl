@@ -101,6 +101,15 @@ render on a secret key or a port that disagrees with worker.port. */}}
   "dora.worker.page.store.dirs" .Values.storage.pages.mountPath
   "dora.worker.metastore.rocksdb.dir" .Values.storage.metastore.mountPath
   "dora.work.dir" .Values.storage.workDir }}
+{{- with .Values.cluster }}
+{{- if .etcd.endpoints }}
+{{- if eq (include "doracache.isSidecar" $) "true" }}
+{{- fail "cluster.etcd.endpoints needs mode: daemonset (a sidecar worker listens on loopback, which other pods cannot reach)" }}
+{{- end }}
+{{- $_ := set $derived "dora.cluster.etcd.endpoints" .etcd.endpoints }}
+{{- $_ := set $derived "dora.cluster.name" .name }}
+{{- end }}
+{{- end }}
 {{- $user := .Values.properties | default dict }}
 {{- range $key := list "dora.worker.security.token" "dora.ufs.s3.access.key.id" "dora.ufs.s3.secret.access.key" }}
 {{- if get $user $key }}
@@ -347,6 +356,13 @@ restartPolicy Always, started before the executor and stopped after it. */}}
     # The same file, for `dora` commands run by hand in the container (kubectl exec).
     - name: DORA_CONF_DIR
       value: {{ $confDir }}
+    {{- if .Values.cluster.etcd.endpoints }}
+    # What other pods reach this worker at, in its etcd membership entry.
+    - name: DORA_CLUSTER_ADVERTISE_HOST
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+    {{- end }}
     {{- with include "doracache.secretEnv" . | trim }}
     {{- . | nindent 4 }}
     {{- end }}
