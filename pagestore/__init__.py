@@ -9,6 +9,8 @@ Where things live:
 - ``base``: what both stores share (read-through with single flight, invalidation log, counters);
 - ``page``: ``PageId``, the on-disk name of a page and its checksummed header;
 - ``disk``: one page directory's files; ``dirs``: directories at run time and page placement;
+- ``owner``: the marker that makes a directory the store's; ``layout``: the names the store
+  gives to what it creates (nothing else is ever removed);
 - ``index``: the in-memory page index; ``restore``: rebuilding it after a restart;
 - ``evict``: eviction policies, one module each; ``flight``: single flight;
 - ``options`` and ``keys``: settings and the property keys they come from.

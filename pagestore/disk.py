@@ -1,11 +1,14 @@
-"""One page directory on disk: layout, atomic writes, verified reads and scanning.
+"""One page directory on disk: ownership, layout, atomic writes, verified reads and scanning.
 
-Layout: ``<root>/<page_size>/<bucket>/<file_id>.<version_key>.<index>`` where ``bucket`` is the
-first two characters of the file id, so no directory holds more than a fraction of the pages and
-pages written with another page size are never read as this one. Temporary files end in ``.tmp``.
+Layout (names in :mod:`pagestore.layout`):
+``<root>/<page_size>/<bucket>/<file_id>.<version_key>.<index>``, where ``bucket`` is the first
+two characters of the file id, so no directory holds more than a fraction of the pages and
+pages written with another page size are never read as this one. The root holds the store's
+marker (:mod:`pagestore.owner`) and lock file. Only files of the store's own naming inside its
+marked root are ever removed.
 
-This layer moves bytes and raises (OSError, CorruptPageError); turning failures into misses and
-outcomes is the store's job.
+This layer moves bytes and raises (OSError, CorruptPageError, ForeignPageDirError); turning
+failures into misses and outcomes is the store's job.
 """
 
 from __future__ import annotations
@@ -13,17 +16,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import itertools
+import logging
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pagestore import owner
+from pagestore.layout import Kind, classify, is_bucket, is_layout, layout_name, temp_name
 from pagestore.page import HEADER_SIZE, CorruptPageError, PageKey, encode_header, verify
 
-TEMP_SUFFIX = ".tmp"
-_LOCK_FILE = ".lock"
-_HEX = "0123456789abcdef"
+logger = logging.getLogger(__name__)
 
 
 class DirBusyError(OSError):
@@ -32,7 +35,8 @@ class DirBusyError(OSError):
 
 @dataclass(frozen=True, slots=True)
 class ScanEntry:
-    """One file met while scanning: a page (``key`` and data ``size``) or junk to remove."""
+    """One of the store's files met while scanning: a page (``key`` and data ``size``), or
+    (``key`` None) a temporary file or an unusable page to remove."""
 
     path: str
     key: PageKey | None
@@ -46,22 +50,32 @@ class PageDir:
     def __init__(self, root: Path, page_size: int) -> None:
         self.root = root
         self.page_size = page_size
-        self.base = root / str(page_size)
+        self.base = root / layout_name(page_size)
         self._lock_fd: int | None = None
         self._temp_names = itertools.count()
 
     def open(self) -> None:
-        """Create the directory and take an exclusive lock on the directory, so two workers never
-        share (and clean up) one directory. Raises DirBusyError or OSError."""
-        self.base.mkdir(parents=True, exist_ok=True)
+        """Create the directory (or check that an existing one is the store's, before writing
+        anything in it), take an exclusive lock on it, so two workers never share (and clean
+        up) one directory, and mark it as the store's. Raises ForeignPageDirError,
+        DirBusyError or OSError."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        unmarked = owner.check(self.root)
         # Read-only, so holding the lock does not stop the directory being remounted read-only.
-        fd = os.open(self.root / _LOCK_FILE, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(self.root / owner.LOCK_FILE, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise DirBusyError(f"page directory {self.root} is in use by another process") from None
         self._lock_fd = fd
+        try:
+            if unmarked:
+                owner.mark(self.root)
+            self.base.mkdir(exist_ok=True)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self._lock_fd is not None:
@@ -80,7 +94,7 @@ class PageDir:
         or a restart never sees a partial page under the page's name. No fsync: a page lost or
         torn by a power cut fails its checksum and becomes a miss, which a cache can afford."""
         path = self.path(key)
-        temp = f"{path}.{os.getpid()}-{next(self._temp_names)}{TEMP_SUFFIX}"
+        temp = temp_name(path, os.getpid(), next(self._temp_names))
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         try:
             fd = os.open(temp, flags, 0o644)
@@ -121,45 +135,79 @@ class PageDir:
         """Remove a page's file; a page already gone is not an error."""
         _unlink_quietly(self.path(key))
 
-    def remove(self, path: str) -> None:
-        """Remove a file met by :meth:`scan` (a temporary file or junk); gone is not an error."""
-        _unlink_quietly(path)
+    def remove(self, entry: ScanEntry) -> None:
+        """Remove a file met by :meth:`scan` (a page or one of the store's temporary files);
+        gone is not an error."""
+        _unlink_quietly(entry.path)
 
     def scan(self) -> Iterator[list[ScanEntry]]:
-        """Every file under the layout, one list per bucket. Page sizes come from the file size
-        (no page is read), so a restore costs one stat per page."""
-        for bucket in self._bucket_names():
-            try:
-                entries = list(os.scandir(self.base / bucket))
-            except FileNotFoundError:
-                continue
-            yield [_classify(entry, self.page_size) for entry in entries]
+        """The store's files under the layout, one list per bucket; files of other names are
+        left out (and logged). Page sizes come from the file size (no page is read), so a
+        restore costs one stat per page."""
+        for bucket in _entries(self.base):
+            if is_bucket(bucket.name) and bucket.is_dir(follow_symlinks=False):
+                yield [
+                    _scanned(entry, bucket.name, self.page_size)
+                    for entry in self._own_files(Path(bucket.path))
+                ]
+            else:
+                logger.warning("leaving %s alone: not a page store bucket", bucket.path)
 
     def remove_other_layouts(self) -> int:
-        """Delete the pages of other page sizes (they can never be read by this store); returns
-        the number of directories removed."""
+        """Delete the pages and temporary files of other page sizes (they can never be read by
+        this store), then the directories they leave empty; returns the number of files
+        removed. Anything else in those directories stays, and so do they."""
         removed = 0
-        for child in self.root.iterdir():
-            if child.is_dir() and child.name != self.base.name and child.name.isdigit():
-                shutil.rmtree(child, ignore_errors=True)
-                removed += 1
+        for layout in _entries(self.root):
+            if layout.name == self.base.name or not is_layout(layout.name):
+                continue
+            if not layout.is_dir(follow_symlinks=False):
+                continue
+            for bucket in _entries(Path(layout.path)):
+                if is_bucket(bucket.name) and bucket.is_dir(follow_symlinks=False):
+                    for entry in self._own_files(Path(bucket.path)):
+                        _unlink_quietly(entry.path)
+                        removed += 1
+                    _rmdir_if_empty(bucket.path)
+            _rmdir_if_empty(layout.path)
         return removed
 
-    def _bucket_names(self) -> Iterator[str]:
-        return (a + b for a in _HEX for b in _HEX)
+    def _own_files(self, bucket: Path) -> Iterator[os.DirEntry[str]]:
+        for entry in _entries(bucket):
+            if entry.is_file(follow_symlinks=False) and (
+                classify(bucket.name, entry.name) is not Kind.FOREIGN
+            ):
+                yield entry
+            else:
+                logger.warning("leaving %s alone: not a file of the page store", entry.path)
 
 
-def _classify(entry: os.DirEntry[str], page_size: int) -> ScanEntry:
-    key = None if entry.name.endswith(TEMP_SUFFIX) else PageKey.parse(entry.name)
-    if key is None:
+def _entries(path: Path) -> list[os.DirEntry[str]]:
+    """The entries of a directory; none if it is gone."""
+    try:
+        with contextlib.closing(os.scandir(path)) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []
+
+
+def _scanned(entry: os.DirEntry[str], bucket: str, page_size: int) -> ScanEntry:
+    """A page with its data size, or (key None) a temporary file or unusable page to remove."""
+    if classify(bucket, entry.name) is not Kind.PAGE:
         return ScanEntry(entry.path, None, 0)
+    key = PageKey.parse(entry.name)
     try:
         size = entry.stat(follow_symlinks=False).st_size - HEADER_SIZE
     except FileNotFoundError:
         size = -1
-    if not 0 <= size <= page_size:
+    if key is None or not 0 <= size <= page_size:
         return ScanEntry(entry.path, None, 0)
     return ScanEntry(entry.path, key, size)
+
+
+def _rmdir_if_empty(path: str) -> None:
+    with contextlib.suppress(OSError):  # not empty: something else lives there
+        os.rmdir(path)
 
 
 def _write_all(fd: int, header: bytes, data: bytes) -> None:

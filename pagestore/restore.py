@@ -61,7 +61,7 @@ def _remove(disk: PageDir, entries: list[ScanEntry]) -> int:
     removed = 0
     for entry in entries:
         try:
-            disk.remove(entry.path)
+            disk.remove(entry)
             removed += 1
         except OSError as exc:
             logger.warning("cannot remove %s: %s", entry.path, exc)

@@ -16,10 +16,18 @@ from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
 from pagestore.index import PageEntry, PageIndex
 from pagestore.options import PageStoreOptions
+from pagestore.owner import ForeignPageDirError
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
 from pagestore.restore import remove_other_layouts, restore
 
-__all__ = ["LocalPageStore", "PageStore", "PageStoreOptions", "PutResult", "StoreStats"]
+__all__ = [
+    "ForeignPageDirError",
+    "LocalPageStore",
+    "PageStore",
+    "PageStoreOptions",
+    "PutResult",
+    "StoreStats",
+]
 
 logger = logging.getLogger(__name__)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -72,7 +80,8 @@ class LocalPageStore(BasePageStore):
 
     def start(self) -> None:
         """Open the directories (one that cannot be opened is out of service, logged) and
-        restore the index in a background thread. Idempotent."""
+        restore the index in a background thread. Idempotent. Raises ForeignPageDirError,
+        leaving every directory as it was, if one is not empty and not a page store's."""
         with self._lock:
             if self._started or self._closed:
                 return
@@ -82,6 +91,9 @@ class LocalPageStore(BasePageStore):
                 d.disk.open()
             except OSError as exc:
                 self._take_out_of_service(d, f"cannot be opened: {exc}")
+            except ForeignPageDirError:
+                self.close()
+                raise
         self._janitor = ThreadPoolExecutor(1, thread_name_prefix="pagestore-janitor")
         self._restorer = threading.Thread(target=self._restore, name="pagestore-restore")
         self._restorer.daemon = True

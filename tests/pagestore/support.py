@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pagestore.api import PageStore
 from pagestore.options import PageDirOptions, PageStoreOptions
+from pagestore.owner import LOCK_FILE, MARKER
 from pagestore.page import PageId
 from pagestore.store import LocalPageStore
 
@@ -39,3 +40,10 @@ def open_local(options: PageStoreOptions) -> LocalPageStore:
     store.start()
     assert store.wait_ready(30)
     return store
+
+
+def page_files(root: Path, suffix: str = "") -> list[Path]:
+    """Files under ``root`` ending in ``suffix``, but for each page directory's lock and marker."""
+    return [
+        p for p in root.rglob(f"*{suffix}") if p.is_file() and p.name not in (LOCK_FILE, MARKER)
+    ]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pagestore.disk import TEMP_SUFFIX
+from pagestore.layout import TEMP_SUFFIX
 from pagestore.page import PageId
 from tests.pagestore.support import content, make_options, open_local
 

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from pagestore.api import PutResult
-from pagestore.disk import TEMP_SUFFIX, PageDir
+from pagestore.disk import PageDir
+from pagestore.layout import TEMP_SUFFIX
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
 from pagestore.store import LocalPageStore
-from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options
+from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, page_files
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
 
@@ -34,10 +35,6 @@ def page_path(store: LocalPageStore, page_id: PageId) -> Path:
         if path.exists():
             return path
     raise AssertionError(f"no file for {page_id}")
-
-
-def files_under(root: Path, suffix: str = "") -> list[Path]:
-    return [p for p in root.rglob(f"*{suffix}") if p.is_file() and p.name != ".lock"]
 
 
 @pytest.fixture
@@ -135,7 +132,7 @@ def test_a_full_disk_fails_puts_cleanly_and_reads_go_on(
     results = [store.put(p, content(p, page_size)) for p in pages]
     assert PutResult.OK in results and PutResult.NO_SPACE in results
     assert store.stats().put_failures[PutResult.NO_SPACE] == results.count(PutResult.NO_SPACE)
-    assert files_under(root, TEMP_SUFFIX) == []  # failed writes leave nothing behind
+    assert page_files(root, TEMP_SUFFIX) == []  # failed writes leave nothing behind
     extra = PageId(FILE_A, "v", 1)
     assert store.get_or_fill(extra, lambda: content(extra, page_size)) == content(extra, page_size)
     for page_id, result in zip(pages, results, strict=True):

@@ -14,7 +14,15 @@ from pagestore.disk import PageDir, ScanEntry
 from pagestore.options import PageStoreOptions
 from pagestore.page import PageId
 from pagestore.store import LocalPageStore
-from tests.pagestore.support import FILE_A, FILE_B, PAGE_SIZE, content, make_options, open_local
+from tests.pagestore.support import (
+    FILE_A,
+    FILE_B,
+    PAGE_SIZE,
+    content,
+    make_options,
+    open_local,
+    page_files,
+)
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
 
@@ -29,8 +37,8 @@ def fill(options: PageStoreOptions, pages: list[PageId]) -> None:
         store.close()
 
 
-def page_files(root: Path) -> set[str]:
-    return {p.name for p in root.rglob("*") if p.is_file() and p.name != ".lock"}
+def names(root: Path) -> set[str]:
+    return {p.name for p in page_files(root)}
 
 
 @pytest.fixture
@@ -100,10 +108,10 @@ def test_a_file_invalidated_during_the_restore_is_not_revived(
         assert store.has_page(PageId(FILE_A, "v2", 0)) and store.has_page(PageId(FILE_B, "v1", 0))
     finally:
         store.close()
-    assert len(page_files(tmp_path)) == 2
+    assert len(names(tmp_path)) == 2
 
 
-def test_temporary_files_junk_and_old_layouts_are_cleaned(
+def test_temporary_files_unusable_pages_and_old_layouts_are_cleaned(
     tmp_path: Path, local_stores: LocalStores
 ) -> None:
     options = make_options(tmp_path)
@@ -111,17 +119,42 @@ def test_temporary_files_junk_and_old_layouts_are_cleaned(
     fill(options, [page_id])
     bucket = tmp_path / "dir0" / str(PAGE_SIZE) / FILE_A[:2]
     (bucket / f"{page_id.key.file_name}.77-0.tmp").write_bytes(b"half a page")
-    (bucket / "not-a-page").write_bytes(b"?")
     short = PageId(FILE_A, "v", 1).key.file_name
     (bucket / short).write_bytes(b"tiny")  # shorter than a header
     old_layout = tmp_path / "dir0" / "8192" / "aa"
     old_layout.mkdir(parents=True)
-    (old_layout / "page").write_bytes(b"old")
+    (old_layout / PageId(FILE_A, "v", 3).key.file_name).write_bytes(b"old")
     store = local_stores(options)
-    assert page_files(bucket) == {page_id.key.file_name}
+    assert names(bucket) == {page_id.key.file_name}
     assert store.page_count == 1
     store.close()
     assert not (tmp_path / "dir0" / "8192").exists()
+
+
+def test_files_the_store_did_not_name_are_never_removed(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    options = make_options(tmp_path)
+    page_id = PageId(FILE_A, "v", 0)
+    fill(options, [page_id])
+    layout = tmp_path / "dir0" / str(PAGE_SIZE)
+    foreign = [
+        layout / FILE_A[:2] / "notes.txt",
+        layout / FILE_A[:2] / PageId(FILE_B, "v", 0).key.file_name,  # a page in the wrong bucket
+        layout / "not-a-bucket" / "x",
+        tmp_path / "dir0" / "8192" / "aa" / "mine.parquet",
+        tmp_path / "dir0" / "8192" / "report.csv",
+    ]
+    for path in foreign:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"somebody's data")
+    old_page = tmp_path / "dir0" / "8192" / "aa" / PageId(FILE_A, "v", 3).key.file_name
+    old_page.write_bytes(b"old")
+    store = local_stores(options)
+    assert store.get(page_id) == content(page_id)
+    store.close()
+    assert all(path.read_bytes() == b"somebody's data" for path in foreign)
+    assert not old_page.exists()
 
 
 def test_a_smaller_capacity_drops_the_pages_that_no_longer_fit(
@@ -131,7 +164,7 @@ def test_a_smaller_capacity_drops_the_pages_that_no_longer_fit(
     fill(make_options(tmp_path, pages=8), pages)
     store = local_stores(make_options(tmp_path, pages=3))
     assert store.page_count == 3 and store.used_bytes == 3 * PAGE_SIZE
-    assert len(page_files(tmp_path)) == 3
+    assert len(names(tmp_path)) == 3
 
 
 def test_a_page_found_in_two_dirs_is_kept_once(tmp_path: Path, local_stores: LocalStores) -> None:
