@@ -27,6 +27,7 @@ from pagestore.store import LocalPageStore
 
 MB = 1 << 20
 FILE_ID = "ab" * 32
+URI = "s3://bench/file"
 
 
 @dataclass
@@ -102,7 +103,9 @@ def set_up_reads(root: Path, pages: int, page_size: int) -> tuple[ReadSetup, Row
     ids = [PageId(FILE_ID, "v", n) for n in range(pages)]
     store = open_store(root / "store", page_size, pages * page_size)
     seconds = timed(
-        lambda: [store.get_or_fill(p, partial(data.__getitem__, p.index % len(data))) for p in ids]
+        lambda: [
+            store.get_or_fill(p, partial(data.__getitem__, p.index % len(data)), URI) for p in ids
+        ]
     )
     assert store.page_count == pages, "every page should have been stored"
     plain = root / "plain.bin"
@@ -155,7 +158,7 @@ def bench_restore(root: Path, pages: int, drop_caches: bool) -> list[Row]:
     files = max(1, pages // 100)
     fill_seconds = timed(
         lambda: [
-            store.put(PageId(f"{n:064x}", "v", i), payload) is PutResult.OK
+            store.put(PageId(f"{n:064x}", "v", i), payload, f"s3://bench/{n}") is PutResult.OK
             for n in range(files)
             for i in range(pages // files)
         ]

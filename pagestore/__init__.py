@@ -12,6 +12,8 @@ Where things live:
 - ``owner``: the marker that makes a directory the store's; ``layout``: the names the store
   gives to what it creates (nothing else is ever removed);
 - ``index``: the in-memory page index; ``restore``: rebuilding it after a restart;
+- ``files``: the URI of each file with pages (in memory and as a record on disk), for
+  invalidation by prefix;
 - ``evict``: eviction policies, one module each; ``flight``: single flight;
 - ``options`` and ``keys``: settings and the property keys they come from.
 """

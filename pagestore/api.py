@@ -61,9 +61,13 @@ class PageStore(Protocol):
     """Fixed-size pages by :class:`PageId`, bounded in bytes.
 
     A cache failure is a miss or a :class:`PutResult`, never an exception: ``get``, ``put``,
-    ``has_page`` and ``delete_file`` do not raise for I/O errors, full or vanished disks or
-    corrupt pages (they raise ValueError only for invalid arguments). Implementations are
-    thread-safe.
+    ``has_page``, ``delete_file`` and ``delete_prefix`` do not raise for I/O errors, full or
+    vanished disks or corrupt pages (they raise ValueError only for invalid arguments).
+    Implementations are thread-safe.
+
+    The store keeps the URI of every file it holds pages of (callers pass it with each page:
+    ``file_id`` is the caller's id of that URI), so :meth:`delete_prefix` finds every page
+    under a prefix, after a restart too.
     """
 
     page_size: int
@@ -74,17 +78,24 @@ class PageStore(Protocol):
         None), or None on a miss. The whole page is verified before any byte is returned."""
         ...
 
-    def put(self, page_id: PageId, data: bytes) -> PutResult:
-        """Store a page, evicting others if needed."""
+    def put(self, page_id: PageId, data: bytes, uri: str) -> PutResult:
+        """Store a page of the file at ``uri``, evicting others if needed."""
         ...
 
-    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes]) -> bytes:
-        """The whole page, from the store or from ``fill()`` (then stored when possible).
-        Concurrent callers for one page share one ``fill()``; its exceptions reach them all."""
+    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> bytes:
+        """The whole page, from the store or from ``fill()`` (then stored when possible, as a
+        page of the file at ``uri``). Concurrent callers for one page share one ``fill()``;
+        its exceptions reach them all."""
         ...
 
     def delete_file(self, file_id: str, version: str | None = None) -> int:
         """Drop the pages of one version of a file, or of all its versions; returns how many."""
+        ...
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Drop every page of every version of every file whose URI is ``prefix`` or lies under
+        it on a segment boundary (``s3://b/a`` covers ``s3://b/a/x``, not ``s3://b/ab``);
+        returns how many pages. Fills of those files already running are not stored."""
         ...
 
     def cached_bytes(self, file_id: str, version: str) -> int:

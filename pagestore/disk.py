@@ -19,14 +19,26 @@ import itertools
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pagestore import owner
-from pagestore.layout import Kind, classify, is_bucket, is_layout, layout_name, temp_name
+from pagestore.files import decode_record, encode_record
+from pagestore.layout import (
+    Kind,
+    bucket_of,
+    classify,
+    is_bucket,
+    is_layout,
+    layout_name,
+    record_name,
+    record_of,
+    temp_name,
+)
 from pagestore.page import HEADER_SIZE, CorruptPageError, PageKey, encode_header, verify
 
 logger = logging.getLogger(__name__)
+_RECORD_LIMIT = 1 << 16  # URIs are far shorter; a longer file is cut and fails its checksum
 
 
 class DirBusyError(OSError):
@@ -35,12 +47,21 @@ class DirBusyError(OSError):
 
 @dataclass(frozen=True, slots=True)
 class ScanEntry:
-    """One of the store's files met while scanning: a page (``key`` and data ``size``), or
-    (``key`` None) a temporary file or an unusable page to remove."""
+    """A page met while scanning: its path, key and data size."""
 
     path: str
-    key: PageKey | None
+    key: PageKey
     size: int
+
+
+@dataclass(slots=True)
+class ScanBatch:
+    """The store's files in one bucket: pages, URI records by file id, and the paths of
+    temporary files and unusable pages, to remove."""
+
+    pages: list[ScanEntry] = field(default_factory=list)
+    records: dict[str, str] = field(default_factory=dict)
+    junk: list[str] = field(default_factory=list)
 
 
 class PageDir:
@@ -87,13 +108,31 @@ class PageDir:
         return self.base.is_dir()
 
     def path(self, key: PageKey) -> str:
-        return f"{self.base}/{key.file_id[:2]}/{key.file_name}"
+        return f"{self.base}/{bucket_of(key.file_id)}/{key.file_name}"
+
+    def record_path(self, file_id: str) -> str:
+        return f"{self.base}/{bucket_of(file_id)}/{record_name(file_id)}"
 
     def write(self, key: PageKey, data: bytes) -> None:
         """Write a page atomically: to a temporary file, then renamed into place, so a reader
         or a restart never sees a partial page under the page's name. No fsync: a page lost or
         torn by a power cut fails its checksum and becomes a miss, which a cache can afford."""
-        path = self.path(key)
+        self._write_atomic(self.path(key), encode_header(data), data)
+
+    def write_record(self, file_id: str, uri: str) -> None:
+        """Write (or rewrite) the record of a file's URI, atomically as a page is."""
+        self._write_atomic(self.record_path(file_id), encode_record(uri), b"")
+
+    def read_record(self, path: str) -> str:
+        """The URI in a record met by :meth:`scan`. Raises CorruptRecordError or OSError."""
+        with open(path, "rb") as record:
+            return decode_record(record.read(_RECORD_LIMIT))
+
+    def unlink_record(self, file_id: str) -> None:
+        """Remove a file's URI record; gone is not an error."""
+        _unlink_quietly(self.record_path(file_id))
+
+    def _write_atomic(self, path: str, header: bytes, data: bytes) -> None:
         temp = temp_name(path, os.getpid(), next(self._temp_names))
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         try:
@@ -106,7 +145,7 @@ class PageDir:
             fd = os.open(temp, flags, 0o644)
         try:
             try:
-                _write_all(fd, encode_header(data), data)
+                _write_all(fd, header, data)
             finally:
                 os.close(fd)
             os.rename(temp, path)
@@ -135,21 +174,17 @@ class PageDir:
         """Remove a page's file; a page already gone is not an error."""
         _unlink_quietly(self.path(key))
 
-    def remove(self, entry: ScanEntry) -> None:
-        """Remove a file met by :meth:`scan` (a page or one of the store's temporary files);
-        gone is not an error."""
-        _unlink_quietly(entry.path)
+    def remove(self, path: str) -> None:
+        """Remove a file met by :meth:`scan`; gone is not an error."""
+        _unlink_quietly(path)
 
-    def scan(self) -> Iterator[list[ScanEntry]]:
-        """The store's files under the layout, one list per bucket; files of other names are
+    def scan(self) -> Iterator[ScanBatch]:
+        """The store's files under the layout, a batch per bucket; files of other names are
         left out (and logged). Page sizes come from the file size (no page is read), so a
-        restore costs one stat per page."""
+        restore costs one stat per page and one read per file."""
         for bucket in _entries(self.base):
             if is_bucket(bucket.name) and bucket.is_dir(follow_symlinks=False):
-                yield [
-                    _scanned(entry, bucket.name, self.page_size)
-                    for entry in self._own_files(Path(bucket.path))
-                ]
+                yield self._scan_bucket(Path(bucket.path))
             else:
                 logger.warning("leaving %s alone: not a page store bucket", bucket.path)
 
@@ -172,6 +207,21 @@ class PageDir:
             _rmdir_if_empty(layout.path)
         return removed
 
+    def _scan_bucket(self, bucket: Path) -> ScanBatch:
+        batch = ScanBatch()
+        for entry in self._own_files(bucket):
+            kind = classify(bucket.name, entry.name)
+            file_id = record_of(entry.name)
+            if kind is Kind.RECORD and file_id is not None:
+                batch.records[file_id] = entry.path
+                continue
+            page = _page(entry, self.page_size) if kind is Kind.PAGE else None
+            if page is None:
+                batch.junk.append(entry.path)
+            else:
+                batch.pages.append(page)
+        return batch
+
     def _own_files(self, bucket: Path) -> Iterator[os.DirEntry[str]]:
         for entry in _entries(bucket):
             if entry.is_file(follow_symlinks=False) and (
@@ -191,17 +241,15 @@ def _entries(path: Path) -> list[os.DirEntry[str]]:
         return []
 
 
-def _scanned(entry: os.DirEntry[str], bucket: str, page_size: int) -> ScanEntry:
-    """A page with its data size, or (key None) a temporary file or unusable page to remove."""
-    if classify(bucket, entry.name) is not Kind.PAGE:
-        return ScanEntry(entry.path, None, 0)
+def _page(entry: os.DirEntry[str], page_size: int) -> ScanEntry | None:
+    """The page a file holds, or None if it cannot hold one (of this page size)."""
     key = PageKey.parse(entry.name)
     try:
         size = entry.stat(follow_symlinks=False).st_size - HEADER_SIZE
     except FileNotFoundError:
-        size = -1
+        return None
     if key is None or not 0 <= size <= page_size:
-        return ScanEntry(entry.path, None, 0)
+        return None
     return ScanEntry(entry.path, key, size)
 
 

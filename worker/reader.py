@@ -136,7 +136,7 @@ class Reader:
             fetched = True
             return self._fetch_page(status, index)
 
-        return self._pages.get_or_fill(page_id, fetch), fetched
+        return self._pages.get_or_fill(page_id, fetch, status.uri), fetched
 
     def _fetch_page(self, status: UfsStatus, index: int) -> bytes:
         offset = index * self.page_size

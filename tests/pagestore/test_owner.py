@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from pagestore.api import PutResult
 from pagestore.options import PageStoreOptions
 from pagestore.owner import LOCK_FILE, MARKER, MARKER_TEXT, ForeignPageDirError
 from pagestore.page import PageId
 from pagestore.store import LocalPageStore
-from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, open_local
+from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, open_local, uri
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
 
@@ -44,7 +45,7 @@ def test_an_empty_directory_is_marked_and_used(tmp_path: Path, local_stores: Loc
     (tmp_path / "dir0").mkdir()
     store = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, "v", 0)
-    store.put(page_id, content(page_id))
+    store.put(page_id, content(page_id), uri(page_id))
     assert store.get(page_id) == content(page_id)
     assert (tmp_path / "dir0" / MARKER).is_file()
 
@@ -89,24 +90,29 @@ def test_refusing_one_directory_releases_the_others(tmp_path: Path) -> None:
     open_local(options).close()  # dir0 is not still locked by the refused store
 
 
-def test_a_store_of_an_earlier_version_is_adopted_with_its_pages(
+def test_a_store_of_an_earlier_version_is_adopted_and_starts_cold(
     tmp_path: Path, local_stores: LocalStores
 ) -> None:
     options = make_options(tmp_path)
     page_id = PageId(FILE_A, "v", 0)
     earlier = open_local(options)
-    earlier.put(page_id, content(page_id))
+    earlier.put(page_id, content(page_id), uri(page_id))
     earlier.close()
-    # What the previous version left: a lock file, its layout, a temporary file, no marker.
+    # What the previous version left: a lock file, its layout with pages and a temporary file,
+    # no marker and no URI records.
     marker = tmp_path / "dir0" / MARKER
     marker.unlink()
     bucket = tmp_path / "dir0" / str(PAGE_SIZE) / FILE_A[:2]
+    for record in bucket.glob("uri.*"):
+        record.unlink()
     (bucket / f"{page_id.key.file_name}.12-0.tmp").write_bytes(b"half")
     assert {p.name for p in (tmp_path / "dir0").iterdir()} == {LOCK_FILE, str(PAGE_SIZE)}
     store = local_stores(options)
-    assert store.get(page_id) == content(page_id)
     assert marker.read_bytes() == MARKER_TEXT
-    assert [p.name for p in bucket.iterdir()] == [page_id.key.file_name]
+    # Its pages name no URI, so no prefix invalidation could find them: they go.
+    assert store.get(page_id) is None
+    assert list(bucket.iterdir()) == []
+    assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
 
 
 def test_a_symlinked_bucket_is_not_followed(tmp_path: Path, local_stores: LocalStores) -> None:

@@ -20,7 +20,7 @@ from pagestore.layout import TEMP_SUFFIX
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
 from pagestore.store import LocalPageStore
-from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, page_files
+from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, page_files, uri
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
 
@@ -65,7 +65,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[[str, str], Path]]:
 def stored(tmp_path: Path, local_stores: LocalStores) -> tuple[LocalPageStore, PageId, Path]:
     store = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, '"etag-1"', 0)
-    assert store.put(page_id, content(page_id)) is PutResult.OK
+    assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
     return store, page_id, page_path(store, page_id)
 
 
@@ -84,7 +84,7 @@ def test_a_flipped_byte_is_a_miss_then_refetched(
     assert store.get(page_id) is None
     assert store.stats().corrupt_pages == 1
     assert not path.exists() and not store.has_page(page_id)
-    assert store.get_or_fill(page_id, lambda: content(page_id)) == content(page_id)
+    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)) == content(page_id)
     assert store.get(page_id) == content(page_id)
 
 
@@ -129,12 +129,14 @@ def test_a_full_disk_fails_puts_cleanly_and_reads_go_on(
     # The store believes it has 4 MB; the file system has 1 MB.
     store = local_stores(PageStoreOptions((PageDirOptions(root, 4 << 20),), page_size))
     pages = [PageId(file_id, "v", 0) for file_id in file_ids(24)]
-    results = [store.put(p, content(p, page_size)) for p in pages]
+    results = [store.put(p, content(p, page_size), uri(p)) for p in pages]
     assert PutResult.OK in results and PutResult.NO_SPACE in results
     assert store.stats().put_failures[PutResult.NO_SPACE] == results.count(PutResult.NO_SPACE)
     assert page_files(root, TEMP_SUFFIX) == []  # failed writes leave nothing behind
     extra = PageId(FILE_A, "v", 1)
-    assert store.get_or_fill(extra, lambda: content(extra, page_size)) == content(extra, page_size)
+    assert store.get_or_fill(extra, lambda: content(extra, page_size), uri(extra)) == content(
+        extra, page_size
+    )
     for page_id, result in zip(pages, results, strict=True):
         expected = content(page_id, page_size) if result is PutResult.OK else None
         assert store.get(page_id) == expected
@@ -146,10 +148,10 @@ def test_a_read_only_dir_fails_puts_and_still_serves_reads(
     root = tmpfs("ro", "4m")
     store = local_stores(make_options(root))
     before, after = PageId(FILE_A, "v", 0), PageId(FILE_A, "v", 1)
-    assert store.put(before, content(before)) is PutResult.OK
+    assert store.put(before, content(before), uri(before)) is PutResult.OK
     subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
-    assert store.put(after, content(after)) is PutResult.FAILED
-    assert store.get_or_fill(after, lambda: content(after)) == content(after)
+    assert store.put(after, content(after), uri(after)) is PutResult.FAILED
+    assert store.get_or_fill(after, lambda: content(after), uri(after)) == content(after)
     assert store.get(before) == content(before)
     stats = store.stats()
     assert stats.put_failures[PutResult.FAILED] == 2 and stats.io_errors == 2
@@ -164,7 +166,7 @@ def test_a_vanished_dir_is_taken_out_of_service_and_puts_go_elsewhere(
     store = local_stores(make_options(tmp_path, pages=64, dirs=2))
     pages = [PageId(file_id, "v", 0) for file_id in file_ids(32)]
     for page_id in pages:
-        assert store.put(page_id, content(page_id)) is PutResult.OK
+        assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
     lost = [p for p in pages if str(page_path(store, p)).startswith(str(tmp_path / "dir1"))]
     assert lost, "rendezvous hashing should use both directories"
     shutil.rmtree(tmp_path / "dir1")
@@ -174,7 +176,9 @@ def test_a_vanished_dir_is_taken_out_of_service_and_puts_go_elsewhere(
     assert store.stats().dirs_in_service == 1
     assert store.capacity_bytes == 64 * PAGE_SIZE
     for page_id in pages:
-        assert store.get_or_fill(page_id, functools.partial(content, page_id)) == content(page_id)
+        assert store.get_or_fill(
+            page_id, functools.partial(content, page_id), uri(page_id)
+        ) == content(page_id)
         assert store.has_page(page_id)  # the lost ones were stored again in dir0
 
 
@@ -183,7 +187,7 @@ def test_a_put_that_finds_its_dir_gone_fails_once_then_goes_elsewhere(
 ) -> None:
     store = local_stores(make_options(tmp_path, pages=64, dirs=2))
     shutil.rmtree(tmp_path / "dir0")
-    results = [store.put(PageId(f, "v", 0), b"x") for f in file_ids(32)]
+    results = [store.put(PageId(f, "v", 0), b"x", uri(PageId(f, "v", 0))) for f in file_ids(32)]
     assert results.count(PutResult.FAILED) == 1
     assert results.count(PutResult.OK) == 31
 
@@ -193,11 +197,11 @@ def test_losing_the_only_dir_fails_puts_but_not_reads(
 ) -> None:
     store = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, "v", 0)
-    store.put(page_id, content(page_id))
+    store.put(page_id, content(page_id), uri(page_id))
     shutil.rmtree(tmp_path / "dir0")
     assert store.get(page_id) is None
-    assert store.put(page_id, content(page_id)) is PutResult.FAILED
-    assert store.get_or_fill(page_id, lambda: content(page_id)) == content(page_id)
+    assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.FAILED
+    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)) == content(page_id)
     assert (store.stats().dirs_in_service, store.capacity_bytes) == (0, 0)
 
 
@@ -207,13 +211,16 @@ def test_a_dir_that_cannot_be_opened_is_out_of_service_from_the_start(
     (tmp_path / "dir1").write_text("a file where a directory should be")
     store = local_stores(make_options(tmp_path, dirs=2))
     assert store.ready and store.stats().dirs_in_service == 1
-    assert all(store.put(PageId(f, "v", 0), b"x") is PutResult.OK for f in file_ids(8))
+    assert all(
+        store.put(PageId(f, "v", 0), b"x", uri(PageId(f, "v", 0))) is PutResult.OK
+        for f in file_ids(8)
+    )
 
 
 def test_two_stores_never_share_a_dir(tmp_path: Path, local_stores: LocalStores) -> None:
     first = local_stores(make_options(tmp_path))
     second = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, "v", 0)
-    assert second.put(page_id, b"x") is PutResult.FAILED
-    assert first.put(page_id, b"x") is PutResult.OK
+    assert second.put(page_id, b"x", uri(page_id)) is PutResult.FAILED
+    assert first.put(page_id, b"x", uri(page_id)) is PutResult.OK
     assert second.stats().dirs_in_service == 0

@@ -22,6 +22,8 @@ from tests.pagestore.support import (
     make_options,
     open_local,
     page_files,
+    record_files,
+    uri,
 )
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
@@ -32,7 +34,7 @@ def fill(options: PageStoreOptions, pages: list[PageId]) -> None:
     store = open_local(options)
     try:
         for page_id in pages:
-            assert store.put(page_id, content(page_id)) is PutResult.OK
+            assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
     finally:
         store.close()
 
@@ -81,12 +83,12 @@ def test_reads_before_the_restore_ends_are_misses_and_puts_wait(
     try:
         assert not store.ready and not store.wait_ready(0)
         assert store.get(old) is None
-        assert store.put(new, content(new)) is PutResult.REJECTED
-        assert store.get_or_fill(new, lambda: content(new)) == content(new)
+        assert store.put(new, content(new), uri(new)) is PutResult.REJECTED
+        assert store.get_or_fill(new, lambda: content(new), uri(new)) == content(new)
         gate.set()
         assert store.wait_ready(30)
         assert store.get(old) == content(old)
-        assert store.put(new, content(new)) is PutResult.OK
+        assert store.put(new, content(new), uri(new)) is PutResult.OK
     finally:
         store.close()
 
@@ -109,6 +111,57 @@ def test_a_file_invalidated_during_the_restore_is_not_revived(
     finally:
         store.close()
     assert len(names(tmp_path)) == 2
+
+
+def test_a_prefix_invalidation_after_a_restart_finds_the_pages(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    options = make_options(tmp_path, pages=32, dirs=2)
+    pages = [PageId(f, v, i) for f in (FILE_A, FILE_B) for v in ("v1", "v2") for i in range(3)]
+    fill(options, pages)
+    store = local_stores(options)
+    assert store.delete_prefix(uri(PageId(FILE_A, "v1", 0))) == 6
+    assert store.page_count == 6 and all(store.has_page(p) for p in pages if p.file_id == FILE_B)
+    store.close()
+    assert {p.name for p in record_files(tmp_path)} == {f"uri.{FILE_B}"}
+
+
+def test_a_prefix_invalidated_during_the_restore_is_not_revived(
+    tmp_path: Path, gate: threading.Event
+) -> None:
+    options = make_options(tmp_path)
+    gate.set()
+    fill(options, [PageId(FILE_A, "v1", 0), PageId(FILE_B, "v1", 0)])
+    gate.clear()
+    store = LocalPageStore(options)
+    store.start()
+    try:
+        assert store.delete_prefix(uri(PageId(FILE_A, "v1", 0))) == 0  # nothing restored yet
+        gate.set()
+        assert store.wait_ready(30)
+        assert not store.has_page(PageId(FILE_A, "v1", 0))
+        assert store.has_page(PageId(FILE_B, "v1", 0))
+    finally:
+        store.close()
+    assert {p.name for p in record_files(tmp_path)} == {f"uri.{FILE_B}"}
+
+
+def test_pages_without_a_readable_uri_record_and_records_without_pages_are_removed(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    options = make_options(tmp_path)
+    torn, kept = PageId(FILE_A, "v", 0), PageId(FILE_B, "v", 0)
+    fill(options, [torn, kept])
+    layout = tmp_path / "dir0" / str(PAGE_SIZE)
+    record = layout / FILE_A[:2] / f"uri.{FILE_A}"
+    record.write_bytes(record.read_bytes()[:-3])  # torn by a power cut
+    lonely = layout / "cc" / f"uri.{'c' * 64}"
+    lonely.parent.mkdir()
+    lonely.write_bytes((layout / FILE_B[:2] / f"uri.{FILE_B}").read_bytes())
+    store = local_stores(options)
+    assert store.get(torn) is None and store.get(kept) == content(kept)
+    assert {p.name for p in record_files(tmp_path)} == {f"uri.{FILE_B}"}
+    assert names(tmp_path) == {kept.key.file_name}
 
 
 def test_temporary_files_unusable_pages_and_old_layouts_are_cleaned(
@@ -199,4 +252,6 @@ def test_closing_during_the_restore_stops_it(tmp_path: Path, gate: threading.Eve
     closer.start()
     gate.set()
     closer.join()
-    assert store.put(PageId(FILE_A, "v", 1), b"x") is PutResult.REJECTED
+    assert (
+        store.put(PageId(FILE_A, "v", 1), b"x", uri(PageId(FILE_A, "v", 1))) is PutResult.REJECTED
+    )
