@@ -27,6 +27,37 @@ class PutResult(enum.Enum):
     written or deleted right now, or the file was invalidated while its data was fetched."""
 
 
+class Lookup(enum.Enum):
+    """How looking a page up went."""
+
+    HIT = "hit"
+    MISS = "miss"
+    """Not stored."""
+    FAILED = "failed"
+    """Stored, but it could not be served: corrupt, unreadable, or its directory is gone. The
+    store dropped it; the caller fetches the page elsewhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageRead:
+    """A lookup's outcome and, on a HIT, the bytes asked for."""
+
+    lookup: Lookup
+    data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """A page from :meth:`PageStore.get_or_fill`: its bytes, whether this call fetched them
+    with ``fill()`` (a call that joined another's fetch did not), and whether the store failed
+    on the page for this call: its stored copy could not be served (:attr:`Lookup.FAILED`), or
+    what this call fetched could not be stored (:attr:`PutResult.FAILED` or ``NO_SPACE``)."""
+
+    data: bytes
+    fetched: bool
+    cache_failure: bool
+
+
 @dataclass(frozen=True)
 class StoreStats:
     """A snapshot of a store's counters and gauges."""
@@ -60,10 +91,11 @@ class StoreStats:
 class PageStore(Protocol):
     """Fixed-size pages by :class:`PageId`, bounded in bytes.
 
-    A cache failure is a miss or a :class:`PutResult`, never an exception: ``get``, ``put``,
-    ``has_page``, ``delete_file`` and ``delete_prefix`` do not raise for I/O errors, full or
-    vanished disks or corrupt pages (they raise ValueError only for invalid arguments).
-    Implementations are thread-safe.
+    A cache failure is an outcome (:class:`Lookup`, :class:`PutResult`, :class:`Fill`), never
+    an exception: ``read``, ``get``, ``put``, ``get_or_fill``, ``has_page``, ``delete_file``
+    and ``delete_prefix`` do not raise for I/O errors, full or vanished disks or corrupt pages
+    (they raise ValueError only for invalid arguments; ``get_or_fill`` raises what ``fill``
+    raises). Implementations are thread-safe.
 
     The store keeps the URI of every file it holds pages of (callers pass it with each page:
     ``file_id`` is the caller's id of that URI), so :meth:`delete_prefix` finds every page
@@ -73,16 +105,20 @@ class PageStore(Protocol):
     page_size: int
     """Bytes in a full page; only a file's last page may be shorter."""
 
-    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
         """Bytes ``[offset, offset + length)`` of a stored page (to its end when ``length`` is
-        None), or None on a miss. The whole page is verified before any byte is returned."""
+        None), verified before they are returned, or why there are none."""
+        ...
+
+    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+        """The bytes :meth:`read` returns, or None if it did not hit."""
         ...
 
     def put(self, page_id: PageId, data: bytes, uri: str) -> PutResult:
         """Store a page of the file at ``uri``, evicting others if needed."""
         ...
 
-    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> bytes:
+    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
         """The whole page, from the store or from ``fill()`` (then stored when possible, as a
         page of the file at ``uri``). Concurrent callers for one page share one ``fill()``;
         its exceptions reach them all."""

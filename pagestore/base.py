@@ -10,10 +10,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from pagestore.api import PutResult, StoreStats
+from pagestore.api import Fill, Lookup, PageRead, PutResult, StoreStats
 from pagestore.files import uri_under
 from pagestore.flight import SingleFlight
 from pagestore.page import PageId, PageKey
+
+_STORE_FAILURES = (PutResult.FAILED, PutResult.NO_SPACE)
 
 
 class Count(enum.Enum):
@@ -110,6 +112,7 @@ def check_range(offset: int, length: int | None) -> None:
 
 
 def slice_page(data: bytes, offset: int, length: int | None) -> bytes:
+    """Bytes ``[offset, offset + length)`` of a whole page's data (no copy for all of it)."""
     if offset == 0 and (length is None or length >= len(data)):
         return data  # the common whole-page read: no copy
     end = len(data) if length is None else offset + length
@@ -124,12 +127,17 @@ class BasePageStore(ABC):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._invalidations = InvalidationLog()
-        self._flights: SingleFlight[PageId, bytes] = SingleFlight()
+        self._flights: SingleFlight[PageId, Fill] = SingleFlight()
         self._counters = Counters()
 
     @abstractmethod
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
+        """See PageStore.read."""
+
     def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
         """See PageStore.get."""
+        found = self.read(page_id, offset, length)
+        return found.data if found.lookup is Lookup.HIT else None
 
     @abstractmethod
     def has_page(self, page_id: PageId) -> bool:
@@ -155,12 +163,23 @@ class BasePageStore(ABC):
             since = self._invalidations.mark()
         return self._counted_store(page_id, data, uri, since)
 
-    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> bytes:
+    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
         """See PageStore.get_or_fill."""
-        data = self.get(page_id)
-        if data is not None:
-            return data
-        return self._flights.run(page_id, lambda: self._fill(page_id, fill, uri))
+        found = self.read(page_id)
+        if found.lookup is Lookup.HIT:
+            return Fill(found.data, fetched=False, cache_failure=False)
+        led = False
+
+        def lead() -> Fill:
+            nonlocal led
+            led = True
+            return self._fill(page_id, fill, uri)
+
+        shared = self._flights.run(page_id, lead)
+        failed = found.lookup is Lookup.FAILED
+        if not led:  # joined another caller's fill: that caller fetched and stored the page
+            return Fill(shared.data, fetched=False, cache_failure=failed)
+        return Fill(shared.data, shared.fetched, shared.cache_failure or failed)
 
     def delete_prefix(self, prefix: str) -> int:
         """See PageStore.delete_prefix."""
@@ -169,18 +188,20 @@ class BasePageStore(ABC):
             file_ids = self._prefix_invalidated(prefix)
         return sum(self.delete_file(file_id) for file_id in sorted(file_ids))
 
-    def _fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> bytes:
+    def _fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
         with self._lock:
             since = self._invalidations.mark()
         # A caller that missed just before the previous flight for this page stored it finds
         # the page here instead of fetching it a second time.
+        failed = False
         if self.has_page(page_id):
-            data = self.get(page_id)
-            if data is not None:
-                return data
+            found = self.read(page_id)
+            if found.lookup is Lookup.HIT:
+                return Fill(found.data, fetched=False, cache_failure=False)
+            failed = found.lookup is Lookup.FAILED
         data = fill()
-        self._counted_store(page_id, data, uri, since)
-        return data
+        stored = self._counted_store(page_id, data, uri, since)
+        return Fill(data, fetched=True, cache_failure=failed or stored in _STORE_FAILURES)
 
     def _stats(self, **gauges: Any) -> StoreStats:
         """The counters every store keeps, plus the store's own ``gauges`` (StoreStats fields)."""

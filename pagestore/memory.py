@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pagestore.api import PutResult, StoreStats
+from pagestore.api import Lookup, PageRead, PutResult, StoreStats
 from pagestore.base import BasePageStore, Count, Invalidation, check_range, slice_page
 from pagestore.evict import Evictor, make_evictor
 from pagestore.files import uri_under
@@ -41,7 +41,7 @@ class MemoryPageStore(BasePageStore):
     def wait_ready(self, timeout: float | None = None) -> bool:
         return True
 
-    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
         check_range(offset, length)
         key = page_id.key
         with self._lock:
@@ -50,10 +50,10 @@ class MemoryPageStore(BasePageStore):
                 self._evictor.on_get(key)
         if data is None:
             self._counters.add(Count.MISSES)
-            return None
+            return PageRead(Lookup.MISS)
         data = slice_page(data, offset, length)
         self._counters.add_hit(len(data))
-        return data
+        return PageRead(Lookup.HIT, data)
 
     def has_page(self, page_id: PageId) -> bool:
         with self._lock:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pagestore.api import PageStore, PutResult, StoreStats
+from pagestore.api import Lookup, PageRead, PageStore, PutResult, StoreStats
 from pagestore.base import BasePageStore, Count, Invalidation, check_range, slice_page
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
@@ -191,49 +191,52 @@ class LocalPageStore(BasePageStore):
 
     # -- reads -------------------------------------------------------------------------------
 
-    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
         check_range(offset, length)
         key = page_id.key
         with self._lock:
             entry = self._index.get(key)
             if entry is not None:
                 self._dirs[entry.dir].evictor.on_get(key)
-        data = None if entry is None else self._read(self._dirs[entry.dir], key, entry)
-        if data is None:
+        data = Lookup.MISS if entry is None else self._read(self._dirs[entry.dir], key, entry)
+        if isinstance(data, Lookup):
             self._counters.add(Count.MISSES)
-            return None
+            return PageRead(data)
         data = slice_page(data, offset, length)
         self._counters.add_hit(len(data))
-        return data
+        return PageRead(Lookup.HIT, data)
 
-    def _read(self, d: StoreDir, key: PageKey, entry: PageEntry) -> bytes | None:
+    def _read(self, d: StoreDir, key: PageKey, entry: PageEntry) -> bytes | Lookup:
+        """The page's data, or MISS (evicted since it was looked up) or FAILED (dropped)."""
         try:
             return d.disk.read(key, entry.size)
         except CorruptPageError as exc:
             logger.warning("dropping corrupt page %s in %s: %s", key.file_name, d.disk.root, exc)
             self._counters.add(Count.CORRUPT_PAGES)
         except FileNotFoundError:
-            # Usually evicted or invalidated since the lookup (then the entry is gone already).
             if not d.disk.exists():
                 self._take_out_of_service(d, "its directory disappeared")
-                return None
+                return Lookup.FAILED
+            # Usually evicted or invalidated since the lookup (then the entry is gone already);
+            # otherwise removed behind the store's back.
         except OSError as exc:
             logger.warning("dropping unreadable page %s in %s: %s", key.file_name, d.disk.root, exc)
             self._counters.add(Count.IO_ERRORS)
-        self._drop(key, entry)
-        return None
+        return Lookup.FAILED if self._drop(key, entry) else Lookup.MISS
 
-    def _drop(self, key: PageKey, entry: PageEntry) -> None:
-        """Remove a page found bad, unless it was replaced since it was looked up."""
+    def _drop(self, key: PageKey, entry: PageEntry) -> bool:
+        """Remove a page found bad, unless it was dropped or replaced since it was looked up;
+        whether it was removed."""
         with self._lock:
             if self._index.remove(key, entry) is None:
-                return
+                return False
             d = self._dirs[entry.dir]
             d.evictor.on_delete(key)
             d.used -= entry.size
             self._busy.add(key)
             records = self._release(d, key.file_id)
         self._unlink(d, [key], records)
+        return True
 
     def has_page(self, page_id: PageId) -> bool:
         with self._lock:

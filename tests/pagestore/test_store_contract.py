@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pagestore.api import PageStore, PutResult
+from pagestore.api import Fill, Lookup, PageRead, PageStore, PutResult
 from pagestore.page import PageId
 from tests.pagestore.support import FILE_A, FILE_B, PAGE_SIZE, StoreFactory, content, uri
 
@@ -125,7 +125,9 @@ def test_a_deleted_page_can_be_stored_again(store: PageStore) -> None:
     # The unlink may still be pending in the background: the put is then refused, never lost.
     result = store.put(page(0), content(page(0)), uri(page(0)))
     assert result in (PutResult.OK, PutResult.REJECTED)
-    assert store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0))) == content(page(0))
+    assert store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0))).data == content(
+        page(0)
+    )
 
 
 def test_get_or_fill_stores_what_it_fetched(store: PageStore) -> None:
@@ -135,10 +137,21 @@ def test_get_or_fill_stores_what_it_fetched(store: PageStore) -> None:
         calls.append(1)
         return content(page(0))
 
-    assert store.get_or_fill(page(0), fill, uri(page(0))) == content(page(0))
-    assert store.get_or_fill(page(0), fill, uri(page(0))) == content(page(0))
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
     assert len(calls) == 1
     assert store.get(page(0)) == content(page(0))
+
+
+def test_get_or_fill_says_whether_it_fetched_and_whether_the_store_failed(
+    store: PageStore,
+) -> None:
+    first = store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0)))
+    again = store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0)))
+    assert (first.fetched, first.cache_failure) == (True, False)
+    assert (again.fetched, again.cache_failure) == (False, False)
+    assert store.read(page(0), 10, 5) == PageRead(Lookup.HIT, content(page(0))[10:15])
+    assert store.read(page(1)) == PageRead(Lookup.MISS)
 
 
 def run_threads(count: int, target: Callable[[], None]) -> None:
@@ -152,7 +165,7 @@ def run_threads(count: int, target: Callable[[], None]) -> None:
 def test_concurrent_fills_of_one_page_fetch_it_once(store: PageStore) -> None:
     readers = 8
     calls: list[int] = []
-    results: list[bytes] = []
+    results: list[Fill] = []
 
     def fill() -> bytes:
         calls.append(1)
@@ -163,7 +176,8 @@ def test_concurrent_fills_of_one_page_fetch_it_once(store: PageStore) -> None:
 
     run_threads(readers, lambda: results.append(store.get_or_fill(page(0), fill, uri(page(0)))))
     assert len(calls) == 1
-    assert results == [content(page(0))] * readers
+    assert [r.data for r in results] == [content(page(0))] * readers
+    assert [r.fetched for r in results].count(True) == 1
 
 
 def test_a_failed_fill_reaches_every_waiter_and_stores_nothing(store: PageStore) -> None:
@@ -184,7 +198,7 @@ def test_a_failed_fill_reaches_every_waiter_and_stores_nothing(store: PageStore)
     run_threads(readers, read)
     assert len(errors) == readers
     assert not store.has_page(page(0))
-    assert store.get_or_fill(page(0), lambda: b"retried", uri(page(0))) == b"retried"
+    assert store.get_or_fill(page(0), lambda: b"retried", uri(page(0))).data == b"retried"
 
 
 def test_a_file_invalidated_during_its_fill_is_not_stored(store: PageStore) -> None:
@@ -192,7 +206,7 @@ def test_a_file_invalidated_during_its_fill_is_not_stored(store: PageStore) -> N
         store.delete_file(FILE_A)  # the metadata listener drops the file mid-fetch
         return content(page(0))
 
-    assert store.get_or_fill(page(0), fill, uri(page(0))) == content(page(0))
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
     assert not store.has_page(page(0))
     assert store.stats().put_failures[PutResult.REJECTED] == 1
 
@@ -259,10 +273,12 @@ def test_a_file_under_a_prefix_invalidated_during_its_fill_is_not_stored(
         store.delete_prefix("s3://bucket/files")
         return content(page(0))
 
-    assert store.get_or_fill(page(0), fill, uri(page(0))) == content(page(0))
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
     assert not store.has_page(page(0))
     assert store.delete_prefix("s3://bucket/other") == 0
-    assert store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0))) == content(page(0))
+    assert store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0))).data == content(
+        page(0)
+    )
     assert store.has_page(page(0))
 
 
@@ -277,7 +293,9 @@ def test_many_threads_reading_and_filling_only_ever_see_right_bytes(
             page_id = page((seed * 7 + step * 5) % 20, file_id=FILE_A if step % 3 else FILE_B)
             if step % 29 == 0:
                 store.delete_file(page_id.file_id)
-            data = store.get_or_fill(page_id, functools.partial(content, page_id), uri(page_id))
+            data = store.get_or_fill(
+                page_id, functools.partial(content, page_id), uri(page_id)
+            ).data
             if data != content(page_id):
                 wrong.append(page_id)
 

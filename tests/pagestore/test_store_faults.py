@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pagestore.api import PutResult
+from pagestore.api import Lookup, PageRead, PutResult
 from pagestore.disk import PageDir
 from pagestore.layout import TEMP_SUFFIX
 from pagestore.options import PageDirOptions, PageStoreOptions
@@ -81,18 +81,21 @@ def test_a_flipped_byte_is_a_miss_then_refetched(
 ) -> None:
     store, page_id, path = stored
     flip_byte(path, position)
-    assert store.get(page_id) is None
+    assert store.read(page_id) == PageRead(Lookup.FAILED)
     assert store.stats().corrupt_pages == 1
     assert not path.exists() and not store.has_page(page_id)
-    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)) == content(page_id)
+    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)).data == content(
+        page_id
+    )
     assert store.get(page_id) == content(page_id)
 
 
 def test_a_short_page_is_a_miss(stored: tuple[LocalPageStore, PageId, Path]) -> None:
     store, page_id, path = stored
     os.truncate(path, 1000)
-    assert store.get(page_id, 0, 10) is None
-    assert store.used_bytes == 0
+    fill = store.get_or_fill(page_id, lambda: content(page_id), uri(page_id))
+    assert (fill.data, fill.fetched, fill.cache_failure) == (content(page_id), True, True)
+    assert store.get(page_id) == content(page_id)
 
 
 def test_a_page_removed_behind_our_back_is_a_miss(
@@ -100,7 +103,7 @@ def test_a_page_removed_behind_our_back_is_a_miss(
 ) -> None:
     store, page_id, path = stored
     path.unlink()
-    assert store.get(page_id) is None
+    assert store.read(page_id) == PageRead(Lookup.FAILED)
     assert not store.has_page(page_id)
     assert store.stats().dirs_in_service == 1
 
@@ -134,7 +137,7 @@ def test_a_full_disk_fails_puts_cleanly_and_reads_go_on(
     assert store.stats().put_failures[PutResult.NO_SPACE] == results.count(PutResult.NO_SPACE)
     assert page_files(root, TEMP_SUFFIX) == []  # failed writes leave nothing behind
     extra = PageId(FILE_A, "v", 1)
-    assert store.get_or_fill(extra, lambda: content(extra, page_size), uri(extra)) == content(
+    assert store.get_or_fill(extra, lambda: content(extra, page_size), uri(extra)).data == content(
         extra, page_size
     )
     for page_id, result in zip(pages, results, strict=True):
@@ -151,7 +154,8 @@ def test_a_read_only_dir_fails_puts_and_still_serves_reads(
     assert store.put(before, content(before), uri(before)) is PutResult.OK
     subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
     assert store.put(after, content(after), uri(after)) is PutResult.FAILED
-    assert store.get_or_fill(after, lambda: content(after), uri(after)) == content(after)
+    fill = store.get_or_fill(after, lambda: content(after), uri(after))
+    assert (fill.data, fill.cache_failure) == (content(after), True)
     assert store.get(before) == content(before)
     stats = store.stats()
     assert stats.put_failures[PutResult.FAILED] == 2 and stats.io_errors == 2
@@ -178,7 +182,7 @@ def test_a_vanished_dir_is_taken_out_of_service_and_puts_go_elsewhere(
     for page_id in pages:
         assert store.get_or_fill(
             page_id, functools.partial(content, page_id), uri(page_id)
-        ) == content(page_id)
+        ).data == content(page_id)
         assert store.has_page(page_id)  # the lost ones were stored again in dir0
 
 
@@ -201,7 +205,9 @@ def test_losing_the_only_dir_fails_puts_but_not_reads(
     shutil.rmtree(tmp_path / "dir0")
     assert store.get(page_id) is None
     assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.FAILED
-    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)) == content(page_id)
+    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)).data == content(
+        page_id
+    )
     assert (store.stats().dirs_in_service, store.capacity_bytes) == (0, 0)
 
 

@@ -105,7 +105,7 @@ def test_a_store_that_was_never_started_misses_and_refuses(tmp_path: Path) -> No
     page_id = PageId(FILE_A, "v", 0)
     assert store.get(page_id) is None
     assert store.put(page_id, b"x", uri(page_id)) is PutResult.REJECTED
-    assert store.get_or_fill(page_id, lambda: b"x", uri(page_id)) == b"x"
+    assert store.get_or_fill(page_id, lambda: b"x", uri(page_id)).data == b"x"
     store.close()
 
 

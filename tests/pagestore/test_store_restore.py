@@ -84,7 +84,7 @@ def test_reads_before_the_restore_ends_are_misses_and_puts_wait(
         assert not store.ready and not store.wait_ready(0)
         assert store.get(old) is None
         assert store.put(new, content(new), uri(new)) is PutResult.REJECTED
-        assert store.get_or_fill(new, lambda: content(new), uri(new)) == content(new)
+        assert store.get_or_fill(new, lambda: content(new), uri(new)).data == content(new)
         gate.set()
         assert store.wait_ready(30)
         assert store.get(old) == content(old)
