@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pagestore.page import PageId
+from pagestore.shortcircuit import PageLocations
 
 
 class PutResult(enum.Enum):
@@ -139,6 +140,16 @@ class PageStore(Protocol):
         ...
 
     def has_page(self, page_id: PageId) -> bool: ...
+
+    def locate(
+        self, file_id: str, version: str, first: int = 0, last: int | None = None
+    ) -> PageLocations:
+        """Where the stored pages ``first..last`` (to the end when ``last`` is None) of one
+        file version are, for short-circuit reads (:mod:`pagestore.shortcircuit`); a store
+        without page files lists none. Counts as an access for eviction. A page listed may be
+        evicted at any time after: its reader then misses. Raises ValueError for a negative
+        or reversed range."""
+        ...
 
     @property
     def page_count(self) -> int: ...

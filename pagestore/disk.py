@@ -1,8 +1,8 @@
 """One page directory on disk: ownership, layout, atomic writes, verified reads and scanning.
 
 Layout (names in :mod:`pagestore.layout`):
-``<root>/<page_size>/<bucket>/<file_id>.<version_key>.<index>``, where ``bucket`` is the first
-two characters of the file id, so no directory holds more than a fraction of the pages and
+``<root>/v2-<page_size>/<bucket>/<file_id>.<version_key>.<index>``, where ``bucket`` is the
+first two characters of the file id, so no directory holds more than a fraction of the pages and
 pages written with another page size are never read as this one. The root holds the store's
 marker (:mod:`pagestore.owner`) and lock file. Only files of the store's own naming inside its
 marked root are ever removed.
@@ -35,7 +35,8 @@ from pagestore.layout import (
     record_of,
     temp_name,
 )
-from pagestore.page import HEADER_SIZE, CorruptPageError, PageKey, encode_header, verify
+from pagestore.page import PageKey
+from pagestore.pagefile import ShortPageError, encode_header, header_size, parse_header, verify
 
 logger = logging.getLogger(__name__)
 _RECORD_LIMIT = 1 << 16  # URIs are far shorter; a longer file is cut and fails its checksum
@@ -72,6 +73,8 @@ class PageDir:
         self.root = root
         self.page_size = page_size
         self.base = root / layout_name(page_size)
+        self._base = os.path.abspath(self.base)  # paths handed out must not depend on the cwd
+        self.header_size = header_size(page_size)
         self._lock_fd: int | None = None
         self._temp_names = itertools.count()
 
@@ -108,16 +111,18 @@ class PageDir:
         return self.base.is_dir()
 
     def path(self, key: PageKey) -> str:
-        return f"{self.base}/{bucket_of(key.file_id)}/{key.file_name}"
+        """The absolute path of a page's file."""
+        return f"{self._base}/{bucket_of(key.file_id)}/{key.file_name}"
 
     def record_path(self, file_id: str) -> str:
-        return f"{self.base}/{bucket_of(file_id)}/{record_name(file_id)}"
+        return f"{self._base}/{bucket_of(file_id)}/{record_name(file_id)}"
 
     def write(self, key: PageKey, data: bytes) -> None:
         """Write a page atomically: to a temporary file, then renamed into place, so a reader
         or a restart never sees a partial page under the page's name. No fsync: a page lost or
         torn by a power cut fails its checksum and becomes a miss, which a cache can afford."""
-        self._write_atomic(self.path(key), encode_header(data), data)
+        header = encode_header(key.file_name, data, self.page_size)
+        self._write_atomic(self.path(key), header, data)
 
     def write_record(self, file_id: str, uri: str) -> None:
         """Write (or rewrite) the record of a file's URI, atomically as a page is."""
@@ -156,19 +161,28 @@ class PageDir:
                 os.unlink(temp)
             raise
 
-    def read(self, key: PageKey, size: int) -> bytes:
-        """The verified data of a page expected to hold ``size`` bytes. Raises
-        FileNotFoundError, CorruptPageError (short, torn or altered) or OSError."""
+    def read(self, key: PageKey, size: int, offset: int, length: int) -> bytes:
+        """Bytes ``[offset, offset + length)`` (within the data) of a page expected to hold
+        ``size`` bytes; only the blocks they fall in are read and verified. Raises
+        FileNotFoundError, CorruptPageError (short, torn, altered or another page) or
+        OSError."""
         fd = os.open(self.path(key), os.O_RDONLY | os.O_CLOEXEC)
         try:
-            header = os.read(fd, HEADER_SIZE)
-            data = os.read(fd, size)
+            header = parse_header(
+                os.pread(fd, self.header_size, 0), self.page_size, key.file_name, size
+            )
+            start, end = header.blocks(offset, length)
+            data = os.pread(fd, end - start, self.header_size + start)
         finally:
             os.close(fd)
-        if len(data) != size:
-            raise CorruptPageError(f"page {key.file_name} is short: {len(data)} of {size} bytes")
-        verify(header, data)
-        return data
+        if len(data) != end - start:
+            raise ShortPageError(
+                f"page {key.file_name} is short: {len(data)} of {end - start} bytes"
+            )
+        verify(header, start, [memoryview(data)])
+        if (start, end) == (offset, offset + length):
+            return data  # whole blocks asked for (a whole page, say): no copy
+        return data[offset - start : offset - start + length]
 
     def unlink(self, key: PageKey) -> None:
         """Remove a page's file; a page already gone is not an error."""
@@ -245,7 +259,7 @@ def _page(entry: os.DirEntry[str], page_size: int) -> ScanEntry | None:
     """The page a file holds, or None if it cannot hold one (of this page size)."""
     key = PageKey.parse(entry.name)
     try:
-        size = entry.stat(follow_symlinks=False).st_size - HEADER_SIZE
+        size = entry.stat(follow_symlinks=False).st_size - header_size(page_size)
     except FileNotFoundError:
         return None
     if key is None or not 0 <= size <= page_size:

@@ -3,7 +3,9 @@
 Everything the store ever removes is recognised here first: a name that does not match is
 somebody else's file and is left alone, wherever it is found.
 
-- ``<root>/<page_size>/``: a layout (all pages written with one page size);
+- ``<root>/v2-<page_size>/``: a layout (all pages of one page size, in page file format 2);
+  earlier versions wrote format 1 under ``<root>/<page_size>/``, removed like any other
+  layout the store no longer reads;
 - ``<layout>/<bucket>/``: a bucket, the first one or two characters of the file ids in it;
 - ``<bucket>/<file_id>.<version_key>.<index>``: a page (see :class:`~pagestore.page.PageKey`);
 - ``<bucket>/uri.<file_id>``: the record of the URI of the file whose pages are in the bucket;
@@ -16,9 +18,10 @@ import enum
 import re
 
 from pagestore.page import PageKey
+from pagestore.pagefile import FORMAT
 
 TEMP_SUFFIX = ".tmp"
-_LAYOUT = re.compile(r"^[0-9]{1,19}$")
+_LAYOUT = re.compile(r"^(?:v[0-9]{1,3}-)?[0-9]{1,19}$")
 _BUCKET = re.compile(r"^[A-Za-z0-9_-]{1,2}$")
 _TEMP = re.compile(r"^(.+)\.[0-9]{1,10}-[0-9]{1,19}\.tmp$")
 _RECORD = re.compile(r"^uri\.([A-Za-z0-9_-]{1,128})$")
@@ -35,7 +38,7 @@ class Kind(enum.Enum):
 
 
 def layout_name(page_size: int) -> str:
-    return str(page_size)
+    return f"v{FORMAT}-{page_size}"
 
 
 def is_layout(name: str) -> bool:

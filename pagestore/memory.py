@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from pagestore.api import Lookup, PageRead, PutResult, StoreStats
-from pagestore.base import BasePageStore, Count, Invalidation, check_range, slice_page
+from pagestore.base import (
+    BasePageStore,
+    Count,
+    Invalidation,
+    check_pages,
+    check_range,
+    slice_page,
+)
 from pagestore.evict import Evictor, make_evictor
 from pagestore.files import uri_under
 from pagestore.options import PageStoreOptions
 from pagestore.page import PageId, PageKey, version_key
+from pagestore.shortcircuit import PageLocations
 
 
 class MemoryPageStore(BasePageStore):
@@ -54,6 +62,13 @@ class MemoryPageStore(BasePageStore):
         data = slice_page(data, offset, length)
         self._counters.add_hit(len(data))
         return PageRead(Lookup.HIT, data)
+
+    def locate(
+        self, file_id: str, version: str, first: int = 0, last: int | None = None
+    ) -> PageLocations:
+        """No page has a file: every page is to be read through the store."""
+        check_pages(first, last)
+        return PageLocations(file_id, version, self.page_size, ())
 
     def has_page(self, page_id: PageId) -> bool:
         with self._lock:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pagestore.api import Lookup, PageRead, PageStore, PutResult, StoreStats
-from pagestore.base import BasePageStore, Count, Invalidation, check_range, slice_page
+from pagestore.base import BasePageStore, Count, Invalidation, check_pages, check_range
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
 from pagestore.files import uri_under
@@ -23,6 +23,7 @@ from pagestore.options import PageStoreOptions
 from pagestore.owner import ForeignPageDirError
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
 from pagestore.restore import remove_other_layouts, restore
+from pagestore.shortcircuit import PageLocation, PageLocations
 
 __all__ = [
     "ForeignPageDirError",
@@ -198,18 +199,24 @@ class LocalPageStore(BasePageStore):
             entry = self._index.get(key)
             if entry is not None:
                 self._dirs[entry.dir].evictor.on_get(key)
-        data = Lookup.MISS if entry is None else self._read(self._dirs[entry.dir], key, entry)
+        data: bytes | Lookup = Lookup.MISS
+        if entry is not None:
+            start = min(offset, entry.size)
+            end = entry.size if length is None else min(entry.size, start + length)
+            data = self._read(self._dirs[entry.dir], key, entry, start, end - start)
         if isinstance(data, Lookup):
             self._counters.add(Count.MISSES)
             return PageRead(data)
-        data = slice_page(data, offset, length)
         self._counters.add_hit(len(data))
         return PageRead(Lookup.HIT, data)
 
-    def _read(self, d: StoreDir, key: PageKey, entry: PageEntry) -> bytes | Lookup:
-        """The page's data, or MISS (evicted since it was looked up) or FAILED (dropped)."""
+    def _read(
+        self, d: StoreDir, key: PageKey, entry: PageEntry, offset: int, length: int
+    ) -> bytes | Lookup:
+        """Bytes of the page's data, or MISS (evicted since it was looked up) or FAILED (it
+        could not be served, and is dropped)."""
         try:
-            return d.disk.read(key, entry.size)
+            return d.disk.read(key, entry.size, offset, length)
         except CorruptPageError as exc:
             logger.warning("dropping corrupt page %s in %s: %s", key.file_name, d.disk.root, exc)
             self._counters.add(Count.CORRUPT_PAGES)
@@ -237,6 +244,20 @@ class LocalPageStore(BasePageStore):
             records = self._release(d, key.file_id)
         self._unlink(d, [key], records)
         return True
+
+    def locate(
+        self, file_id: str, version: str, first: int = 0, last: int | None = None
+    ) -> PageLocations:
+        check_pages(first, last)
+        vkey = version_key(version)
+        pages: list[PageLocation] = []
+        with self._lock:
+            for index, entry in self._index.pages_between(file_id, vkey, first, last):
+                key = PageKey(file_id, vkey, index)
+                d = self._dirs[entry.dir]
+                d.evictor.on_get(key)
+                pages.append(PageLocation(index, d.disk.path(key), entry.size))
+        return PageLocations(file_id, version, self.page_size, tuple(pages))
 
     def has_page(self, page_id: PageId) -> bool:
         with self._lock:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pagestore.api import PutResult
+from pagestore.layout import layout_name
 from pagestore.options import PageStoreOptions
 from pagestore.owner import LOCK_FILE, MARKER, MARKER_TEXT, ForeignPageDirError
 from pagestore.page import PageId
@@ -93,26 +94,22 @@ def test_refusing_one_directory_releases_the_others(tmp_path: Path) -> None:
 def test_a_store_of_an_earlier_version_is_adopted_and_starts_cold(
     tmp_path: Path, local_stores: LocalStores
 ) -> None:
-    options = make_options(tmp_path)
+    # What the previous version left: a lock file and its layout (format 1 pages under
+    # <page_size>/, no URI records) with a temporary file; no marker.
     page_id = PageId(FILE_A, "v", 0)
-    earlier = open_local(options)
-    earlier.put(page_id, content(page_id), uri(page_id))
-    earlier.close()
-    # What the previous version left: a lock file, its layout with pages and a temporary file,
-    # no marker and no URI records.
-    marker = tmp_path / "dir0" / MARKER
-    marker.unlink()
-    bucket = tmp_path / "dir0" / str(PAGE_SIZE) / FILE_A[:2]
-    for record in bucket.glob("uri.*"):
-        record.unlink()
+    old_layout = tmp_path / "dir0" / str(PAGE_SIZE)
+    bucket = old_layout / FILE_A[:2]
+    bucket.mkdir(parents=True)
+    (tmp_path / "dir0" / LOCK_FILE).touch()
+    (bucket / page_id.key.file_name).write_bytes(b"DPG1" + bytes(20) + content(page_id))
     (bucket / f"{page_id.key.file_name}.12-0.tmp").write_bytes(b"half")
-    assert {p.name for p in (tmp_path / "dir0").iterdir()} == {LOCK_FILE, str(PAGE_SIZE)}
-    store = local_stores(options)
-    assert marker.read_bytes() == MARKER_TEXT
+    store = local_stores(make_options(tmp_path))
+    assert (tmp_path / "dir0" / MARKER).read_bytes() == MARKER_TEXT
     # Its pages name no URI, so no prefix invalidation could find them: they go.
     assert store.get(page_id) is None
-    assert list(bucket.iterdir()) == []
     assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
+    store.close()
+    assert not old_layout.exists()
 
 
 def test_a_symlinked_bucket_is_not_followed(tmp_path: Path, local_stores: LocalStores) -> None:
@@ -122,7 +119,7 @@ def test_a_symlinked_bucket_is_not_followed(tmp_path: Path, local_stores: LocalS
     victim.write_bytes(b"not a page")
     options = make_options(tmp_path)
     open_local(options).close()
-    os.symlink(outside, tmp_path / "dir0" / str(PAGE_SIZE) / "aa")
+    os.symlink(outside, tmp_path / "dir0" / layout_name(PAGE_SIZE) / "aa")
     os.makedirs(tmp_path / "dir0" / "8192")
     os.symlink(outside, tmp_path / "dir0" / "8192" / "aa")
     store = local_stores(options)

@@ -33,6 +33,14 @@ def test_a_stored_page_reads_back_whole_and_in_ranges(store: PageStore) -> None:
     assert store.get(page_id, PAGE_SIZE + 10) == b""
 
 
+def test_locate_lists_only_stored_pages(store: PageStore) -> None:
+    fill_with(store, [page(0), page(2)])
+    listed = store.locate(FILE_A, "v1").pages
+    assert {p.index for p in listed} <= {0, 2}  # a store without page files lists none
+    assert all(p.size == PAGE_SIZE for p in listed)
+    assert store.locate(FILE_B, "v1").pages == ()
+
+
 def test_a_short_last_page_keeps_its_size(store: PageStore) -> None:
     page_id = page(3)
     assert store.put(page_id, b"tail", uri(page_id)) is PutResult.OK

@@ -19,6 +19,7 @@ from pagestore.disk import PageDir
 from pagestore.layout import TEMP_SUFFIX
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
+from pagestore.pagefile import BLOCK_SIZE, header_size
 from pagestore.store import LocalPageStore
 from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, page_files, uri
 
@@ -90,6 +91,21 @@ def test_a_flipped_byte_is_a_miss_then_refetched(
     assert store.get(page_id) == content(page_id)
 
 
+def test_a_flipped_byte_fails_only_reads_of_its_block(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    page_size = 4 * BLOCK_SIZE
+    store = local_stores(make_options(tmp_path, page_size=page_size))
+    page_id = PageId(FILE_A, "v", 0)
+    data = content(page_id, page_size)
+    store.put(page_id, data, uri(page_id))
+    flip_byte(page_path(store, page_id), header_size(page_size) + 3 * BLOCK_SIZE + 1)
+    assert store.get(page_id, 0, 3 * BLOCK_SIZE) == data[: 3 * BLOCK_SIZE]
+    assert store.get(page_id, BLOCK_SIZE + 5, 10) == data[BLOCK_SIZE + 5 : BLOCK_SIZE + 15]
+    assert store.read(page_id, 3 * BLOCK_SIZE + 1000, 10) == PageRead(Lookup.FAILED)
+    assert store.stats().corrupt_pages == 1 and not store.has_page(page_id)
+
+
 def test_a_short_page_is_a_miss(stored: tuple[LocalPageStore, PageId, Path]) -> None:
     store, page_id, path = stored
     os.truncate(path, 1000)
@@ -113,7 +129,7 @@ def test_an_unreadable_page_is_a_miss(
 ) -> None:
     store, page_id, _ = stored
 
-    def failing_read(self: PageDir, key: object, size: int) -> bytes:
+    def failing_read(self: PageDir, key: object, size: int, offset: int, length: int) -> bytes:
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(PageDir, "read", failing_read)

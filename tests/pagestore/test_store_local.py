@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from pagestore.dirs import StoreDir, place
 from pagestore.disk import PageDir
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId, PageKey
+from pagestore.pagefile import header_size
 from pagestore.store import LocalPageStore
 from tests.pagestore.support import (
     FILE_A,
@@ -139,3 +141,32 @@ def test_a_failed_page_write_leaves_no_record_behind(
     page_id = PageId(FILE_A, "v", 0)
     assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.NO_SPACE
     assert record_files(tmp_path) == []
+
+
+def test_locate_lists_the_stored_pages_of_one_version_in_a_range(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    store = local_stores(make_options(tmp_path, pages=16, dirs=2))
+    for index in (0, 2, 3, 7):
+        page_id = PageId(FILE_A, "v1", index)
+        store.put(page_id, content(page_id, 100 + index), uri(page_id))
+    store.put(PageId(FILE_A, "v2", 1), b"other version", uri(PageId(FILE_A, "v2", 1)))
+    every = store.locate(FILE_A, "v1")
+    assert [(p.index, p.size) for p in every.pages] == [(0, 100), (2, 102), (3, 103), (7, 107)]
+    assert all(os.path.isabs(p.path) and os.path.isfile(p.path) for p in every.pages)
+    assert (every.page_size, every.header_size) == (PAGE_SIZE, header_size(PAGE_SIZE))
+    assert [p.index for p in store.locate(FILE_A, "v1", 1, 3).pages] == [2, 3]
+    assert [p.index for p in store.locate(FILE_A, "v1", 3, 1000).pages] == [3, 7]
+    assert store.locate(FILE_A, "v3").pages == () and store.locate(FILE_B, "v1").pages == ()
+    with pytest.raises(ValueError):
+        store.locate(FILE_A, "v1", 5, 4)
+
+
+def test_locating_a_page_keeps_it_from_eviction(tmp_path: Path, local_stores: LocalStores) -> None:
+    store = local_stores(make_options(tmp_path, pages=2, evictor="lru"))
+    first, second, third = (PageId(FILE_A, "v", i) for i in range(3))
+    for page_id in (first, second):
+        store.put(page_id, content(page_id), uri(page_id))
+    store.locate(FILE_A, "v", 0, 0)  # a short-circuit reader is about to read it
+    store.put(third, content(third), uri(third))
+    assert store.has_page(first) and not store.has_page(second)

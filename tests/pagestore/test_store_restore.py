@@ -11,6 +11,7 @@ import pytest
 
 from pagestore.api import PutResult
 from pagestore.disk import PageDir, ScanEntry
+from pagestore.layout import layout_name
 from pagestore.options import PageStoreOptions
 from pagestore.page import PageId
 from pagestore.store import LocalPageStore
@@ -152,7 +153,7 @@ def test_pages_without_a_readable_uri_record_and_records_without_pages_are_remov
     options = make_options(tmp_path)
     torn, kept = PageId(FILE_A, "v", 0), PageId(FILE_B, "v", 0)
     fill(options, [torn, kept])
-    layout = tmp_path / "dir0" / str(PAGE_SIZE)
+    layout = tmp_path / "dir0" / layout_name(PAGE_SIZE)
     record = layout / FILE_A[:2] / f"uri.{FILE_A}"
     record.write_bytes(record.read_bytes()[:-3])  # torn by a power cut
     lonely = layout / "cc" / f"uri.{'c' * 64}"
@@ -170,7 +171,7 @@ def test_temporary_files_unusable_pages_and_old_layouts_are_cleaned(
     options = make_options(tmp_path)
     page_id = PageId(FILE_A, "v", 0)
     fill(options, [page_id])
-    bucket = tmp_path / "dir0" / str(PAGE_SIZE) / FILE_A[:2]
+    bucket = tmp_path / "dir0" / layout_name(PAGE_SIZE) / FILE_A[:2]
     (bucket / f"{page_id.key.file_name}.77-0.tmp").write_bytes(b"half a page")
     short = PageId(FILE_A, "v", 1).key.file_name
     (bucket / short).write_bytes(b"tiny")  # shorter than a header
@@ -190,7 +191,7 @@ def test_files_the_store_did_not_name_are_never_removed(
     options = make_options(tmp_path)
     page_id = PageId(FILE_A, "v", 0)
     fill(options, [page_id])
-    layout = tmp_path / "dir0" / str(PAGE_SIZE)
+    layout = tmp_path / "dir0" / layout_name(PAGE_SIZE)
     foreign = [
         layout / FILE_A[:2] / "notes.txt",
         layout / FILE_A[:2] / PageId(FILE_B, "v", 0).key.file_name,  # a page in the wrong bucket
@@ -226,7 +227,7 @@ def test_a_page_found_in_two_dirs_is_kept_once(tmp_path: Path, local_stores: Loc
     fill(options, [page_id])
     (found,) = tmp_path.rglob(page_id.key.file_name)
     other = "dir1" if "dir0" in str(found) else "dir0"
-    copy = tmp_path / other / str(PAGE_SIZE) / FILE_A[:2] / page_id.key.file_name
+    copy = tmp_path / other / layout_name(PAGE_SIZE) / FILE_A[:2] / page_id.key.file_name
     copy.parent.mkdir(exist_ok=True)
     shutil.copy(found, copy)
     store = local_stores(options)
