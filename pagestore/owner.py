@@ -24,6 +24,9 @@ MARKER = "DORACACHE"
 MARKER_TEXT = b"doracache page store\n"
 LOCK_FILE = ".lock"
 _MARKER_TEMP = f".{MARKER}.tmp"
+# mkfs makes it at the root of every ext file system: a dedicated disk mounted as a page
+# directory is still empty. The store never touches it.
+_LOST_FOUND = "lost+found"
 _SHOWN = 5  # foreign entries named in the error
 
 
@@ -53,7 +56,7 @@ def check(root: Path) -> bool:
             f"{MARKER} marker and holds {shown}); refusing to use it, so nothing in it is "
             "deleted: point dora.worker.page.store.dirs at an empty or new directory"
         )
-    if _entries(root):
+    if any(entry.name != _LOST_FOUND for entry in _entries(root)):
         logger.info("adopting page directory %s, written by an earlier version", root)
     return True
 
@@ -78,6 +81,8 @@ def _foreign_entries(root: Path) -> list[str]:
 def _walk_foreign(root: Path) -> Iterator[str]:
     for entry in _entries(root):
         if entry.name in (LOCK_FILE, _MARKER_TEMP) and entry.is_file(follow_symlinks=False):
+            continue
+        if entry.name == _LOST_FOUND and entry.is_dir(follow_symlinks=False):
             continue
         if not (is_layout(entry.name) and entry.is_dir(follow_symlinks=False)):
             yield entry.name

@@ -51,6 +51,14 @@ def test_an_empty_directory_is_marked_and_used(tmp_path: Path, local_stores: Loc
     assert (tmp_path / "dir0" / MARKER).is_file()
 
 
+def test_a_fresh_file_system_with_lost_and_found_is_empty(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    (tmp_path / "dir0" / "lost+found").mkdir(parents=True)
+    local_stores(make_options(tmp_path))
+    assert (tmp_path / "dir0" / MARKER).is_file() and (tmp_path / "dir0" / "lost+found").is_dir()
+
+
 def test_a_foreign_directory_named_like_a_layout_survives(tmp_path: Path) -> None:
     # The defect: a folder named like "2024/" was taken for another page size's pages and
     # deleted, with its files, when the worker started.
