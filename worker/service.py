@@ -209,8 +209,11 @@ class WorkerService:
         """Drop metadata and pages for a path, or everything under a prefix."""
         uri = self.roots.check(uri)
         dropped = self.meta.invalidate(uri, recursive)
-        # Pages of a file whose status already left the caches are dropped by id as well.
-        self.pages.delete_file(file_id(uri))
+        # Pages go by what the page store knows, whatever the metadata still remembers.
+        if recursive:
+            self.pages.delete_prefix(uri)
+        else:
+            self.pages.delete_file(file_id(uri))
         self._changed(Event(Op.INVALIDATED, uri, prefix=recursive))
         return dropped
 
