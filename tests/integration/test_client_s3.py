@@ -25,10 +25,10 @@ from fsspec.tests.abstract import (
 )
 
 from tests.integration.conftest import BUCKET
-from tests.worker.client.conftest import client_config
+from tests.worker.client.conftest import client_config, refusing, replace_before_later_chunk
 from tests.worker.conftest import open_service
 from worker.api.app import create_app
-from worker.client import DoraFileSystem
+from worker.client import DoraFileSystem, VersionMismatch
 from worker.locals3 import LocalS3
 from worker.service import WorkerService
 
@@ -182,3 +182,23 @@ def test_warm_reads_come_from_the_cache(dora: DoraFileSystem, s3_root: str) -> N
         time.sleep(0.05)
     assert dora.info(uri)["cached_bytes"] == len(data)
     assert dora.cat_file(uri, 1000, 2000) == data[1000:2000]
+
+
+def test_the_ufs_fallback_never_mixes_two_versions_of_an_object(
+    seaweedfs: LocalS3,
+    s3_raw: s3fs.S3FileSystem,
+    s3_root: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = f"{s3_root}/replaced.bin".removeprefix("s3://")
+    s3_raw.pipe_file(key, b"a" * 30_000)
+    # Two chunks, the second read after the object is replaced (see test_fallback.py).
+    replace_before_later_chunk(monkeypatch, lambda: s3_raw.pipe_file(key, b"b" * 30_000))
+    offline = DoraFileSystem(
+        transport=refusing(),
+        config=client_config(*seaweedfs.storage_defines(), "dora.user.client.read.chunk.size=16KB"),
+        skip_instance_cache=True,
+    )
+    with pytest.raises(VersionMismatch):
+        offline.cat_file(f"s3://{key}")
+    assert offline.cat_file(f"s3://{key}") == b"b" * 30_000

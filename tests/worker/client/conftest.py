@@ -1,6 +1,7 @@
 """Client fixtures: client configs, and a ``dora`` filesystem over the real worker app in process
 (``httpx.ASGITransport``) fronting a local directory."""
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import httpx
 import pytest
 
 from config import Config, load_config
+from ufs.adapter import Ufs
 from worker.api.app import create_app
 from worker.client import DoraFileSystem
 from worker.keys import build_registry
@@ -50,3 +52,32 @@ def fs(service: WorkerService) -> DoraFileSystem:
 def root(data_dir: Path) -> str:
     """The worker's mount root as a URI."""
     return f"file://{data_dir}"
+
+
+def refusing() -> httpx.MockTransport:
+    """A transport on which every worker refuses connections (none is reachable)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    return httpx.MockTransport(handler)
+
+
+def replace_before_later_chunk(
+    monkeypatch: pytest.MonkeyPatch, replace: Callable[[], None]
+) -> None:
+    """Run ``replace`` (which replaces a real file) once, just before the UFS read of the first
+    chunk past offset 0: the moment a chunked read through the UFS fallback has checked the
+    version of that chunk and is about to read it."""
+    real_read = Ufs.read
+    lock = threading.Lock()
+    done: list[bool] = []
+
+    def read(self: Ufs, uri: str, offset: int, length: int, version: str | None = None) -> bytes:
+        with lock:
+            if offset > 0 and not done:
+                done.append(True)
+                replace()
+        return real_read(self, uri, offset, length, version)
+
+    monkeypatch.setattr(Ufs, "read", read)
