@@ -1,7 +1,9 @@
 """Client fixtures: client configs, and a ``dora`` filesystem over the real worker app in process
 (``httpx.ASGITransport``) fronting a local directory."""
 
+import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,6 +56,14 @@ def root(data_dir: Path) -> str:
     return f"file://{data_dir}"
 
 
+def write_outside(path: Path, data: bytes) -> None:
+    """Change a file behind the worker's back, with an mtime it cannot confuse."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_bytes(data)
+    os.utime(path, ns=(time.time_ns(), max(time.time_ns(), before + 1_000_000)))
+
+
 def refusing() -> httpx.MockTransport:
     """A transport on which every worker refuses connections (none is reachable)."""
 
@@ -66,18 +76,44 @@ def refusing() -> httpx.MockTransport:
 def replace_before_later_chunk(
     monkeypatch: pytest.MonkeyPatch, replace: Callable[[], None]
 ) -> None:
-    """Run ``replace`` (which replaces a real file) once, just before the UFS read of the first
-    chunk past offset 0: the moment a chunked read through the UFS fallback has checked the
-    version of that chunk and is about to read it."""
+    """Run ``replace`` (which replaces a real file) once, just before the first UFS read past
+    offset 0, once the read at offset 0 is done: in a chunked read through the UFS fallback, the
+    moment the second chunk's version is checked and its bytes are about to be read; in a
+    worker's read, once the first page is ready to stream and the next are being fetched."""
     real_read = Ufs.read
     lock = threading.Lock()
+    first_read = threading.Event()
     done: list[bool] = []
 
     def read(self: Ufs, uri: str, offset: int, length: int, version: str | None = None) -> bytes:
-        with lock:
-            if offset > 0 and not done:
-                done.append(True)
-                replace()
-        return real_read(self, uri, offset, length, version)
+        if offset > 0:
+            first_read.wait(timeout=60)
+            with lock:
+                if not done:
+                    done.append(True)
+                    replace()
+        try:
+            return real_read(self, uri, offset, length, version)
+        finally:
+            if offset == 0:
+                first_read.set()
 
     monkeypatch.setattr(Ufs, "read", read)
+
+
+class BeforeRead(httpx.BaseTransport):
+    """Sends every request through ``inner``, and runs ``hook`` once, just before the
+    ``nth`` read (``/v1/read``) is sent."""
+
+    def __init__(self, inner: httpx.BaseTransport, nth: int, hook: Callable[[], object]) -> None:
+        self.inner = inner
+        self.nth = nth
+        self.hook = hook
+        self.reads = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/read":
+            self.reads += 1
+            if self.reads == self.nth:
+                self.hook()
+        return self.inner.handle_request(request)
