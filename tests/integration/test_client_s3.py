@@ -1,6 +1,6 @@
 """The ``dora`` filesystem against a worker fronting a real S3 server (SeaweedFS): fsspec's
 abstract suite (with SeaweedFS's known quirk marked xfail, with the reason), outside changes,
-and pandas/pyarrow through dora URLs."""
+pandas/pyarrow and DuckDB through dora URLs, and the UFS fallback's version pinning."""
 
 import re
 import time
@@ -25,7 +25,14 @@ from fsspec.tests.abstract import (
 )
 
 from tests.integration.conftest import BUCKET
-from tests.worker.client.conftest import client_config, refusing, replace_before_later_chunk
+from tests.worker.client.conftest import (
+    DUCKDB_QUERIES,
+    client_config,
+    duckdb_frame,
+    refusing,
+    replace_before_later_chunk,
+    write_tables,
+)
 from tests.worker.conftest import open_service
 from worker.api.app import create_app
 from worker.client import DoraFileSystem, VersionMismatch
@@ -170,6 +177,26 @@ def test_pandas_and_pyarrow_through_dora_urls(
     got = table.to_pandas().sort_values("id").reset_index(drop=True)
     assert got["id"].tolist() == df["id"].tolist()
     assert got["name"].tolist() == df["name"].tolist()
+
+
+@pytest.fixture
+def s3_tables(tmp_path: Path, s3_raw: s3fs.S3FileSystem, plain_root: str) -> str:
+    """The tables of ``write_tables`` under a fresh prefix; its URI."""
+    local = tmp_path / "tables"
+    local.mkdir()
+    write_tables(local)
+    s3_raw.put(str(local), plain_root.removeprefix("s3://"), recursive=True)
+    return plain_root
+
+
+@pytest.mark.parametrize("query", DUCKDB_QUERIES.values(), ids=DUCKDB_QUERIES.keys())
+def test_duckdb_through_dora_reads_what_it_reads_from_s3_directly(
+    query: str, dora: DoraFileSystem, s3_raw: s3fs.S3FileSystem, s3_tables: str
+) -> None:
+    through = duckdb_frame(query.format(root=f"dora://{s3_tables}"), dora)
+    direct = duckdb_frame(query.format(root=s3_tables), s3_raw)
+    assert len(direct) == 3000
+    pd.testing.assert_frame_equal(through, direct)
 
 
 def test_warm_reads_come_from_the_cache(dora: DoraFileSystem, s3_root: str) -> None:

@@ -100,8 +100,12 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         return self.options.sync_interval if value is None else sync_interval_param(value)
 
     def unstrip_protocol(self, name: str) -> str:
-        """The URL that names ``name`` through dora from anywhere: ``dora::<full UFS URI>``."""
-        return f"{PROTOCOL}::{self._uri(name)}"
+        """The URL that names ``name`` through dora from anywhere: ``dora://<full UFS URI>``.
+
+        The ``scheme://`` form, not the chained ``dora::``: callers that route URLs by their
+        scheme get back what they route (DuckDB expands globs through ``glob`` and this, then
+        opens only ``dora://`` names through the filesystem), and fsspec opens both forms."""
+        return f"{PROTOCOL}://{self._uri(name)}"
 
     @classmethod
     def _parent(cls, path: Any) -> str:

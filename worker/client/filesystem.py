@@ -7,7 +7,12 @@ Two ways to name a file, both full UFS URIs in the end::
     fs.open("s3://bucket/key")                       # a full UFS URI on an instance
 
 ``dora://s3://bucket/key`` names the same file; pandas (2.x) hands only ``scheme://`` URLs to
-fsspec, so it needs this form: ``pd.read_parquet("dora://s3://bucket/t.parquet")``.
+fsspec, so it needs this form: ``pd.read_parquet("dora://s3://bucket/t.parquet")``. So does
+DuckDB, globs and hive partitions included::
+
+    duckdb.register_filesystem(fs)
+    duckdb.sql("select * from read_parquet('dora://s3://bucket/t/**/*.parquet', "
+               "hive_partitioning=true)")
 
 Names returned by ``ls``/``info``/``find`` are full UFS URIs (for an instance built from a chained
 URL, the inner filesystem's form: see :mod:`worker.client.paths`). Each call goes to the worker that

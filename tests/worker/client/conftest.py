@@ -7,8 +7,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
 import httpx
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from fsspec.spec import AbstractFileSystem
 
 from config import Config, load_config
 from ufs.adapter import Ufs
@@ -117,3 +123,48 @@ class BeforeRead(httpx.BaseTransport):
             if self.reads == self.nth:
                 self.hook()
         return self.inner.handle_request(request)
+
+
+def frame(rows: int = 5000) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    return pd.DataFrame(
+        {
+            "id": np.arange(rows),
+            "value": rng.normal(size=rows),
+            "name": [f"row-{i}" for i in range(rows)],
+            "year": rng.choice([2023, 2024, 2025], size=rows),
+        }
+    )
+
+
+DUCKDB_QUERIES = {
+    "one file": "select * from read_parquet('{root}/t.parquet')",
+    "glob": "select * from read_parquet('{root}/parts/*.parquet')",
+    "recursive glob with hive partitions": (
+        "select * from read_parquet('{root}/ds/**/*.parquet', hive_partitioning=true)"
+    ),
+    "csv glob": "select * from read_csv('{root}/csv/*.csv')",
+}
+
+
+def write_tables(root: Path) -> None:
+    """One Parquet file, three Parquet parts, a hive-partitioned dataset and two CSV files."""
+    df = frame(3000)
+    df.to_parquet(root / "t.parquet")
+    for path in (root / "parts", root / "csv"):
+        path.mkdir()
+    for i in range(3):
+        df[i * 1000 : (i + 1) * 1000].to_parquet(root / "parts" / f"part-{i}.parquet")
+    pq.write_to_dataset(
+        pa.Table.from_pandas(df, preserve_index=False), root / "ds", partition_cols=["year"]
+    )
+    for i in range(2):
+        df[i * 1500 : (i + 1) * 1500].to_csv(root / "csv" / f"c{i}.csv", index=False)
+
+
+def duckdb_frame(query: str, fs: AbstractFileSystem | None = None) -> pd.DataFrame:
+    """The rows of ``query`` sorted by ``id``, run with ``fs`` registered (if given)."""
+    connection = duckdb.connect()
+    if fs is not None:
+        connection.register_filesystem(fs)
+    return connection.sql(query).df().sort_values("id").reset_index(drop=True)
