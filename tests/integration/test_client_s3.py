@@ -1,7 +1,8 @@
 """The ``dora`` filesystem against a worker fronting a real S3 server (SeaweedFS): fsspec's
 abstract suite (with SeaweedFS's known quirk marked xfail, with the reason), outside changes,
-pandas/pyarrow and DuckDB through dora URLs, and the UFS fallback's version pinning."""
+pandas/pyarrow, DuckDB and Polars through dora URLs, and the UFS fallback's version pinning."""
 
+import os
 import re
 import time
 import uuid
@@ -12,6 +13,8 @@ from typing import Any
 import fsspec
 import httpx
 import pandas as pd
+import polars as pl
+import polars.testing
 import pyarrow.dataset as ds
 import pytest
 import s3fs
@@ -25,6 +28,7 @@ from fsspec.tests.abstract import (
 )
 
 from tests.integration.conftest import BUCKET
+from tests.integration.test_worker_process import WorkerProcess
 from tests.worker.client.conftest import (
     DUCKDB_QUERIES,
     client_config,
@@ -197,6 +201,42 @@ def test_duckdb_through_dora_reads_what_it_reads_from_s3_directly(
     direct = duckdb_frame(query.format(root=s3_tables), s3_raw)
     assert len(direct) == 3000
     pd.testing.assert_frame_equal(through, direct)
+
+
+def test_polars_with_string_storage_options_against_a_worker_process(
+    tmp_path: Path,
+    seaweedfs: LocalS3,
+    s3_raw: s3fs.S3FileSystem,
+    s3_tables: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Polars passes ``storage_options`` as strings only: every option works in that form."""
+    for name in [name for name in os.environ if name.startswith("DORA_")]:
+        monkeypatch.delenv(name)
+    worker = WorkerProcess(
+        tmp_path, f"dora.worker.ufs.roots=s3://{BUCKET}", *seaweedfs.storage_defines()
+    )
+    try:
+        options = {
+            "workers": f"{worker.address},127.0.0.1:1",  # the second never answers
+            "timeout": "30",
+            "sync_interval": "0",
+            "fallback_to_ufs": "false",
+            "virtual_nodes": "16",
+        }
+        url = f"dora://{s3_tables}/t.parquet"
+        with s3_raw.open(f"{s3_tables}/t.parquet", "rb") as handle:
+            direct = pl.read_parquet(handle)
+        through = pl.read_parquet(url, use_pyarrow=True, storage_options=options)
+        polars.testing.assert_frame_equal(through, direct)
+        with s3_raw.open(f"{s3_tables}/csv/c1.csv", "rb") as handle:
+            direct_csv = pl.read_csv(handle)
+        csv = pl.read_csv(
+            f"dora://{s3_tables}/csv/c1.csv", use_pyarrow=True, storage_options=options
+        )
+        polars.testing.assert_frame_equal(csv, direct_csv)
+    finally:
+        worker.stop()
 
 
 def test_warm_reads_come_from_the_cache(dora: DoraFileSystem, s3_root: str) -> None:

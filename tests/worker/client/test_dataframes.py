@@ -1,9 +1,11 @@
-"""pandas, pyarrow and DuckDB through dora URLs read the same data as direct reads.
+"""pandas, pyarrow, DuckDB and Polars through dora URLs read the same data as direct reads.
 
 pandas (2.x) only hands URLs of the form ``scheme://`` to fsspec, so pandas is given
 ``dora://file:///...`` (the same filesystem and path as ``dora::file:///...``); pyarrow and
 ``fsspec.open`` take the chained ``dora::`` form. DuckDB routes only ``dora://`` URLs to a
-filesystem registered with ``register_filesystem``, globs included.
+filesystem registered with ``register_filesystem``, globs included. Polars sends no unknown
+scheme to fsspec natively: it reads ``dora://`` URLs with ``use_pyarrow=True`` (through
+``fsspec.open`` with ``storage_options``), and datasets through ``scan_pyarrow_dataset``.
 """
 
 from pathlib import Path
@@ -11,6 +13,8 @@ from typing import Any
 
 import fsspec
 import pandas as pd
+import polars as pl
+import polars.testing
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -98,3 +102,23 @@ def test_duckdb_reads_files_globs_and_hive_partitions(
     direct = duckdb_frame(query.format(root=data_dir))
     assert len(direct) == 3000
     pd.testing.assert_frame_equal(through, direct)
+
+
+def test_polars_reads_files_through_fsspec_and_datasets_through_pyarrow(
+    data_dir: Path, storage_options: dict[str, Any]
+) -> None:
+    write_tables(data_dir)
+    root = f"dora://file://{data_dir}"
+    through = pl.read_parquet(
+        f"{root}/t.parquet", use_pyarrow=True, storage_options=storage_options
+    )
+    polars.testing.assert_frame_equal(through, pl.read_parquet(data_dir / "t.parquet"))
+    csv = pl.read_csv(f"{root}/csv/c0.csv", use_pyarrow=True, storage_options=storage_options)
+    polars.testing.assert_frame_equal(csv, pl.read_csv(data_dir / "csv" / "c0.csv"))
+    fs, path = fsspec.core.url_to_fs(f"{root}/ds", **storage_options)
+    dataset = ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive")
+    lazy = pl.scan_pyarrow_dataset(dataset).filter(pl.col("year") == 2024).sort("id").collect()
+    direct = ds.dataset(data_dir / "ds", format="parquet", partitioning="hive")
+    want = pl.scan_pyarrow_dataset(direct).filter(pl.col("year") == 2024).sort("id").collect()
+    assert len(want) > 0
+    polars.testing.assert_frame_equal(lazy, want)
