@@ -239,6 +239,16 @@ def test_polars_with_string_storage_options_against_a_worker_process(
         worker.stop()
 
 
+def test_put_file_into_a_prefix_keeps_the_file_name(
+    dora: DoraFileSystem, s3_raw: s3fs.S3FileSystem, s3_root: str, tmp_path: Path
+) -> None:
+    local = tmp_path / "x.txt"
+    local.write_bytes(b"hello")
+    dora.put_file(str(local), f"{s3_root}/dir/")
+    assert s3_raw.cat_file(f"{s3_root}/dir/x.txt".removeprefix("s3://")) == b"hello"
+    assert not s3_raw.isfile(f"{s3_root}/dir".removeprefix("s3://"))
+
+
 def test_warm_reads_come_from_the_cache(dora: DoraFileSystem, s3_root: str) -> None:
     data = bytes(range(256)) * 4096
     uri = f"{s3_root}/warm.bin"

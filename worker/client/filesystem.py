@@ -198,10 +198,14 @@ class DoraFileSystem(DoraFileSystemBase):
         mode: str = "overwrite",
     ) -> None:
         """Upload local ``lpath`` as ``rpath``, streamed; a local directory becomes a
-        directory."""
+        directory. An ``rpath`` ending in ``/`` names a directory: the file goes into it under
+        its own name (``x.txt`` to ``s3://b/dir/`` writes ``s3://b/dir/x.txt``), as with
+        ``aws s3 cp`` and fsspec's ``put``."""
         if os.path.isdir(lpath):
             self.makedirs(rpath, exist_ok=True)
             return
+        if str(rpath).endswith("/"):
+            rpath = f"{rpath}{os.path.basename(os.fspath(lpath))}"
         uri = self._check_create(rpath, mode)
         size = os.path.getsize(lpath)
         callback.set_size(size)

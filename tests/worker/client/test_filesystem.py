@@ -115,6 +115,23 @@ def test_writes(fs: DoraFileSystem, root: str, data_dir: Path, tmp_path: Path) -
         fs.open(f"{root}/w/p.txt", "ab")
 
 
+def test_uploads_into_a_directory_keep_their_names(
+    fs: DoraFileSystem, root: str, data_dir: Path, tmp_path: Path
+) -> None:
+    local = tmp_path / "x.txt"
+    local.write_bytes(b"hello")
+    fs.put_file(str(local), f"{root}/dir/")
+    assert (data_dir / "dir" / "x.txt").read_bytes() == b"hello"
+    fs.put(str(local), f"{root}/other/")
+    assert (data_dir / "other" / "x.txt").read_bytes() == b"hello"
+    (tmp_path / "tree" / "sub").mkdir(parents=True)
+    (tmp_path / "tree" / "a.txt").write_bytes(b"a")
+    (tmp_path / "tree" / "sub" / "b.txt").write_bytes(b"b")
+    fs.put(str(tmp_path / "tree"), f"{root}/copied", recursive=True)
+    assert (data_dir / "copied" / "a.txt").read_bytes() == b"a"
+    assert (data_dir / "copied" / "sub" / "b.txt").read_bytes() == b"b"
+
+
 def test_directories_moves_and_deletes(fs: DoraFileSystem, root: str, data_dir: Path) -> None:
     fs.makedirs(f"{root}/m/n")
     assert fs.isdir(f"{root}/m/n")
