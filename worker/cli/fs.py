@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from fsspec.callbacks import DEFAULT_CALLBACK, Callback
 
 from config import Config
 from worker.cli.common import EXIT_FAILURE, EXIT_USAGE, config_options, load
 from worker.client.errors import DoraError, WorkerUnavailable, error_from_response
+from worker.client.filesystem import DoraFileSystem
 from worker.client.options import ClientOptions
 
 DEFAULT_HEAD_BYTES = 1024
@@ -33,6 +35,7 @@ class WorkerCalls:
 
     def __init__(self, config: Config, worker: str | None) -> None:
         options = ClientOptions.resolve(config, workers=[worker] if worker else None)
+        self.config = config
         self.base, self.worker = options.workers[0], options.ring_names[0]
         headers = {"Authorization": f"Bearer {options.token}"} if options.token else {}
         self.http = httpx.Client(base_url=self.base, headers=headers, timeout=options.timeout_s)
@@ -65,6 +68,10 @@ class WorkerCalls:
             raise error_from_response(response, self.worker, what)
         return response
 
+    def filesystem(self) -> DoraFileSystem:
+        """The fsspec client on the same worker and options, for multi-file operations."""
+        return DoraFileSystem(workers=[self.worker], config=self.config)
+
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fs = commands.add_parser("fs", help="file operations through a worker")
@@ -86,9 +93,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parser = sub(name, fn, f"the {name} of a file")
         parser.add_argument("path")
         parser.add_argument("-c", "--bytes", type=int, default=DEFAULT_HEAD_BYTES)
-    put = sub("put", put_file, "upload a local file")
+    put = sub("put", put_files, "upload a local file, or a directory with -R (as aws s3 cp)")
     put.add_argument("local", type=Path)
-    put.add_argument("path")
+    put.add_argument("path", help="the target; ending in / it is a directory to upload into")
+    put.add_argument("-R", "--recursive", action="store_true")
     rm = sub("rm", remove, "delete a file or directory")
     rm.add_argument("path")
     rm.add_argument("-R", "--recursive", action="store_true")
@@ -159,14 +167,45 @@ def tail(calls: WorkerCalls, args: argparse.Namespace) -> int:
     return _write_out(calls.stream("/v1/read", path=args.path, offset=offset))
 
 
-def put_file(calls: WorkerCalls, args: argparse.Namespace) -> int:
-    with args.local.open("rb") as handle:
+def put_files(calls: WorkerCalls, args: argparse.Namespace) -> int:
+    """Upload as fsspec's ``put`` does: ``x.txt`` to ``s3://b/dir/`` writes ``s3://b/dir/x.txt``;
+    with ``-R`` a directory's tree goes under the target. One line per file uploaded."""
+    local: Path = args.local
+    problem = None
+    if not local.exists():
+        problem = f"{local}: no such local file or directory"
+    elif local.is_dir() and not args.recursive:
+        problem = f"{local} is a directory: use -R to upload it and everything in it"
+    if problem is None:
         try:
-            response = calls.http.put("/v1/write", params={"path": args.path}, content=handle)
-        except httpx.TransportError as exc:
-            raise WorkerUnavailable(f"upload to {calls.base} failed: {exc}") from exc
-    print(json.dumps(calls.checked(response, "PUT /v1/write").json(), indent=2))
+            calls.filesystem().put(str(local), args.path, args.recursive, callback=_Uploaded())
+        except DoraError:
+            raise
+        except OSError as exc:  # a local file that cannot be read
+            problem = str(exc)
+    if problem is not None:
+        print(f"dora fs put: {problem}", file=sys.stderr)
+        return EXIT_FAILURE
     return 0
+
+
+class _Uploaded(Callback):  # type: ignore[misc]  # fsspec is untyped
+    """Prints ``upload: LOCAL to URI`` once each file of a ``put`` is written (directories,
+    created on the way, are not listed)."""
+
+    def branched(self, path_1: str, path_2: str, **kwargs: Any) -> Callback:
+        return DEFAULT_CALLBACK if Path(path_1).is_dir() else _Upload(path_1, path_2)
+
+
+class _Upload(Callback):  # type: ignore[misc]
+    def __init__(self, local: str, uri: str) -> None:
+        super().__init__()
+        self.line = f"upload: {local} to {uri}"
+
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is None:
+            print(self.line)
+        super().__exit__(*exc_info)
 
 
 def remove(calls: WorkerCalls, args: argparse.Namespace) -> int:

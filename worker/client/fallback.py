@@ -71,7 +71,9 @@ class UfsFallback:
     def read(self, uri: str, offset: int, length: int | None, version: str | None) -> ReadResult:
         """Bytes ``[offset, offset+length)`` (to the end when ``length`` is None) and the version
         they belong to. The status is checked first so a pinned version is honoured and a
-        directory is refused, as a worker would."""
+        directory is refused, as a worker would; the read itself is pinned to that version too
+        (S3: ``If-Match``; elsewhere a re-check), so a file replaced in between raises
+        VersionMismatch instead of answering bytes of another version under this one's name."""
         self._count("read", uri)
         ufs = self._ufs.get()
         status = self._translated(lambda: ufs.status(uri))
@@ -84,7 +86,7 @@ class UfsFallback:
         if offset > status.size:
             raise errors.RangeNotSatisfiable(f"read {uri}: offset {offset} > size {status.size}")
         wanted = status.size - offset if length is None else length
-        data = self._translated(lambda: ufs.read(uri, offset, wanted))
+        data = self._translated(lambda: ufs.read(uri, offset, wanted, version=status.version))
         return ReadResult(data, status.version, status.size)
 
     def _count(self, what: str, uri: str) -> None:
