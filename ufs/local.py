@@ -4,6 +4,7 @@ version), and a symlink is followed the same way by status, listing and read."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -16,10 +17,53 @@ from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
 from ufs.status import UfsStatus, dir_status, make_version
 
+# Entries a listing leaves out: gone since the scan, a dangling link, a symlink loop.
+_UNSERVABLE = frozenset({errno.ENOENT, errno.ELOOP})
+
 
 def path_of(uri: str) -> str:
     """The local path of a canonical ``file`` URI."""
     return uris.split(uri)[1]
+
+
+def resolve(path: str) -> str:
+    """The absolute path ``path`` names once every symlink in it is followed: what an
+    operation on ``path`` would act on. For a path that does not exist yet, its deepest
+    existing ancestor is resolved (where a create would land); a dangling link is followed
+    by its text.
+
+    Raises OSError when the kernel refuses to resolve it (ELOOP for a symlink loop, EACCES
+    for an unsearchable directory); the operation itself would fail the same way.
+    """
+    missing: list[str] = []
+    head = path
+    while True:
+        try:
+            return os.path.join(_resolve_existing(head), *reversed(missing))
+        except (FileNotFoundError, NotADirectoryError):
+            if os.path.islink(head):
+                return os.path.join(os.path.realpath(head), *reversed(missing))
+            parent, name = os.path.split(head)
+            if parent == head:
+                raise
+            missing.append(name)
+            head = parent
+
+
+def _resolve_existing(path: str) -> str:
+    """The kernel's own resolution of an existing path (an ``O_PATH`` descriptor, named by
+    /proc), which cannot disagree with what the kernel follows later; ``os.path.realpath``
+    where either is missing."""
+    if not hasattr(os, "O_PATH"):
+        os.stat(path)
+        return os.path.realpath(path)
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+    finally:
+        os.close(fd)
 
 
 class LocalBackend:
@@ -41,17 +85,18 @@ class LocalBackend:
         return _status(uri, os.stat(path_of(uri)))
 
     def list(self, uri: str) -> list[UfsStatus]:
-        base = uri.rstrip("/")
+        base = uri if uri.endswith("/") else uri + "/"
         statuses: list[UfsStatus] = []
         with os.scandir(path_of(uri)) as entries:
             for entry in entries:
                 try:
-                    child = uris.normalize(f"{base}/{entry.name}")
+                    child = uris.normalize(base + entry.name)
                     statuses.append(_status(child, entry.stat()))
-                except (FileNotFoundError, UfsInvalidPath):
-                    # Gone since the scan, a dangling link, or a name no canonical URI can
-                    # address: none of them can be served.
-                    continue
+                except UfsInvalidPath:
+                    continue  # a name no canonical URI can address cannot be served
+                except OSError as exc:
+                    if exc.errno not in _UNSERVABLE:
+                        raise
         return statuses
 
     def read(self, uri: str, offset: int, length: int, version: str | None) -> bytes:
