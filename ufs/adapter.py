@@ -1,5 +1,5 @@
 """The under-storage adapter: one object that serves any URI the backends know, with errors
-translated once and bounded retries.
+translated once, bounded retries, and a deadline on every call.
 
 Each storage kind is a backend (:mod:`ufs.backend`): ``file://`` is :mod:`ufs.local`, ``s3://``
 is :mod:`ufs.s3`, any other scheme fsspec knows is :mod:`ufs.generic`. None of them caches: the
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,6 +24,7 @@ from config import Config
 from ufs import s3
 from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK, UfsBackend
+from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner
 from ufs.errors import UfsError, UfsIsADirectory, UfsNotFound, UfsUnavailable, UfsVersionChanged
 from ufs.generic import FsspecBackend
 from ufs.local import LocalBackend
@@ -35,15 +37,24 @@ __all__ = ["DIR_VERSION", "Ufs", "UfsOptions"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
+# Threads for blocking storage calls (local files, sync fsspec filesystems), made as needed:
+# enough that healthy calls never queue behind each other, and a bound on what a hung mount
+# can hold.
+UFS_THREADS = 64
+
 
 class Ufs:
     """Serves any supported URI: statuses, listings, ranged reads, writes, deletes, renames.
 
     Every method takes a canonical URI (see :mod:`ufs.uri`) and raises only the errors in
-    :mod:`ufs.errors`; calls that fail because the UFS is unavailable are retried with bounded,
-    doubling backoff before :class:`UfsUnavailable` is raised. ``backends`` replaces or adds
-    the backend of a scheme. Thread-safe: backends are created once per scheme under a lock,
-    and backends are safe to share.
+    :mod:`ufs.errors`. Each call to the storage has a deadline (``dora.ufs.call.deadline``)
+    covering its retries and backoff: a call that fails because the UFS is unavailable is
+    retried with doubling backoff while time remains, and a UFS that does not answer in time
+    raises :class:`UfsUnavailable` with ``retry_after`` = the deadline. A method that makes
+    several calls (delete: status, list, delete) gives each its deadline; a streamed write is
+    bounded per request (see :meth:`write`). ``backends`` replaces or adds the backend of a
+    scheme. Thread-safe: backends are created once per scheme under a lock that is never held
+    during a call, and backends are safe to share.
     """
 
     def __init__(
@@ -51,9 +62,13 @@ class Ufs:
         options: UfsOptions | None = None,
         sleep: Callable[[float], None] = time.sleep,
         backends: Mapping[str, UfsBackend] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.options = options or UfsOptions()
         self._sleep = sleep
+        self._clock = clock
+        self._deadline = self.options.call_deadline_ms / 1000
+        self._threads = ThreadRunner(UFS_THREADS)
         self._backends: dict[str, UfsBackend] = dict(backends or {})
         self._lock = threading.Lock()
 
@@ -78,45 +93,52 @@ class Ufs:
 
     def _make_backend(self, scheme: str) -> UfsBackend:
         if scheme == "file":
-            return LocalBackend()
+            return LocalBackend(self._threads)
         if scheme in s3.SCHEMES:
-            return s3.S3Backend(scheme, self.options)
-        return FsspecBackend(scheme, fsspec.filesystem(scheme, skip_instance_cache=True))
+            return s3.S3Backend(scheme, self.options, self._threads)
+        filesystem = fsspec.filesystem(scheme, skip_instance_cache=True)
+        return FsspecBackend(scheme, filesystem, self._threads)
 
     def _of(self, uri: str) -> UfsBackend:
         return self._backend(uris.split(uri)[0])
 
-    def _call(self, what: str, uri: str, fn: Callable[[], T], retry: bool = True) -> T:
-        """``fn()`` with its errors translated; with ``retry``, an unavailable UFS is retried
-        with bounded, doubling backoff."""
+    def _call(self, what: str, uri: str, request: Callable[[Deadline], T], retry: bool = True) -> T:
+        """``request(deadline)`` with its errors translated; with ``retry``, an unavailable UFS
+        is retried with doubling backoff as long as the deadline leaves time for it."""
+        deadline = Deadline(self._deadline, self._clock)
         attempts = self.options.retry_attempts if retry else 1
         for attempt in range(1, attempts + 1):
             try:
-                return fn()
+                return request(deadline)
             except UfsError:
                 raise
+            except DeadlineExceeded as exc:
+                raise UfsUnavailable(
+                    f"UFS gave no answer to {what} {uri} within {self._deadline:g}s "
+                    "(dora.ufs.call.deadline)",
+                    retry_after=math.ceil(self._deadline),
+                ) from exc
             except Exception as exc:
                 error = translate(exc, what, uri)
-                if isinstance(error, UfsUnavailable) and attempt < attempts:
-                    delay = self.options.retry_base_delay_ms * (2 ** (attempt - 1)) / 1000
-                    log.info(
-                        "UFS %s %s failed (%s); retry %d in %.2fs", what, uri, exc, attempt, delay
-                    )
-                    self._sleep(delay)
-                    continue
-                raise error from exc
+                delay = self.options.retry_base_delay_ms * (2 ** (attempt - 1)) / 1000
+                if not isinstance(error, UfsUnavailable) or attempt == attempts:
+                    raise error from exc
+                if delay >= deadline.left():
+                    raise error from exc  # no time left for another attempt
+                log.info("UFS %s %s failed (%s); retry %d in %.2fs", what, uri, exc, attempt, delay)
+                self._sleep(delay)
         raise AssertionError("unreachable: the loop returns or raises")
 
     def status(self, uri: str) -> UfsStatus:
         """The status of a file or directory; UfsNotFound if absent."""
         backend = self._of(uri)
-        return self._call("status", uri, lambda: backend.status(uri))
+        return self._call("status", uri, partial(backend.status, uri))
 
     def list(self, uri: str) -> list[UfsStatus]:
         """The children of directory ``uri`` with full status, sorted by URI; UfsNotADirectory
         for a file."""
         backend = self._of(uri)
-        return sorted(self._call("list", uri, lambda: backend.list(uri)), key=lambda s: s.uri)
+        return sorted(self._call("list", uri, partial(backend.list, uri)), key=lambda s: s.uri)
 
     def read(self, uri: str, offset: int, length: int, version: str | None = None) -> bytes:
         """Bytes ``[offset, offset+length)``, fewer at the end of the file.
@@ -127,9 +149,8 @@ class Ufs:
         """
         backend = self._of(uri)
         pinned = backend.pins_versions and version not in (None, DIR_VERSION)
-        data = self._call(
-            "read", uri, lambda: backend.read(uri, offset, length, version if pinned else None)
-        )
+        pin = version if pinned else None
+        data = self._call("read", uri, partial(backend.read, uri, offset, length, pin))
         if version is not None and not pinned:
             current = self.status(uri).version
             if current != version:
@@ -145,15 +166,22 @@ class Ufs:
         return io.BufferedReader(_RangeReader(self, status), WRITE_CHUNK)
 
     def write(self, uri: str, data: bytes | Iterable[bytes]) -> UfsStatus:
-        """Write (create or replace) a file from bytes or an iterable of chunks; its new status."""
+        """Write (create or replace) a file from bytes or an iterable of chunks; its new status.
+
+        Bytes are one call with the deadline. A stream cannot be replayed, so it is written
+        once, without retries, and the deadline bounds each request of the upload (one part,
+        one chunk) instead of the whole: an upload of any size succeeds while the UFS keeps
+        answering, and one the UFS stops answering fails within the deadline. Time spent
+        waiting for the caller's chunks does not count. A write that fails at its deadline
+        may still complete on the UFS side; the local and S3 backends never leave a part.
+        """
         backend = self._of(uri)
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)
-            self._call("write", uri, lambda: backend.write(uri, payload))
+            self._call("write", uri, partial(backend.write, uri, payload))
         else:
-            # A stream cannot be replayed, so it is written once, without retries.
-            chunks = iter(data)
-            self._call("write", uri, lambda: backend.write_stream(uri, chunks), retry=False)
+            stream = partial(backend.write_stream, uri, iter(data), self._deadline)
+            self._call("write", uri, lambda _: stream(), retry=False)
         return self.status(uri)
 
     def delete(self, uri: str, recursive: bool = False) -> None:
@@ -162,7 +190,7 @@ class Ufs:
         if status.is_dir and not recursive and self.list(uri):
             raise UfsIsADirectory(f"cannot delete {uri!r}: a non-empty directory needs recursive")
         backend = self._of(uri)
-        self._call("delete", uri, lambda: backend.delete(uri, status.is_dir))
+        self._call("delete", uri, partial(backend.delete, uri, status.is_dir))
 
     def rename(self, src: str, dst: str) -> UfsStatus:
         """Move a file or directory; the destination's new status."""
@@ -174,7 +202,7 @@ class Ufs:
                 target = dst + child.uri[len(src) :]
                 self._call("rename", child.uri, partial(backend.move, child.uri, target))
         else:
-            self._call("rename", src, lambda: backend.move(src, dst))
+            self._call("rename", src, partial(backend.move, src, dst))
         try:
             return self.status(dst)
         except UfsNotFound:
@@ -184,7 +212,7 @@ class Ufs:
     def mkdir(self, uri: str) -> None:
         """Create a directory and its parents; an existing one is fine."""
         backend = self._of(uri)
-        self._call("mkdir", uri, lambda: backend.mkdir(uri))
+        self._call("mkdir", uri, partial(backend.mkdir, uri))
 
     def walk_files(self, uri: str) -> Iterator[UfsStatus]:
         """Every file under directory ``uri``, depth first (for prefix loads)."""

@@ -1,19 +1,27 @@
 """Any fsspec filesystem as a UFS backend (``memory://``, ``gcs://``, ...): the default for a
-scheme no dedicated backend claims, and the base of the S3 backend."""
+scheme no dedicated backend claims, and the base of the S3 backend.
+
+An async filesystem's coroutines run on fsspec's IO loop and are cancelled at their deadline;
+a sync filesystem's calls run on the facade's threads (:class:`ufs.deadline.ThreadRunner`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from fsspec.spec import AbstractFileSystem
 
 from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK
+from ufs.deadline import Deadline, ThreadRunner, run_coroutine
 from ufs.errors import UfsInvalidPath, UfsNotADirectory
 from ufs.status import UfsStatus, dir_status, make_version
 
+T = TypeVar("T")
 _MTIME_FIELDS = ("LastModified", "last_modified", "mtime", "created", "updated")
 
 
@@ -25,9 +33,10 @@ class FsspecBackend:
     pins_versions = False
     has_directories = False
 
-    def __init__(self, scheme: str, filesystem: AbstractFileSystem) -> None:
+    def __init__(self, scheme: str, filesystem: AbstractFileSystem, threads: ThreadRunner) -> None:
         self.scheme = scheme
         self._fs = filesystem
+        self._threads = threads
 
     @property
     def filesystem(self) -> AbstractFileSystem:
@@ -37,8 +46,20 @@ class FsspecBackend:
         """The filesystem's path for ``uri``."""
         return uris.split(uri)[1].rstrip("/")
 
-    def status(self, uri: str) -> UfsStatus:
-        return self.status_from_info(self._fs.info(self.path(uri)))
+    def call(self, deadline: Deadline, method: str, *args: Any, **kwargs: Any) -> Any:
+        """The filesystem's ``method`` (fsspec's name; its coroutine ``_method`` on an async
+        filesystem), done by ``deadline``."""
+        if self._fs.async_impl:
+            return self.run(lambda: getattr(self._fs, "_" + method)(*args, **kwargs), deadline)
+        return self._threads.run(partial(getattr(self._fs, method), *args, **kwargs), deadline)
+
+    def run(self, coroutine: Callable[[], Coroutine[Any, Any, T]], deadline: Deadline) -> T:
+        """A coroutine of this (async) filesystem, done by ``deadline`` or cancelled."""
+        loop: asyncio.AbstractEventLoop = self._fs.loop
+        return run_coroutine(loop, coroutine, deadline)
+
+    def status(self, uri: str, deadline: Deadline) -> UfsStatus:
+        return self.status_from_info(self.call(deadline, "info", self.path(uri)))
 
     def status_from_info(self, info: dict[str, Any]) -> UfsStatus:
         """A status from one fsspec ``info`` dict."""
@@ -53,8 +74,8 @@ class FsspecBackend:
             uri, uris.name(uri), False, size, mtime_ns, make_version(size, mtime_ns, etag), etag
         )
 
-    def children(self, uri: str, infos: list[dict[str, Any]]) -> list[UfsStatus]:
-        """The children of ``uri`` from an fsspec listing of it."""
+    def list(self, uri: str, deadline: Deadline) -> list[UfsStatus]:
+        infos: list[dict[str, Any]] = self.call(deadline, "ls", self.path(uri), detail=True)
         statuses: list[UfsStatus] = []
         for info in infos:
             try:
@@ -68,31 +89,39 @@ class FsspecBackend:
             # directory — or nothing at all, which status() reports as not found. Object
             # stores may describe an emptied prefix oddly (SeaweedFS keeps it as a 0-byte
             # entry).
-            self.status(uri)
+            self.status(uri, deadline)
         return [s for s in statuses if s.uri != uri]
 
-    def list(self, uri: str) -> list[UfsStatus]:
-        return self.children(uri, self._fs.ls(self.path(uri), detail=True))
+    def read(
+        self, uri: str, offset: int, length: int, version: str | None, deadline: Deadline
+    ) -> bytes:
+        data = self.call(deadline, "cat_file", self.path(uri), start=offset, end=offset + length)
+        return bytes(data)
 
-    def read(self, uri: str, offset: int, length: int, version: str | None) -> bytes:
-        return bytes(self._fs.cat_file(self.path(uri), start=offset, end=offset + length))
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> None:
+        self.call(deadline, "pipe_file", self.path(uri), data)
 
-    def write(self, uri: str, data: bytes) -> None:
-        self._fs.pipe_file(self.path(uri), data)
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
+        # fsspec's file objects are sync: their steps run on threads, each with ``step``. Not
+        # closed on failure, as closing commits; but fsspec's buffered files close themselves
+        # when collected, so a failed upload here may leave a part (local and S3 never do).
+        def opened() -> Any:
+            return self._fs.open(self.path(uri), "wb", block_size=WRITE_CHUNK)
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes]) -> None:
-        with self._fs.open(self.path(uri), "wb", block_size=WRITE_CHUNK) as out:
-            for chunk in chunks:
-                out.write(chunk)
+        out = self._threads.run(opened, Deadline(step))
+        for chunk in chunks:
+            self._threads.run(partial(out.write, chunk), Deadline(step))
+        self._threads.run(out.close, Deadline(step))
 
-    def delete(self, uri: str, recursive: bool) -> None:
-        self._fs.rm(self.path(uri), recursive=recursive)
+    def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:
+        self.call(deadline, "rm", self.path(uri), recursive=recursive)
 
-    def move(self, src: str, dst: str) -> None:
-        self._fs.mv(self.path(src), self.path(dst))
+    def move(self, src: str, dst: str, deadline: Deadline) -> None:
+        self.call(deadline, "copy", self.path(src), self.path(dst))
+        self.call(deadline, "rm", self.path(src))
 
-    def mkdir(self, uri: str) -> None:
-        self._fs.makedirs(self.path(uri), exist_ok=True)
+    def mkdir(self, uri: str, deadline: Deadline) -> None:
+        self.call(deadline, "makedirs", self.path(uri), exist_ok=True)
 
 
 def _mtime_ns(info: dict[str, Any]) -> int:

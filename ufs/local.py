@@ -1,19 +1,25 @@
 """Local directories (``file://``) as a UFS backend, through the ``os`` module: statuses carry
 the exact ``st_mtime_ns`` (fsspec's float seconds would let a same-size rewrite keep its
-version), and a symlink is followed the same way by status, listing and read."""
+version), a symlink is followed the same way by status, listing and read, and a write
+replaces the file in one rename."""
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from functools import partial
 
 import fsspec
 from fsspec.spec import AbstractFileSystem
 
 from ufs import uri as uris
+from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsInvalidPath
 from ufs.status import UfsStatus, dir_status, make_version
 
@@ -67,12 +73,15 @@ def _resolve_existing(path: str) -> str:
 
 
 class LocalBackend:
-    """A :class:`ufs.backend.UfsBackend` for ``file://`` URIs. Thread-safe (no state)."""
+    """A :class:`ufs.backend.UfsBackend` for ``file://`` URIs. Every system call runs on
+    ``threads`` so a hung mount (NFS, FUSE) costs a caller its deadline, not a thread forever.
+    Thread-safe (no state of its own)."""
 
     pins_versions = False
     has_directories = True
 
-    def __init__(self) -> None:
+    def __init__(self, threads: ThreadRunner) -> None:
+        self._threads = threads
         self._fs: AbstractFileSystem = fsspec.filesystem(
             "file", auto_mkdir=True, skip_instance_cache=True
         )
@@ -81,66 +90,43 @@ class LocalBackend:
     def filesystem(self) -> AbstractFileSystem:
         return self._fs
 
-    def status(self, uri: str) -> UfsStatus:
-        return _status(uri, os.stat(path_of(uri)))
+    def status(self, uri: str, deadline: Deadline) -> UfsStatus:
+        path = path_of(uri)
+        return self._threads.run(lambda: _status(uri, os.stat(path)), deadline)
 
-    def list(self, uri: str) -> list[UfsStatus]:
-        base = uri if uri.endswith("/") else uri + "/"
-        statuses: list[UfsStatus] = []
-        with os.scandir(path_of(uri)) as entries:
-            for entry in entries:
-                try:
-                    child = uris.normalize(base + entry.name)
-                    statuses.append(_status(child, entry.stat()))
-                except UfsInvalidPath:
-                    continue  # a name no canonical URI can address cannot be served
-                except OSError as exc:
-                    if exc.errno not in _UNSERVABLE:
-                        raise
-        return statuses
+    def list(self, uri: str, deadline: Deadline) -> list[UfsStatus]:
+        return self._threads.run(partial(_scan, uri), deadline)
 
-    def read(self, uri: str, offset: int, length: int, version: str | None) -> bytes:
-        fd = os.open(path_of(uri), os.O_RDONLY | os.O_CLOEXEC)
+    def read(
+        self, uri: str, offset: int, length: int, version: str | None, deadline: Deadline
+    ) -> bytes:
+        return self._threads.run(partial(_pread, uri, offset, length), deadline)
+
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> None:
+        self._upload(uri, iter((data,)), lambda: deadline)
+
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
+        self._upload(uri, chunks, lambda: Deadline(step))
+
+    def _upload(self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]) -> None:
+        upload = _Upload(path_of(uri))
         try:
-            parts: list[bytes] = []
-            while length > 0:
-                part = os.pread(fd, length, offset)
-                if not part:
-                    break
-                parts.append(part)
-                offset += len(part)
-                length -= len(part)
-            return b"".join(parts)
-        finally:
-            os.close(fd)
-
-    def write(self, uri: str, data: bytes) -> None:
-        self.write_stream(uri, iter((data,)))
-
-    def write_stream(self, uri: str, chunks: Iterator[bytes]) -> None:
-        path = path_of(uri)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as out:
+            self._threads.run(upload.open, deadline())
             for chunk in chunks:
-                out.write(chunk)
+                self._threads.run(partial(upload.write, chunk), deadline())
+            self._threads.run(upload.commit, deadline())
+        except BaseException:
+            self._threads.spawn(upload.discard)
+            raise
 
-    def delete(self, uri: str, recursive: bool) -> None:
-        path = path_of(uri)
-        # A link is removed itself, never what it points to.
-        if recursive and os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        elif os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)
-        else:
-            os.remove(path)
+    def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:
+        self._threads.run(partial(_delete, path_of(uri), recursive), deadline)
 
-    def move(self, src: str, dst: str) -> None:
-        target = path_of(dst)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.move(path_of(src), target)
+    def move(self, src: str, dst: str, deadline: Deadline) -> None:
+        self._threads.run(partial(_move, path_of(src), path_of(dst)), deadline)
 
-    def mkdir(self, uri: str) -> None:
-        os.makedirs(path_of(uri), exist_ok=True)
+    def mkdir(self, uri: str, deadline: Deadline) -> None:
+        self._threads.run(partial(os.makedirs, path_of(uri), exist_ok=True), deadline)
 
 
 def _status(uri: str, st: os.stat_result) -> UfsStatus:
@@ -150,3 +136,111 @@ def _status(uri: str, st: os.stat_result) -> UfsStatus:
     return UfsStatus(
         uri, uris.name(uri), False, size, mtime_ns, make_version(size, mtime_ns, None), None
     )
+
+
+def _scan(uri: str) -> list[UfsStatus]:
+    base = uri if uri.endswith("/") else uri + "/"
+    statuses: list[UfsStatus] = []
+    with os.scandir(path_of(uri)) as entries:
+        for entry in entries:
+            try:
+                child = uris.normalize(base + entry.name)
+                statuses.append(_status(child, entry.stat()))
+            except UfsInvalidPath:
+                continue  # a name no canonical URI can address cannot be served
+            except OSError as exc:
+                if exc.errno not in _UNSERVABLE:
+                    raise
+    return statuses
+
+
+def _pread(uri: str, offset: int, length: int) -> bytes:
+    # O_NONBLOCK: opening a FIFO planted in a root must not hold a thread until a writer comes.
+    fd = os.open(path_of(uri), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), uri)
+        if not stat.S_ISREG(mode):
+            raise UfsInvalidPath(f"cannot read {uri!r}: not a regular file")
+        parts: list[bytes] = []
+        while length > 0:
+            part = os.pread(fd, length, offset)
+            if not part:
+                break
+            parts.append(part)
+            offset += len(part)
+            length -= len(part)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _delete(path: str, recursive: bool) -> None:
+    # A link is removed itself, never what it points to; rmtree works on descriptors and
+    # never follows the links it meets.
+    if os.path.isdir(path) and not os.path.islink(path):
+        if recursive:
+            shutil.rmtree(path)
+        else:
+            os.rmdir(path)
+    else:
+        os.remove(path)
+
+
+def _move(src: str, dst: str) -> None:
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.move(src, dst)
+
+
+class _Upload:
+    """A file written under a temporary name beside its target and renamed over it at the
+    end, so that readers see the old file or the new one, never a part, and a write that
+    fails leaves the old file. Written through a link, the link's target is replaced (the
+    link stays); a replaced file keeps its permission bits.
+
+    Its steps may run on different threads one after another; its lock also makes
+    :meth:`discard` wait for a step that overran its deadline to return."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._temp: str | None = None
+        self._target = path
+
+    def open(self) -> None:
+        with self._lock:
+            self._target = resolve(self._path)
+            directory, name = os.path.split(self._target)
+            os.makedirs(directory, exist_ok=True)
+            temp = os.path.join(directory, f".{name}.dora-{secrets.token_hex(6)}.tmp")
+            self._fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            self._temp = temp
+            with suppress(FileNotFoundError):
+                os.fchmod(self._fd, stat.S_IMODE(os.stat(self._target).st_mode))
+
+    def write(self, chunk: bytes) -> None:
+        with self._lock:
+            assert self._fd is not None, "open() first"
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(self._fd, view) :]
+
+    def commit(self) -> None:
+        with self._lock:
+            assert self._fd is not None and self._temp is not None, "open() first"
+            fd, self._fd = self._fd, None
+            os.close(fd)
+            os.replace(self._temp, self._target)
+            self._temp = None
+
+    def discard(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            if self._temp is not None:
+                with suppress(FileNotFoundError):
+                    os.unlink(self._temp)
+                self._temp = None

@@ -21,6 +21,7 @@ class UfsOptions:
     retry_base_delay_ms: int = 100
     connect_timeout_ms: int = 5000
     read_timeout_ms: int = 60000
+    call_deadline_ms: int = 10000
 
     @classmethod
     def from_config(cls, config: Config) -> UfsOptions:
@@ -34,4 +35,5 @@ class UfsOptions:
             retry_base_delay_ms=config.get(keys.RETRY_BASE_DELAY),
             connect_timeout_ms=config.get(keys.CONNECT_TIMEOUT),
             read_timeout_ms=config.get(keys.READ_TIMEOUT),
+            call_deadline_ms=config.get(keys.CALL_DEADLINE),
         )

@@ -1,20 +1,26 @@
 """S3 as a UFS backend, through s3fs: every S3 specific in one place — the client settings, the
-conditional (``If-Match``) ranged read that pins a version, and how S3 reports a failed
-precondition."""
+conditional (``If-Match``) ranged read that pins a version, how S3 reports a failed
+precondition, and the multipart upload of a stream. Every request is a coroutine on fsspec's
+IO loop, cancelled (its connection closed) at its deadline."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine, Iterator
+from functools import partial
 from typing import Any
 
 import s3fs
 from botocore.exceptions import ClientError
-from fsspec.asyn import sync
 
+from ufs.backend import WRITE_CHUNK
+from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsVersionChanged
 from ufs.generic import FsspecBackend
 from ufs.options import UfsOptions
 
 SCHEMES = ("s3", "s3a")
+PART_SIZE = WRITE_CHUNK  # S3 wants parts of at least 5 MiB, all but the last
 
 
 def storage_options(options: UfsOptions) -> dict[str, Any]:
@@ -48,38 +54,104 @@ class S3Backend(FsspecBackend):
 
     pins_versions = True
 
-    def __init__(self, scheme: str, options: UfsOptions) -> None:
+    def __init__(self, scheme: str, options: UfsOptions, threads: ThreadRunner) -> None:
         filesystem = s3fs.S3FileSystem(**storage_options(options))
         # s3fs retries some errors itself (5 times); ours are the bounded ones.
         filesystem.retries = 1
-        super().__init__(scheme, filesystem)
+        super().__init__(scheme, filesystem, threads)
 
-    def read(self, uri: str, offset: int, length: int, version: str | None) -> bytes:
+    def s3(self, method: str, **kwargs: Any) -> Callable[[], Coroutine[Any, Any, Any]]:
+        """A request to S3's API (botocore's ``method``), for :meth:`run`."""
+        return lambda: self.filesystem._call_s3(method, **kwargs)
+
+    def read(
+        self, uri: str, offset: int, length: int, version: str | None, deadline: Deadline
+    ) -> bytes:
         if version is None:
-            return super().read(uri, offset, length, None)
+            return super().read(uri, offset, length, None, deadline)
         bucket, _, key = self.path(uri).partition("/")
+        get = self.s3(
+            "get_object",
+            Bucket=bucket,
+            Key=key,
+            Range=f"bytes={offset}-{offset + length - 1}",
+            IfMatch=f'"{version}"',
+        )
 
-        async def get() -> bytes:
-            response = await self.filesystem._call_s3(
-                "get_object",
-                Bucket=bucket,
-                Key=key,
-                Range=f"bytes={offset}-{offset + length - 1}",
-                IfMatch=f'"{version}"',
-            )
+        async def body() -> bytes:
+            response = await get()
             try:
-                body: bytes = await response["Body"].read()
-                return body
+                data: bytes = await response["Body"].read()
+                return data
             finally:
                 response["Body"].close()
 
         try:
-            data: bytes = sync(self.filesystem.loop, get)
-            return data
+            return self.run(body, deadline)
         except OSError as exc:
             if _precondition_failed(exc):
                 raise UfsVersionChanged(uri, version, None) from exc
             raise
+
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
+        """One PUT for a small body, else a multipart upload, one part per request; a failed
+        upload is aborted, so nothing of it becomes visible."""
+        bucket, _, key = self.path(uri).partition("/")
+        upload = _Multipart(self, bucket, key)
+        buffer = bytearray()
+        try:
+            for chunk in chunks:
+                buffer += chunk
+                while len(buffer) >= PART_SIZE:
+                    part = bytes(buffer[:PART_SIZE])
+                    del buffer[:PART_SIZE]
+                    self.run(partial(upload.send, part), Deadline(step))
+            if upload.id is None:
+                self.write(uri, bytes(buffer), Deadline(step))
+                return
+            if buffer:
+                self.run(lambda: upload.send(bytes(buffer)), Deadline(step))
+            self.run(upload.complete, Deadline(step))
+        except BaseException:
+            upload.abort_soon(step)
+            raise
+
+
+class _Multipart:
+    """One multipart upload, created with its first part. Used by one thread at a time."""
+
+    def __init__(self, backend: S3Backend, bucket: str, key: str) -> None:
+        self._backend = backend
+        self._where = {"Bucket": bucket, "Key": key}
+        self.id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+
+    async def send(self, data: bytes) -> None:
+        if self.id is None:
+            created = await self._backend.s3("create_multipart_upload", **self._where)()
+            self.id = str(created["UploadId"])
+        number = len(self._parts) + 1
+        sent = await self._backend.s3(
+            "upload_part", PartNumber=number, UploadId=self.id, Body=data, **self._where
+        )()
+        self._parts.append({"PartNumber": number, "ETag": sent["ETag"]})
+
+    async def complete(self) -> None:
+        await self._backend.s3(
+            "complete_multipart_upload",
+            UploadId=self.id,
+            MultipartUpload={"Parts": self._parts},
+            **self._where,
+        )()
+
+    def abort_soon(self, timeout: float) -> None:
+        """Abort the upload in the background (bounded by ``timeout``), so a failed upload
+        leaves no parts behind; without waiting, as the store may be what failed."""
+        if self.id is None:
+            return
+        abort = self._backend.s3("abort_multipart_upload", UploadId=self.id, **self._where)
+        loop: asyncio.AbstractEventLoop = self._backend.filesystem.loop
+        asyncio.run_coroutine_threadsafe(asyncio.wait_for(abort(), timeout), loop)
 
 
 def _precondition_failed(exc: BaseException) -> bool:
