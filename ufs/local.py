@@ -1,7 +1,8 @@
 """Local directories (``file://``) as a UFS backend, through the ``os`` module: statuses carry
 the exact ``st_mtime_ns`` (fsspec's float seconds would let a same-size rewrite keep its
-version), a symlink is followed the same way by status, listing and read, and a write
-replaces the file in one rename."""
+version), a read pinned to a version checks it on the descriptor it reads from, a symlink is
+followed the same way by status, listing and read, and a write replaces the file in one
+rename."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from fsspec.spec import AbstractFileSystem
 
 from ufs import uri as uris
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsInvalidPath
+from ufs.errors import UfsInvalidPath, UfsVersionChanged
 from ufs.status import UfsStatus, dir_status, make_version
 
 # Entries a listing leaves out: gone since the scan, a dangling link, a symlink loop.
@@ -77,7 +78,7 @@ class LocalBackend:
     ``threads`` so a hung mount (NFS, FUSE) costs a caller its deadline, not a thread forever.
     Thread-safe (no state of its own)."""
 
-    pins_versions = False
+    pins_versions = True
     has_directories = True
 
     def __init__(self, threads: ThreadRunner) -> None:
@@ -100,7 +101,7 @@ class LocalBackend:
     def read(
         self, uri: str, offset: int, length: int, version: str | None, deadline: Deadline
     ) -> bytes:
-        return self._threads.run(partial(_pread, uri, offset, length), deadline)
+        return self._threads.run(partial(_pread, uri, offset, length, version), deadline)
 
     def write(self, uri: str, data: bytes, deadline: Deadline) -> None:
         self._upload(uri, iter((data,)), lambda: deadline)
@@ -154,15 +155,16 @@ def _scan(uri: str) -> list[UfsStatus]:
     return statuses
 
 
-def _pread(uri: str, offset: int, length: int) -> bytes:
+def _pread(uri: str, offset: int, length: int, version: str | None) -> bytes:
     # O_NONBLOCK: opening a FIFO planted in a root must not hold a thread until a writer comes.
     fd = os.open(path_of(uri), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        before = os.fstat(fd)
+        if stat.S_ISDIR(before.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), uri)
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(before.st_mode):
             raise UfsInvalidPath(f"cannot read {uri!r}: not a regular file")
+        _check_version(uri, before, version)
         parts: list[bytes] = []
         while length > 0:
             part = os.pread(fd, length, offset)
@@ -171,9 +173,19 @@ def _pread(uri: str, offset: int, length: int) -> bytes:
             parts.append(part)
             offset += len(part)
             length -= len(part)
+        # Written to in place while read: the bytes may mix versions.
+        _check_version(uri, os.fstat(fd), version)
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def _check_version(uri: str, st: os.stat_result, version: str | None) -> None:
+    """The version is checked on the descriptor read from, not on the path: a file swapped
+    for another (or for a link) after its status was taken is a change, never its bytes."""
+    current = make_version(st.st_size, st.st_mtime_ns, None)
+    if version is not None and current != version:
+        raise UfsVersionChanged(uri, version, current)
 
 
 def _delete(path: str, recursive: bool) -> None:

@@ -9,10 +9,13 @@ served as the names they are.
 Residual race, stated honestly: the check runs before the operation (check-then-use). A local
 user who can rename entries inside a root could swap a checked path for a link between the
 two. Closing that fully needs resolution and use in one kernel call (``openat2`` with
-``RESOLVE_BENEATH``), which Python does not offer; the window is the time between the check
-and the UFS call of one request, and only someone who may already write inside the root can
-use it. Recursive deletes never follow links at all (``shutil.rmtree`` works on descriptors),
-so no race turns a delete outward.
+``RESOLVE_BENEATH``), which Python does not offer; only someone who may already write inside
+the root can try. Where it is cheap it is narrowed: the worker's reads are pinned to a version
+and the local backend checks that version (size, mtime_ns) on the very descriptor it reads
+from, so a file swapped after the check yields a version change, not the other file's bytes
+(short of one with the same size and mtime to the nanosecond); recursive deletes never
+follow links at all (``shutil.rmtree`` works on descriptors). Writes, renames, mkdir and
+deletes of a swapped path remain exposed for the width of one request.
 """
 
 from __future__ import annotations

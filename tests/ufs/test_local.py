@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from ufs.adapter import Ufs
-from ufs.errors import UfsInvalidPath
+from ufs.errors import UfsInvalidPath, UfsVersionChanged
 
 
 @pytest.fixture
@@ -49,3 +49,15 @@ def test_a_recursive_delete_does_not_follow_links(tree: Path) -> None:
     assert sorted(p.name for p in (tree / "d").iterdir()) == [
         "dangling", "dirlink", "filelink", "loop"
     ]  # fmt: skip
+
+
+def test_a_pinned_read_checks_the_file_it_reads_not_the_name(tree: Path) -> None:
+    """The name swapped for a link to another file of the same size after the status was
+    taken: the read is a version change, not the other file's bytes."""
+    ufs = Ufs()
+    pinned = ufs.status(f"file://{tree}/d/real/f")
+    (tree / "other").write_bytes(b"54321")
+    (tree / "d" / "real" / "f").unlink()
+    (tree / "d" / "real" / "f").symlink_to(tree / "other")
+    with pytest.raises(UfsVersionChanged):
+        ufs.read(f"file://{tree}/d/real/f", 0, 5, version=pinned.version)
