@@ -102,16 +102,22 @@ class FsspecBackend:
         self.call(deadline, "pipe_file", self.path(uri), data)
 
     def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
-        # fsspec's file objects are sync: their steps run on threads, each with ``step``. Not
-        # closed on failure, as closing commits; but fsspec's buffered files close themselves
-        # when collected, so a failed upload here may leave a part (local and S3 never do).
+        # fsspec's file objects are sync: their steps run on threads, each with ``step``.
+        # Opened uncommitted (fsspec's transactions), so a failed upload is discarded; a
+        # filesystem that ignores ``autocommit`` (fsspec's memory filesystem does) may still
+        # leave a part. Local and S3 never do.
         def opened() -> Any:
-            return self._fs.open(self.path(uri), "wb", block_size=WRITE_CHUNK)
+            return self._fs.open(self.path(uri), "wb", block_size=WRITE_CHUNK, autocommit=False)
 
         out = self._threads.run(opened, Deadline(step))
-        for chunk in chunks:
-            self._threads.run(partial(out.write, chunk), Deadline(step))
-        self._threads.run(out.close, Deadline(step))
+        try:
+            for chunk in chunks:
+                self._threads.run(partial(out.write, chunk), Deadline(step))
+            self._threads.run(out.close, Deadline(step))
+            self._threads.run(out.commit, Deadline(step))
+        except BaseException:
+            self._threads.spawn(out.discard)
+            raise
 
     def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:
         self.call(deadline, "rm", self.path(uri), recursive=recursive)

@@ -54,6 +54,14 @@ class TestMemory(UfsContract):
 
         return write
 
+    @pytest.mark.xfail(
+        reason="fsspec's memory filesystem ignores autocommit=False: it replaces the file "
+        "as soon as it is opened for writing",
+        strict=True,
+    )
+    def test_a_failed_stream_leaves_the_old_file(self, ufs: Ufs, root: str) -> None:
+        super().test_a_failed_stream_leaves_the_old_file(ufs, root)
+
 
 def test_unreachable_s3_is_retried_then_unavailable() -> None:
     sleeps: list[float] = []
