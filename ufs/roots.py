@@ -53,16 +53,17 @@ class MountRoots:
         if not any(uris.is_under(canonical, root) for root in self.roots):
             allowed = ", ".join(self.roots) or "none configured (set dora.worker.ufs.roots)"
             raise UfsOutsideRoots(f"path {canonical!r} is outside the mount roots ({allowed})")
-        if uris.split(canonical)[0] == "file" and not self._resolves_inside(canonical):
+        scheme, path = uris.split(canonical)
+        if scheme == "file" and not self._resolves_inside(canonical, path):
             # The target is not named: it may be something the caller should not learn.
             raise UfsOutsideRoots(
                 f"path {canonical!r} leads through a symbolic link outside the mount roots"
             )
         return canonical
 
-    def _resolves_inside(self, canonical: str) -> bool:
+    def _resolves_inside(self, canonical: str, path: str) -> bool:
         try:
-            real = resolve(path_of(canonical))
+            real = resolve(path)
         except OSError as exc:
             raise translate(exc, "resolve", canonical) from exc
         return any(
