@@ -144,8 +144,8 @@ class Ufs:
         """Bytes ``[offset, offset+length)``, fewer at the end of the file.
 
         With ``version``, the bytes are guaranteed to come from that version: S3 reads carry
-        ``If-Match``; other stores are re-checked after the read. A different version raises
-        :class:`UfsVersionChanged`.
+        ``If-Match``, local reads check it on the descriptor they read from, other stores are
+        re-checked after the read. A different version raises :class:`UfsVersionChanged`.
         """
         backend = self._of(uri)
         pinned = backend.pins_versions and version not in (None, DIR_VERSION)
