@@ -6,6 +6,9 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
+DIR_VERSION = "dir"
+"""The version of every directory: directories have no content to fingerprint."""
+
 
 @dataclass(frozen=True, slots=True)
 class UfsStatus:
@@ -42,6 +45,11 @@ class UfsStatus:
 def file_id(uri: str) -> str:
     """The stable id of a file: sha256 of its full URI (the same in every process and host)."""
     return hashlib.sha256(uri.encode("utf-8")).hexdigest()
+
+
+def dir_status(uri: str, name: str) -> UfsStatus:
+    """The status of directory ``uri`` (named ``name``)."""
+    return UfsStatus(uri, name, True, 0, 0, DIR_VERSION, None)
 
 
 def make_version(size: int, mtime_ns: int, etag: str | None) -> str:

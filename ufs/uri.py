@@ -1,4 +1,4 @@
-"""Canonical UFS URIs, traversal checks and mount roots.
+"""Canonical UFS URIs and traversal checks (mount roots are :mod:`ufs.roots`).
 
 A file is named by its full URI (``s3://bucket/a/b.parquet``, ``file:///data/x.csv``). The
 canonical form has a lower-case scheme, no trailing slash (except a bare root such as
@@ -8,10 +8,9 @@ canonical form has a lower-case scheme, no trailing slash (except a bare root su
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from urllib.parse import unquote
 
-from ufs.errors import UfsInvalidPath, UfsOutsideRoots
+from ufs.errors import UfsInvalidPath
 
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 # Enough rounds to expose a traversal hidden under several layers of percent-encoding.
@@ -89,21 +88,3 @@ def is_under(uri: str, prefix: str) -> bool:
         return True
     base = prefix if prefix.endswith("/") else prefix + "/"
     return uri.startswith(base)
-
-
-class MountRoots:
-    """The URIs a worker may serve (``dora.worker.ufs.roots``). Immutable and thread-safe."""
-
-    def __init__(self, roots: Iterable[str]) -> None:
-        self.roots = tuple(normalize(root) for root in roots)
-
-    def check(self, uri: str) -> str:
-        """Normalize ``uri`` and return it if it lies under a root.
-
-        Raises UfsInvalidPath for a malformed or traversing URI, UfsOutsideRoots otherwise.
-        """
-        canonical = normalize(uri)
-        if not any(is_under(canonical, root) for root in self.roots):
-            allowed = ", ".join(self.roots) or "none configured (set dora.worker.ufs.roots)"
-            raise UfsOutsideRoots(f"path {canonical!r} is outside the mount roots ({allowed})")
-        return canonical

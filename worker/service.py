@@ -19,6 +19,7 @@ from ufs import keys as ufs_keys
 from ufs import uri as uris
 from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsNotFound
+from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys
 from worker.cluster import context as cluster_context
@@ -63,7 +64,7 @@ class WorkerService:
         self.meta = meta
         self.pages = pages
         roots: list[str] = config.get(ufs_keys.ROOTS)
-        self.roots = uris.MountRoots(roots)
+        self.roots = MountRoots(roots)
         self.metrics = Metrics()
         include: list[str] = config.get(keys.CACHE_INCLUDE)
         exclude: list[str] = config.get(keys.CACHE_EXCLUDE)
@@ -127,7 +128,8 @@ class WorkerService:
 
     def list(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
         sync_interval = cluster_context.sync_interval(sync_interval)
-        return self.meta.list_status(self.roots.check(uri), sync_interval)
+        # Entries that lead outside the roots are left out (see MountRoots.visible).
+        return self.roots.visible(self.meta.list_status(self.roots.check(uri), sync_interval))
 
     # -- data ----------------------------------------------------------------------------------
 

@@ -1,11 +1,17 @@
-"""The UFS contract against a real S3 server (SeaweedFS)."""
+"""The UFS contract against a real S3 server (SeaweedFS), and a frozen one (SIGSTOP)."""
+
+import os
+from collections.abc import Callable
 
 import pytest
 import s3fs
 
+from tests.integration.conftest import frozen
 from tests.ufs.contract import UfsContract, WriteOutside
-from ufs.adapter import Ufs
-from ufs.errors import UfsNotFound
+from ufs.adapter import Ufs, UfsOptions
+from ufs.errors import UfsNotFound, UfsUnavailable
+from ufs.s3 import PART_SIZE
+from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 
 class TestSeaweedFS(UfsContract):
@@ -34,3 +40,35 @@ def test_version_is_the_etag(s3_ufs: Ufs, s3_root: str) -> None:
 def test_missing_bucket_is_not_found(s3_ufs: Ufs) -> None:
     with pytest.raises(UfsNotFound):
         s3_ufs.status("s3://no-such-bucket-here/k")
+
+
+@pytest.mark.integration
+def test_a_frozen_s3_is_unavailable_at_the_deadline_then_serves_again(
+    private_s3: LocalS3,
+) -> None:
+    options = UfsOptions(
+        s3_endpoint=private_s3.endpoint,
+        s3_access_key_id=ACCESS_KEY,
+        s3_secret_access_key=SECRET_KEY,
+        call_deadline_ms=2000,
+    )
+    ufs = Ufs(options)
+    written = ufs.write("s3://private/d/a", b"hello")
+    big = os.urandom(PART_SIZE + 1)
+    calls: dict[str, Callable[[], object]] = {
+        "status": lambda: ufs.status("s3://private/d/a"),
+        "list": lambda: ufs.list("s3://private/d"),
+        "read": lambda: ufs.read("s3://private/d/a", 0, 5),
+        "pinned read": lambda: ufs.read("s3://private/d/a", 0, 5, version=written.version),
+        "write": lambda: ufs.write("s3://private/d/b", b"bytes"),
+        "streamed write": lambda: ufs.write("s3://private/d/c", iter([big[:10], big[10:]])),
+    }
+    with frozen(private_s3):
+        for what, call in calls.items():
+            with pytest.raises(UfsUnavailable, match="within 2s") as raised:
+                call()
+            assert raised.value.retry_after == 2, what
+    assert ufs.read("s3://private/d/a", 0, 5, version=written.version) == b"hello"
+    assert ufs.write("s3://private/d/e", iter([big])).size == len(big)
+    assert ufs.read("s3://private/d/e", PART_SIZE - 2, 10) == big[PART_SIZE - 2 :]
+    assert "e" in [s.name for s in ufs.list("s3://private/d")]

@@ -1,7 +1,7 @@
 import pytest
 
-from ufs.errors import UfsInvalidPath, UfsOutsideRoots
-from ufs.uri import MountRoots, is_under, name, normalize, parent
+from ufs.errors import UfsInvalidPath
+from ufs.uri import is_under, name, normalize, parent
 
 
 @pytest.mark.parametrize(
@@ -59,14 +59,3 @@ def test_is_under_respects_segment_boundaries() -> None:
     assert is_under("s3://b/data", "s3://b/data")
     assert not is_under("s3://b/database/x", "s3://b/data")
     assert is_under("file:///anything", "file:///")
-
-
-def test_mount_roots() -> None:
-    roots = MountRoots(["s3://b/data/", "file:///srv"])
-    assert roots.check("s3://b/data/x/") == "s3://b/data/x"
-    with pytest.raises(UfsOutsideRoots, match="outside the mount roots"):
-        roots.check("s3://b/database/x")
-    with pytest.raises(UfsInvalidPath):
-        roots.check("file:///srv/../etc/passwd")
-    with pytest.raises(UfsOutsideRoots, match="none configured"):
-        MountRoots([]).check("s3://b/x")
