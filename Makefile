@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck bench soak clean
+.PHONY: test test-fast demo lint typecheck bench soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,14 +23,19 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# Unit tests only: no real servers (integration), no reliability scenarios.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not reliability"
+
 demo: $(STAMP)
 	$(BIN)/dora demo
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
 
+# The long versions of the reliability scenarios (see RELIABILITY.md); figures at the end.
 soak: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests --soak
+	$(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=3600 -m reliability --soak tests/reliability
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
