@@ -57,7 +57,7 @@ def figure(request: pytest.FixtureRequest) -> Callable[[str, float, str], None]:
     figures = request.config.stash[FIGURES]
 
     def record(name: str, value: float, unit: str = "") -> None:
-        figures.append((request.node.nodeid, name, value, unit))
+        figures.append((f"{request.node.path.stem}::{request.node.name}", name, value, unit))
 
     return record
 

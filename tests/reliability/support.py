@@ -3,6 +3,7 @@ frozen and restarted on the same work dir, and content that says which version i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -11,12 +12,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 DORA = str(Path(sys.executable).with_name("dora"))
+RecordFigure = Callable[[str, float, str], None]  # the ``figure`` fixture of tests/conftest.py
 START_SECONDS = 60.0
 
 
@@ -139,3 +142,17 @@ class Worker:
             if line.startswith(name) and line[len(name) : len(name) + 1] in (" ", "{"):
                 total += float(line.rsplit(" ", 1)[1])
         return total
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of ``size`` mounted at ``path`` (root only: skips otherwise), unmounted at
+    the end."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
