@@ -69,3 +69,14 @@ def make_worker(tmp_path: Path) -> Iterator[MakeWorker]:
     yield make
     for worker in made:
         worker.close()
+
+
+@pytest.fixture
+def s3_worker(s3: LocalS3, prefix: str, proxy: TcpProxy, make_worker: MakeWorker) -> MakeWorker:
+    """Starts workers (``s3_worker(*defines)``) whose mount root is the test's prefix and whose
+    S3 is reached through the proxy."""
+
+    def make(*defines: str) -> Worker:
+        return make_worker(f"dora.worker.ufs.roots={prefix}", *s3_defines(s3, proxy.url), *defines)
+
+    return make

@@ -11,9 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import s3fs
 
-from tests.reliability.conftest import MakeWorker, s3_defines
+from tests.reliability.conftest import MakeWorker
 from tests.reliability.support import RecordFigure, content
-from worker.locals3 import LocalS3
 from worker.netproxy import TcpProxy
 
 pytestmark = pytest.mark.reliability
@@ -28,21 +27,16 @@ def page_ranges(size: int) -> set[str]:
 
 
 def test_eighty_readers_on_a_cold_file_fetch_each_page_once(
-    s3: LocalS3,
     outside: s3fs.S3FileSystem,
     prefix: str,
     proxy: TcpProxy,
-    make_worker: MakeWorker,
+    s3_worker: MakeWorker,
     soak: bool,
     figure: RecordFigure,
 ) -> None:
     # A little latency on the link widens the window in which the readers pile up.
     proxy.latency = 0.02
-    worker = make_worker(
-        f"dora.worker.ufs.roots={prefix}",
-        f"dora.worker.page.store.page.size={PAGE}",
-        *s3_defines(s3, proxy.url),
-    )
+    worker = s3_worker(f"dora.worker.page.store.page.size={PAGE}")
     rounds = 10 if soak else 1
     fetched: Counter[int] = Counter()
     heads = 0

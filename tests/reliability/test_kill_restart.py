@@ -15,9 +15,8 @@ import httpx
 import pytest
 import s3fs
 
-from tests.reliability.conftest import MakeWorker, s3_defines
+from tests.reliability.conftest import MakeWorker
 from tests.reliability.support import RecordFigure, Worker, content, digest, wait_for
-from worker.locals3 import LocalS3
 from worker.netproxy import TcpProxy
 
 pytestmark = pytest.mark.reliability
@@ -102,20 +101,15 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def test_sigkill_during_cold_reads_and_load_jobs_loses_nothing(
-    s3: LocalS3,
     outside: s3fs.S3FileSystem,
     prefix: str,
     proxy: TcpProxy,
-    make_worker: MakeWorker,
+    s3_worker: MakeWorker,
     soak: bool,
     figure: RecordFigure,
 ) -> None:
     proxy.latency = 0.005  # a slower link, so the kills land while pages are in flight
-    worker = make_worker(
-        f"dora.worker.ufs.roots={prefix}",
-        f"dora.worker.page.store.page.size={PAGE}",
-        *s3_defines(s3, proxy.url),
-    )
+    worker = s3_worker(f"dora.worker.page.store.page.size={PAGE}")
     rng = random.Random(prefix)
     rounds = 10 if soak else 2
     written: dict[str, bytes] = {}
