@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import s3fs
 
 from tests.reliability.support import Worker
 from worker.locals3 import LocalS3
-from worker.netproxy import TcpProxy
+from worker.netproxy import HttpRequest, TcpProxy
 
 BUCKET = "reliability"
 MakeWorker = Callable[..., Worker]
@@ -71,12 +72,36 @@ def make_worker(tmp_path: Path) -> Iterator[MakeWorker]:
         worker.close()
 
 
+@dataclass
+class Scene:
+    """What an S3 scenario works with: the suite's SeaweedFS, a fresh prefix, the proxy that
+    workers reach S3 through, and the writer outside the cache."""
+
+    server: LocalS3
+    prefix: str
+    proxy: TcpProxy
+    outside: s3fs.S3FileSystem
+    make_worker: MakeWorker
+
+    def worker(self, *defines: str) -> Worker:
+        """A worker whose mount root is the prefix and whose S3 is behind the proxy."""
+        return self.make_worker(
+            f"dora.worker.ufs.roots={self.prefix}", *s3_defines(self.server, self.proxy.url),
+            *defines)  # fmt: skip
+
+    def put(self, uri: str, data: bytes) -> None:
+        """Write ``uri`` from outside the cache, straight to S3."""
+        self.outside.pipe_file(uri.removeprefix("s3://"), data)
+
+    def requests(self, uri: str) -> list[HttpRequest]:
+        """The requests the proxy saw for the object ``uri`` or anything under it."""
+        key = "/" + uri.removeprefix("s3://")
+        paths = [(r, r.target.split("?")[0]) for r in self.proxy.requests()]
+        return [r for r, path in paths if path == key or path.startswith(key + "/")]
+
+
 @pytest.fixture
-def s3_worker(s3: LocalS3, prefix: str, proxy: TcpProxy, make_worker: MakeWorker) -> MakeWorker:
-    """Starts workers (``s3_worker(*defines)``) whose mount root is the test's prefix and whose
-    S3 is reached through the proxy."""
-
-    def make(*defines: str) -> Worker:
-        return make_worker(f"dora.worker.ufs.roots={prefix}", *s3_defines(s3, proxy.url), *defines)
-
-    return make
+def scene(
+    s3: LocalS3, prefix: str, proxy: TcpProxy, outside: s3fs.S3FileSystem, make_worker: MakeWorker
+) -> Scene:
+    return Scene(s3, prefix, proxy, outside, make_worker)

@@ -9,11 +9,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import s3fs
 
-from tests.reliability.conftest import MakeWorker
+from tests.reliability.conftest import Scene
 from tests.reliability.support import RecordFigure, content
-from worker.netproxy import TcpProxy
 
 pytestmark = pytest.mark.reliability
 
@@ -27,24 +25,19 @@ def page_ranges(size: int) -> set[str]:
 
 
 def test_eighty_readers_on_a_cold_file_fetch_each_page_once(
-    outside: s3fs.S3FileSystem,
-    prefix: str,
-    proxy: TcpProxy,
-    s3_worker: MakeWorker,
-    soak: bool,
-    figure: RecordFigure,
+    scene: Scene, soak: bool, figure: RecordFigure
 ) -> None:
     # A little latency on the link widens the window in which the readers pile up.
-    proxy.latency = 0.02
-    worker = s3_worker(f"dora.worker.page.store.page.size={PAGE}")
+    scene.proxy.latency = 0.02
+    worker = scene.worker(f"dora.worker.page.store.page.size={PAGE}")
     rounds = 10 if soak else 1
     fetched: Counter[int] = Counter()
     heads = 0
     for n in range(rounds):
-        uri = f"{prefix}/herd-{n}.bin"
+        uri = f"{scene.prefix}/herd-{n}.bin"
         data = content(uri, SIZE)
-        outside.pipe_file(uri.removeprefix("s3://"), data)
-        proxy.reset_counts()
+        scene.put(uri, data)
+        scene.proxy.reset_counts()
         start = threading.Barrier(READERS)
 
         def read(_: int, uri: str = uri, start: threading.Barrier = start) -> bytes:
@@ -54,8 +47,7 @@ def test_eighty_readers_on_a_cold_file_fetch_each_page_once(
         with ThreadPoolExecutor(READERS) as pool:
             bodies = list(pool.map(read, range(READERS)))
         assert all(body == data for body in bodies)
-        key = "/" + uri.removeprefix("s3://")
-        requests = [r for r in proxy.requests() if r.target.split("?")[0] == key]
+        requests = scene.requests(uri)
         gets = Counter(r.range for r in requests if r.method == "GET")
         heads += sum(r.method == "HEAD" for r in requests)
         assert set(gets) == page_ranges(SIZE) and set(gets.values()) == {1}, gets

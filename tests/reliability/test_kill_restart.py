@@ -13,11 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-import s3fs
 
-from tests.reliability.conftest import MakeWorker
+from tests.reliability.conftest import Scene
 from tests.reliability.support import RecordFigure, Worker, content, digest, wait_for
-from worker.netproxy import TcpProxy
 
 pytestmark = pytest.mark.reliability
 
@@ -26,26 +24,23 @@ FILES_PER_SET = 6
 READERS = 6
 
 
-def write_set(outside: s3fs.S3FileSystem, directory: str, rng: random.Random) -> dict[str, bytes]:
+def write_set(scene: Scene, directory: str, rng: random.Random) -> dict[str, bytes]:
     files = {}
     for n in range(FILES_PER_SET):
         uri = f"{directory}/f{n}.bin"
         files[uri] = content(uri, rng.randrange(3 * PAGE, 10 * PAGE))
-        outside.pipe_file(uri.removeprefix("s3://"), files[uri])
+        scene.put(uri, files[uri])
     return files
 
 
-def page_gets(proxy: TcpProxy, directory: str) -> int:
-    key = "/" + directory.removeprefix("s3://") + "/"
-    return sum(r.method == "GET" and r.target.startswith(key) for r in proxy.requests())
-
-
-def kill_after_gets(
-    worker: Worker, proxy: TcpProxy, directory: str, files: dict[str, bytes]
-) -> None:
+def kill_after_gets(worker: Worker, scene: Scene, directory: str, files: dict[str, bytes]) -> None:
     """SIGKILL the worker once it has fetched 40% of the pages under ``directory``."""
     pages = sum(-(-len(data) // PAGE) for data in files.values())
-    wait_for(lambda: page_gets(proxy, directory) >= 0.4 * pages, f"page GETs under {directory}")
+
+    def fetched() -> bool:
+        return sum(r.method == "GET" for r in scene.requests(directory)) >= 0.4 * pages
+
+    wait_for(fetched, f"page GETs under {directory}")
     worker.kill()
 
 
@@ -71,7 +66,7 @@ def read_until_killed(
 
 
 def kill_during_reads(
-    worker: Worker, proxy: TcpProxy, directory: str, files: dict[str, bytes], seed: int
+    worker: Worker, scene: Scene, directory: str, files: dict[str, bytes], seed: int
 ) -> tuple[int, list[str]]:
     killed = threading.Event()
     with ThreadPoolExecutor(READERS) as pool:
@@ -79,19 +74,17 @@ def kill_during_reads(
             pool.submit(read_until_killed, worker, files, seed + n, killed) for n in range(READERS)
         ]
         try:
-            kill_after_gets(worker, proxy, directory, files)
+            kill_after_gets(worker, scene, directory, files)
         finally:
             killed.set()
         results = [run.result() for run in runs]
     return sum(r[0] for r in results), [w for r in results for w in r[1]]
 
 
-def kill_during_load(
-    worker: Worker, proxy: TcpProxy, directory: str, files: dict[str, bytes]
-) -> None:
+def kill_during_load(worker: Worker, scene: Scene, directory: str, files: dict[str, bytes]) -> None:
     job = worker.http.post(worker.url + "/v1/load", params={"path": directory, "recursive": "true"})
     assert job.status_code == 202, job.text
-    kill_after_gets(worker, proxy, directory, files)
+    kill_after_gets(worker, scene, directory, files)
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -101,28 +94,24 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def test_sigkill_during_cold_reads_and_load_jobs_loses_nothing(
-    outside: s3fs.S3FileSystem,
-    prefix: str,
-    proxy: TcpProxy,
-    s3_worker: MakeWorker,
-    soak: bool,
-    figure: RecordFigure,
+    scene: Scene, soak: bool, figure: RecordFigure
 ) -> None:
-    proxy.latency = 0.005  # a slower link, so the kills land while pages are in flight
-    worker = s3_worker(f"dora.worker.page.store.page.size={PAGE}")
-    rng = random.Random(prefix)
+    scene.proxy.latency = 0.005  # a slower link, so the kills land while pages are in flight
+    worker = scene.worker(f"dora.worker.page.store.page.size={PAGE}")
+    rng = random.Random(scene.prefix)
     rounds = 10 if soak else 2
     written: dict[str, bytes] = {}
     verified, wrong, restarts = 0, [], []
     for n in range(rounds):
-        reads = write_set(outside, f"{prefix}/round-{n}/read", rng)
+        directory = f"{scene.prefix}/round-{n}"
+        reads = write_set(scene, f"{directory}/read", rng)
         written.update(reads)
-        done, bad = kill_during_reads(worker, proxy, f"{prefix}/round-{n}/read", reads, n * 100)
+        done, bad = kill_during_reads(worker, scene, f"{directory}/read", reads, n * 100)
         verified, wrong = verified + done, wrong + bad
         restarts.append(timed(worker.start))
-        loads = write_set(outside, f"{prefix}/round-{n}/load", rng)
+        loads = write_set(scene, f"{directory}/load", rng)
         written.update(loads)
-        kill_during_load(worker, proxy, f"{prefix}/round-{n}/load", loads)
+        kill_during_load(worker, scene, f"{directory}/load", loads)
         restarts.append(timed(worker.start))
     assert wrong == []
     before = worker.stats()
