@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck bench soak clean etcd
+.PHONY: test test-fast demo lint typecheck bench soak clean etcd
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ typecheck: $(STAMP)
 test: etcd lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# Unit tests only: no real servers (integration), no reliability scenarios.
+test-fast: lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not reliability"
+
 # `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
 demo: etcd $(STAMP)
 	$(BIN)/dora demo $(DEMO_ARGS)
@@ -36,8 +40,9 @@ demo: etcd $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
 
+# The long versions of the reliability scenarios (see RELIABILITY.md); figures at the end.
 soak: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests --soak
+	$(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=3600 -m reliability --soak tests/reliability
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
