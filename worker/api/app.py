@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from worker import keys
-from worker.api import params
+from worker.api import alluxio, params
 from worker.api.body import file_chunks, spool_body
 from worker.api.errors import Unauthorized, classify, response_for
 from worker.service import ReadResult, WorkerService
@@ -42,7 +42,7 @@ def create_app(service: WorkerService) -> FastAPI:
     set) cover every route but the probes ``/healthz`` and ``/readyz``."""
     app = FastAPI(title="doracache worker", version="1", docs_url=None, redoc_url=None)
     token = (service.config.get(keys.TOKEN) or "").encode()
-    for method, path, fn in ROUTES:
+    for method, path, fn in (*ROUTES, *alluxio.ROUTES):
         app.add_api_route(path, _wrap(service, path, fn, token), methods=[method])
     return app
 
