@@ -253,3 +253,35 @@ def test_the_s3_port_serves_objects_at_their_namespace_path(
     )
     assert ranged.content == content[1:3]
     assert asyncio.run(get("http://w:28080/healthz")).json() == {"status": "ok"}
+
+
+def test_stop_reports_whether_it_stopped_a_running_job(
+    api: Api, service: WorkerService, data_dir: Path
+) -> None:
+    (data_dir / "many").mkdir()
+    for i in range(200):
+        (data_dir / f"many/{i}.bin").write_bytes(os.urandom(PAGE))
+    path = uri(data_dir, "many")
+    api.get("/v1/load", params={"path": path, "opType": "submit"})
+    stopped = api.get("/v1/load", params={"path": path, "opType": "stop"}).json()["success"]
+    job = service.loads.latest(path)
+    assert job is not None
+    service.loads.wait(job.id, 30)
+    state = api.get("/v1/load", params={"path": path, "opType": "progress"}).json()["jobState"]
+    assert state == ("STOPPED" if stopped else "SUCCEEDED")
+
+
+def test_the_token_guards_alluxios_routes_too(
+    make_service: Callable[..., WorkerService], data_dir: Path
+) -> None:
+    service = make_service("dora.worker.security.token=s3cret")
+    (data_dir / "f.txt").write_bytes(b"x")
+    path = uri(data_dir, "f.txt")
+    anonymous, holder = Api(service), Api(service, {"Authorization": "Bearer s3cret"})
+    try:
+        assert anonymous.get("/v1/info", params={"path": path}).status_code == 401
+        assert call(anonymous, "GET", "chunk/{id}", path).status_code == 401
+        assert call(holder, "GET", "chunk/{id}", path).content == b"x"
+    finally:
+        anonymous.close()
+        holder.close()
