@@ -90,8 +90,9 @@ async def _stream(read: Callable[[], ReadResult], status: int = 200) -> Response
 
 async def node(service: WorkerService, request: Request) -> Response:
     """The worker to ask about a path: this one, at the address the client reached it by."""
-    host = request.url.hostname or request.scope["server"][0]
-    port = request.url.port or request.scope["server"][1]
+    host, port = request.url.hostname or "", request.url.port
+    if port is None:
+        port = 443 if request.url.scheme == "https" else 80
     if service.config.get(alluxio_keys.NODE_ANSWER) == alluxio_keys.NODE_ANSWER_LOCATIONS:
         return _json(shapes.node_locations(host, port, request.query_params.get("path", "")))
     return _json(shapes.node_address(host, port))
@@ -272,12 +273,12 @@ async def copy(service: WorkerService, request: Request) -> Response:
     recursive, forced = ap.flag(request, "recursive"), ap.flag(request, "forced")
 
     def work() -> None:
-        root = service.status(src, sync_interval=0)
+        root, target = service.status(src, sync_interval=0), service.roots.check(dst)
         if root.is_dir and not recursive:
             raise UfsIsADirectory(f"cannot copy {root.uri!r}: a directory needs recursive")
         sources = _files_under(service, root) if root.is_dir else [root]
         for source in sources:
-            _copy_file(service, source, dst + source.uri[len(root.uri) :], forced)
+            _copy_file(service, source, target + source.uri[len(root.uri) :], forced)
 
     await run_in_threadpool(work)
     return _json(SUCCESS)
@@ -388,7 +389,7 @@ def objects_on_port(app: ASGIApp, port: int) -> ASGIApp:
         if scope["type"] == "http" and server is not None and server[1] == port:
             scope = dict(scope)
             scope["path"] = OBJECTS + scope["path"]
-            scope["raw_path"] = OBJECTS.encode() + scope.get("raw_path", b"")
+            scope["raw_path"] = OBJECTS.encode() + (scope.get("raw_path") or b"")
         await app(scope, receive, send)
 
     return dispatch

@@ -159,7 +159,7 @@ def test_mkdir_touch_rm_mv_and_copy(api: Api, data_dir: Path, service: WorkerSer
     assert api.request("POST", cp).status_code == 409
     assert api.request("POST", cp + "&forced=True").status_code == 200
     assert (data_dir / "c.txt").read_bytes() == b"newer"
-    tree = f"/v1/copy/{pid(made)}?srcPath={made}&dstPath={uri(data_dir, 'tree')}"
+    tree = f"/v1/copy/{pid(made)}?srcPath={made}&dstPath={uri(data_dir, 'tree/')}"
     assert api.request("POST", tree).json()["error"] == "IsADirectory"
     assert api.request("POST", tree + "&recursive=True").status_code == 200
     assert (data_dir / "tree/m.txt").read_bytes() == b"newer"
