@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test test-fast demo lint typecheck bench soak clean etcd
+.PHONY: test test-fast demo lint typecheck bench soak clean etcd alluxiofs-venvs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
 
+# alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
+# each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
+alluxiofs-venvs: $(STAMP)
+	$(BIN)/python -m tests.integration.alluxiofs_support
+
 lint: $(STAMP)
 	$(BIN)/ruff check config ufs pagestore worker tests bench
 	$(BIN)/ruff format --check config ufs pagestore worker tests bench
@@ -26,7 +31,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: etcd lint typecheck
+test: etcd alluxiofs-venvs lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # Unit tests only: no real servers (integration), no reliability scenarios.
@@ -45,4 +50,4 @@ soak: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=3600 -m reliability --soak tests/reliability
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-alluxiofs .mypy_cache .ruff_cache

@@ -8,6 +8,7 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
+from worker.api import alluxio_keys
 from worker.cluster import keys as cluster_keys
 from worker.meta import keys as meta_keys
 
@@ -138,6 +139,7 @@ def build_registry() -> Registry:
         pagestore.keys.KEYS,
         meta_keys.KEYS,
         cluster_keys.KEYS,
+        alluxio_keys.KEYS,
     ):
         registry.extend(component)
     return registry.extend(KEYS)

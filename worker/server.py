@@ -16,9 +16,11 @@ from pathlib import Path
 from types import FrameType
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from config import Config
 from worker import keys
+from worker.api import alluxio, alluxio_keys
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
 from worker.service import WorkerService
@@ -58,9 +60,13 @@ def serve(config: Config, options: ProcessOptions) -> int:
     host, port = config.get(keys.BIND_HOST), config.get(keys.BIND_PORT)
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
+    s3_port = config.get(alluxio_keys.S3_PORT)
+    extra = [bind(host, s3_port)] if s3_port else []
     service = WorkerService.from_config(config)
     node = ClusterNode.start(config, service, host, actual_port)
-    app = create_app(service)
+    app: ASGIApp = create_app(service)
+    if s3_port:
+        app = alluxio.objects_on_port(app, s3_port)
     server = uvicorn.Server(
         uvicorn.Config(
             app if node is None else node.wrap(app),
@@ -83,7 +89,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=[sock, *extra])
     finally:
         log.info("worker stopping: flushing the metastore and page store")
         if node is not None:
@@ -91,7 +97,8 @@ def serve(config: Config, options: ProcessOptions) -> int:
         service.close()
         if options.state_file is not None:
             options.state_file.unlink(missing_ok=True)
-        sock.close()
+        for listener in (sock, *extra):
+            listener.close()
     log.info("worker stopped")
     return 0
 

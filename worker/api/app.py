@@ -12,10 +12,9 @@ from __future__ import annotations
 import hmac
 import itertools
 import json
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import IO, Any
+from typing import Any
 
 from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -24,15 +23,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from worker import keys
-from worker.api import params
-from worker.api.errors import PayloadTooLarge, Unauthorized, classify, response_for
+from worker.api import alluxio, params
+from worker.api.body import file_chunks, spool_body
+from worker.api.errors import Unauthorized, classify, response_for
 from worker.service import ReadResult, WorkerService
 
 Handler = Callable[[Request], Awaitable[Response]]
 Route = Callable[[WorkerService, Request], Awaitable[Response]]
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-SPOOL_IN_MEMORY = 16 << 20
-COPY_CHUNK = 1 << 20
 
 
 def json_response(data: Any, status: int = 200) -> Response:
@@ -44,7 +42,7 @@ def create_app(service: WorkerService) -> FastAPI:
     set) cover every route but the probes ``/healthz`` and ``/readyz``."""
     app = FastAPI(title="doracache worker", version="1", docs_url=None, redoc_url=None)
     token = (service.config.get(keys.TOKEN) or "").encode()
-    for method, path, fn in ROUTES:
+    for method, path, fn in (*ROUTES, *alluxio.ROUTES):
         app.add_api_route(path, _wrap(service, path, fn, token), methods=[method])
     return app
 
@@ -110,9 +108,9 @@ async def listing(service: WorkerService, request: Request) -> Response:
 async def write(service: WorkerService, request: Request) -> Response:
     path = params.required(request.query_params, "path")
     service.roots.check(path)
-    spool = await _spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        written, created = await run_in_threadpool(service.write, path, _file_chunks(spool))
+        written, created = await run_in_threadpool(service.write, path, file_chunks(spool))
     finally:
         spool.close()
     return json_response(service.describe(written), 201 if created else 200)
@@ -209,28 +207,6 @@ async def read(service: WorkerService, request: Request) -> Response:
         last = result.offset + result.length - 1
         headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
     return StreamingResponse(body, status_code, headers, "application/octet-stream")
-
-
-async def _spool_body(request: Request, limit: int) -> IO[bytes]:
-    """The request body in a spooled temp file (memory, then disk), refused past ``limit``."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 — caller closes
-    received = 0
-    async for chunk in request.stream():
-        received += len(chunk)
-        if received > limit:
-            spool.close()
-            raise PayloadTooLarge(f"body exceeds the limit of {limit} bytes")
-        spool.write(chunk)
-    spool.seek(0)
-    return spool
-
-
-def _file_chunks(spool: IO[bytes]) -> Iterator[bytes]:
-    while chunk := spool.read(COPY_CHUNK):
-        yield chunk
 
 
 ROUTES: tuple[tuple[str, str, Route], ...] = (
