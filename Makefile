@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck bench soak clean etcd
+.PHONY: test demo lint typecheck bench bench-quick soak clean etcd
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,8 +33,13 @@ test: etcd lint typecheck
 demo: etcd $(STAMP)
 	$(BIN)/dora demo $(DEMO_ARGS)
 
-bench: $(STAMP)
+# Figures to stdout; the side-by-side suite writes bench/results/*.json and renders
+# bench/RESULTS.md and bench/results/plots from it. bench-quick: small sizes, 0 ms, a few minutes.
+bench: etcd $(STAMP)
 	$(BIN)/python -m bench.run_all
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench.run_all --quick
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests --soak

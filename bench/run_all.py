@@ -1,22 +1,37 @@
-"""``make bench``: every benchmark, one after another, each in its own process so one's memory
-and threads don't skew the next. Figures go to stdout; bench/RESULTS.md records them."""
+"""``make bench`` / ``make bench-quick``: the benchmarks, one after another, each in its own
+process so one's memory and threads don't skew the next. Figures go to stdout; the side-by-side
+suite also writes its result file and renders bench/RESULTS.md and the plots from it.
+
+    .venv/bin/python -m bench.run_all            # everything (make bench)
+    .venv/bin/python -m bench.run_all --quick    # the side-by-side suite, reduced (make bench-quick)
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import subprocess
 import sys
 
-BENCHMARKS = (
+FULL = (
+    ["bench.side", "--render"],
     ["bench.meta_bench"],
     ["bench.pagestore_bench"],
-    ["bench.worker_bench"],
     ["bench.cluster_bench"],
+    ["bench.load_bench"],
 )
+QUICK = (["bench.side", "--quick", "--render"],)
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the reduced side-by-side run only")
+    args = parser.parse_args()
     failed = []
-    for module in BENCHMARKS:
+    for module in QUICK if args.quick else FULL:
+        if importlib.util.find_spec(module[0]) is None:
+            print(f"\n=== {module[0]}: not in this checkout, skipped", flush=True)
+            continue
         print(f"\n=== python -m {' '.join(module)}", flush=True)
         if subprocess.run([sys.executable, "-m", *module], check=False).returncode != 0:
             failed.append(module[0])

@@ -8,6 +8,7 @@ it into the tables of ``bench/RESULTS.md`` and the plots without re-running anyt
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -25,8 +26,8 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         raise ValueError("percentile of no values")
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
-    return ordered[rank]
+    rank = math.ceil(q / 100 * len(ordered))
+    return ordered[max(0, min(len(ordered), rank) - 1)]
 
 
 @dataclass
