@@ -196,6 +196,7 @@ def header(result: RunResult, result_path: Path) -> list[str]:
     ]
     if result.label:
         lines += ["", f"> {result.label}"]
+    lines += _caveats(result)
     lines += [
         "",
         f"Command: `{result.command}`; result file `{_relative(result_path)}`. "
@@ -215,6 +216,26 @@ def header(result: RunResult, result_path: Path) -> list[str]:
     if result.errors:
         lines += ["", "Errors: " + "; ".join(result.errors) + "."]
     return [*lines, ""]
+
+
+def _caveats(result: RunResult) -> list[str]:
+    """Warnings a reader must see before any figure: a quick run, a loaded machine."""
+    found = []
+    if result.mode == "quick":
+        found.append(
+            "A quick run (`make bench-quick`): reduced sizes and 0 ms only. It checks the "
+            "harness end to end; judge the goals by a full run (`make bench`)."
+        )
+    cpus = result.machine.get("cpus") or 1
+    load = max(
+        result.machine.get("load_before", [0.0])[0], result.machine.get("load_after", [0.0])[0]
+    )
+    if load > 1.5 * cpus:
+        found.append(
+            f"The machine was loaded (load average up to {load:.1f} on {cpus} CPUs): absolute "
+            "figures are not meaningful, and even ratios are noisy."
+        )
+    return [line for caveat in found for line in ("", f"**Caveat:** {caveat}")]
 
 
 def _relative(path: Path) -> str:
