@@ -15,7 +15,8 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +28,21 @@ from bench.side.results import RunResult, machine_facts
 from bench.side.services import Scene
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
-WORKLOADS = ("info", "ls", "status-rate", "seq-read", "random-read", "shared", "growth")
+WORKLOADS = (
+    "info",
+    "ls",
+    "status-rate",
+    "seq-read",
+    "random-read",
+    "shared",
+    "growth-status",
+    "growth-pages",
+)
+# Run in this process on the worker's components, after the servers are stopped.
+IN_PROCESS = {
+    "growth-status": wl_growth.run_growth_status,
+    "growth-pages": wl_growth.run_growth_pages,
+}
 # Warm-only workloads do not touch the object store: they run at the first latency only.
 LATENCY_FREE = ("status-rate",)
 
@@ -110,15 +125,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(bench: Bench, chosen: list[str], checkpoint: Callable[[], None]) -> None:
-    scene_workloads = [w for w in chosen if w != "growth"]
+    scene_workloads = [w for w in chosen if w not in IN_PROCESS]
     if scene_workloads:
         with Scene(list(bench.settings.worker_defines)) as scene:
             bench.scene = scene
             _run_scene(bench, scene, scene_workloads, checkpoint)
         bench.scene = None
-    if "growth" in chosen:
-        wl_growth.run_growth(bench)
-        checkpoint()
+    for workload in chosen:
+        if workload in IN_PROCESS:
+            with _timed(bench, workload, None):
+                IN_PROCESS[workload](bench)
+            checkpoint()
+
+
+@contextmanager
+def _timed(bench: Bench, workload: str, latency: int | None) -> Iterator[None]:
+    """Print how long a workload took; a failure is recorded in the run's errors and the run
+    goes on."""
+    where = workload if latency is None else f"{workload} @{latency}ms"
+    print(f"=== {where}", flush=True)
+    started = time.monotonic()
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001  # one workload failing must not end the run
+        message = f"{where}: {type(exc).__name__}: {exc}"
+        bench.result.errors.append(message)
+        print(f"FAILED {message}", flush=True)
+    print(f"=== {where}: {time.monotonic() - started:.0f} s", flush=True)
 
 
 def _run_scene(
@@ -132,12 +165,8 @@ def _run_scene(
         for workload in chosen:
             if workload in LATENCY_FREE and n > 0:
                 continue
-            try:
+            with _timed(bench, workload, latency):
                 _one(bench, workload, latency, meta, seq, shared)
-            except Exception as exc:  # noqa: BLE001  # one workload failing must not end the run
-                message = f"{workload} @{latency}ms: {type(exc).__name__}: {exc}"
-                bench.result.errors.append(message)
-                print(f"FAILED {message}", flush=True)
             checkpoint()
 
 

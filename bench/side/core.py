@@ -185,7 +185,7 @@ class Bench:
         try:
             yield
         finally:
-            samples, own, total = summarize(recording.stop())
+            summary = summarize(recording.stop())
         self.result.profiles.append(
             Profile(
                 ident,
@@ -194,10 +194,11 @@ class Bench:
                 latency_ms,
                 spec.target,
                 pid,
-                samples,
+                summary.samples,
                 str(recording.raw_file),
-                own,
-                total,
+                summary.top_self,
+                summary.top_total,
+                summary.waiting,
             )
         )
         for figure in self.result.figures:

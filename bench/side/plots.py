@@ -48,7 +48,7 @@ def _bars(axis: Axes, figures: list[Figure], title: str, log: bool) -> None:
             axis.text(
                 0.01,
                 n,
-                str(figure.na)[:40],
+                str(figure.na).split(":")[0],
                 va="center",
                 transform=axis.get_yaxis_transform(),
                 fontsize=7,
@@ -111,6 +111,7 @@ def draw_lines(result: RunResult, workload: str, path: Path) -> bool:
                 label=label,
             )
         axis.set_xscale("log")
+        axis.set_ylim(bottom=0)
         axis.set_xlabel(x_param, fontsize=8)
         unit = next(f.unit for f in chosen if f.metric == metric)
         axis.set_ylabel(f"{metric} ({unit})", fontsize=8)

@@ -24,6 +24,26 @@ _LINE = re.compile(r"^(.*) (\d+)$")
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
 
+_WAITS = {
+    ("select", "selectors.py"),
+    ("wait", "threading.py"),
+    ("_wait_for_tstate_lock", "threading.py"),
+    ("get", "queue.py"),
+    ("_worker", "thread.py"),
+}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A recording summarised: ``top_self`` and ``top_total`` are shares of the samples that
+    were not waiting (``waiting`` is the share that was)."""
+
+    samples: int
+    waiting: float
+    top_self: list[tuple[str, float]]
+    top_total: list[tuple[str, float]]
+
+
 @dataclass(frozen=True)
 class ProfileSpec:
     """What to profile: a workload, optionally only rows containing ``contender``, in the
@@ -90,30 +110,60 @@ def function_of(frame: str) -> str:
     return f"{match['func']} ({'/'.join(parts[-2:])})"
 
 
-def summarize(
-    raw: str, top: int = TOP
-) -> tuple[int, list[tuple[str, float]], list[tuple[str, float]]]:
-    """Samples, and the ``top`` functions by self and by total share of samples (0-1)."""
-    own: Counter[str] = Counter()
-    total: Counter[str] = Counter()
-    samples = 0
+def waiting(function: str) -> bool:
+    """Whether a stack ending in ``function`` waits (an event loop's select, a lock or queue
+    wait, an idle pool thread) rather than works. py-spy leaves out threads it sees idle, but
+    catches some in the moment they enter or leave a wait."""
+    name, _, where = function.partition(" (")
+    return (name.rsplit(".", 1)[-1], where.rstrip(")").rsplit("/", 1)[-1]) in _WAITS
+
+
+def summarize(raw: str, top: int = TOP) -> Summary:
+    """The samples of py-spy's collapsed stacks, the share that waits, and the ``top``
+    functions by self and total share of the samples that work. Frames every working stack of
+    a thread starts with (``main``, the event loop's ``run_forever``, ...) are in 100% of them
+    and say nothing: they are left out of the totals."""
+    stacks: list[tuple[list[str], int]] = []
+    samples = waits = 0
     for line in raw.splitlines():
         match = _LINE.match(line.strip())
-        if match is None:
+        frames = [function_of(f) for f in match[1].split(";") if f] if match else []
+        if not match or not frames:
             continue
-        stack, count = match[1], int(match[2])
-        frames = [function_of(frame) for frame in stack.split(";") if frame]
-        if not frames:
-            continue
+        count = int(match[2])
         samples += count
+        if waiting(frames[-1]):
+            waits += count
+        else:
+            stacks.append((frames, count))
+    busy = samples - waits
+    if not busy:
+        return Summary(samples, 1.0 if samples else 0.0, [], [])
+    own: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    common = _common_prefixes(stacks)
+    for frames, count in stacks:
         own[frames[-1]] += count
-        for name in set(frames):
+        for name in set(frames[len(common[frames[0]]) :]) | {frames[-1]}:
             total[name] += count
-    if not samples:
-        return 0, [], []
-    share = [(name, n / samples) for name, n in own.most_common(top)]
-    inclusive = [(name, n / samples) for name, n in total.most_common(top)]
-    return samples, share, inclusive
+    return Summary(
+        samples,
+        waits / samples,
+        [(name, n / busy) for name, n in own.most_common(top)],
+        [(name, n / busy) for name, n in total.most_common(top)],
+    )
+
+
+def _common_prefixes(stacks: list[tuple[list[str], int]]) -> dict[str, list[str]]:
+    """For each thread root (first frame), the frames all its stacks start with."""
+    common: dict[str, list[str]] = {}
+    for frames, _ in stacks:
+        prefix = common.setdefault(frames[0], frames[:-1])
+        n = 0
+        while n < len(prefix) and n < len(frames) - 1 and prefix[n] == frames[n]:
+            n += 1
+        del prefix[n:]
+    return common
 
 
 def format_top(frames: list[tuple[str, float]], limit: int = 5) -> str:

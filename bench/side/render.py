@@ -145,7 +145,8 @@ def _profile_lines(result: RunResult, figures: list[Figure]) -> list[str]:
             lines += [
                 "",
                 f"py-spy on the {profile.target} during *{profile.row}* "
-                f"({profile.samples} samples): top self: {format_top(profile.top_self)}; "
+                f"({profile.samples} samples, {profile.waiting:.0%} waiting; of the rest) "
+                f"top self: {format_top(profile.top_self)}; "
                 f"top total: {format_top(profile.top_total)}",
             ]
     return lines

@@ -97,6 +97,7 @@ class Profile:
     raw_file: str
     top_self: list[tuple[str, float]]
     top_total: list[tuple[str, float]]
+    waiting: float = 0.0  # the share of samples waiting; top frames are shares of the rest
 
 
 @dataclass

@@ -140,7 +140,7 @@ def _pages_rep(size_mb: int, root: Path) -> dict[str, float]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run_growth(bench: Bench) -> None:
+def run_growth_status(bench: Bench) -> None:
     root = Path(tempfile.mkdtemp(prefix="dora-growth-"))
     random.seed(7)
     reps = range(bench.settings.reps)
@@ -151,8 +151,18 @@ def run_growth(bench: Bench) -> None:
             _emit(bench, "growth-status", "dora memory tier", memory, params)
             rocks = [_rocks_tier(n, root) for _ in reps]
             _emit(bench, "growth-status", "dora rocksdb tier", rocks, params)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_growth_pages(bench: Bench) -> None:
+    root = Path(tempfile.mkdtemp(prefix="dora-growth-"))
+    try:
         for size_mb in bench.settings.growth_pages_mb:
-            pages = [_pages_rep(size_mb, root / f"pages-{size_mb}-{rep}") for rep in reps]
+            pages = [
+                _pages_rep(size_mb, root / f"pages-{size_mb}-{rep}")
+                for rep in range(bench.settings.reps)
+            ]
             _emit(bench, "growth-pages", "dora page store", pages, {"pages_mb": size_mb})
     finally:
         shutil.rmtree(root, ignore_errors=True)

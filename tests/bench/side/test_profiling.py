@@ -6,15 +6,19 @@ RAW = """\
 <module> (worker/cli/main.py:10);run (asyncio/events.py:80);send (h11/_connection.py:500) 6
 <module> (worker/cli/main.py:10);run (asyncio/events.py:80);read (pagestore/store.py:200) 3
 <module> (worker/cli/main.py:10);run (asyncio/events.py:81) 1
+<module> (worker/cli/main.py:10);EpollSelector.select (/usr/lib/python3.11/selectors.py:468) 5
+_bootstrap (threading.py:1002);_worker (concurrent/futures/thread.py:81) 5
 """
 
 
-def test_summarize_groups_lines_of_one_function() -> None:
-    samples, own, total = summarize(RAW)
-    assert samples == 10
-    assert own[0] == ("send (h11/_connection.py)", 0.6)
-    assert dict(total)["run (asyncio/events.py)"] == 1.0
-    assert format_top(own, 2) == "send (h11/_connection.py) 60%; read (pagestore/store.py) 30%"
+def test_summarize_groups_lines_of_one_function_and_sets_waits_apart() -> None:
+    summary = summarize(RAW)
+    assert (summary.samples, summary.waiting) == (20, 0.5)
+    assert summary.top_self[0] == ("send (h11/_connection.py)", 0.6)
+    assert dict(summary.top_total)["run (asyncio/events.py)"] == 1.0
+    assert format_top(summary.top_self, 2) == (
+        "send (h11/_connection.py) 60%; read (pagestore/store.py) 30%"
+    )
 
 
 def test_function_of_keeps_two_path_parts() -> None:
