@@ -3,7 +3,7 @@ process so one's memory and threads don't skew the next. Figures go to stdout; t
 suite also writes its result file and renders bench/RESULTS.md and the plots from it.
 
     .venv/bin/python -m bench.run_all            # everything (make bench)
-    .venv/bin/python -m bench.run_all --quick    # the side-by-side suite, reduced (make bench-quick)
+    .venv/bin/python -m bench.run_all --quick    # side-by-side, reduced (make bench-quick)
 """
 
 from __future__ import annotations
