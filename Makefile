@@ -35,11 +35,12 @@ demo: etcd $(STAMP)
 
 # Figures to stdout; the side-by-side suite writes bench/results/*.json and renders
 # bench/RESULTS.md and bench/results/plots from it. bench-quick: small sizes, 0 ms, a few minutes.
+# BENCH_ARGS go to python -m bench.side, e.g. BENCH_ARGS="--profile seq-read:dora --label ...".
 bench: etcd $(STAMP)
-	$(BIN)/python -m bench.run_all
+	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
 
 bench-quick: $(STAMP)
-	$(BIN)/python -m bench.run_all --quick
+	$(BIN)/python -m bench.run_all --quick $(BENCH_ARGS)
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests --soak

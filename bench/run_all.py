@@ -4,6 +4,8 @@ suite also writes its result file and renders bench/RESULTS.md and the plots fro
 
     .venv/bin/python -m bench.run_all            # everything (make bench)
     .venv/bin/python -m bench.run_all --quick    # side-by-side, reduced (make bench-quick)
+
+Other options go to ``python -m bench.side`` (``make bench-quick BENCH_ARGS="--label ..."``).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ QUICK = (["bench.side", "--quick", "--render"],)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="the reduced side-by-side run only")
-    args = parser.parse_args()
+    args, side_args = parser.parse_known_args()
     failed = []
-    for module in QUICK if args.quick else FULL:
+    for base in QUICK if args.quick else FULL:
+        # Options run_all does not know (--label, --profile, ...) are the side-by-side suite's.
+        module = [*base, *side_args] if base[0] == "bench.side" else base
         if importlib.util.find_spec(module[0]) is None:
             print(f"\n=== {module[0]}: not in this checkout, skipped", flush=True)
             continue
