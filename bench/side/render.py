@@ -48,6 +48,8 @@ def cell(figure: Figure | None) -> str:
         return ""
     if not figure.measured:
         return str(figure.na).split(":")[0]
+    if len(figure.reps) == 1:
+        return fmt(figure.median)  # a count (bytes), the same on every run
     return f"{fmt(figure.median)} ({fmt(figure.low)}-{fmt(figure.high)})"
 
 

@@ -3,8 +3,11 @@ these structures): what a status costs in memory and to look up as the cache gro
 1M statuses (memory tier and RocksDB tier), and what a page costs as the page store grows from
 100 MB to 1 GB (index memory per page, a random 64 KB read, fill rate, restore time).
 
-Memory is what ``tracemalloc`` sees retained by the structure; lookups are timed in batches of
-``BATCH`` (a single microsecond call is below the clock's resolution) and reported per lookup.
+Memory is what ``tracemalloc`` sees retained by the structure: a count of bytes, the same on
+every fill, so the status tiers are filled once per size (filling 1M statuses under
+``tracemalloc`` takes a minute) and the repetitions are of the lookups on that fill. Lookups are
+timed in batches of ``BATCH`` (one microsecond call is below the clock's resolution) and
+reported per lookup, each repetition over other random keys.
 """
 
 from __future__ import annotations
@@ -55,17 +58,26 @@ def _batched(lookup: Callable[[str], object], keys: list[str]) -> list[float]:
     return per_call
 
 
-def _memory_tier(n: int) -> dict[str, float]:
+def _lookup_reps(lookup: Callable[[str], object], n: int, reps: int) -> list[float]:
+    """Per-lookup microseconds (the median batch) of ``reps`` repetitions."""
+    return [
+        percentile(_batched(lookup, [uri(random.randrange(n)) for _ in range(LOOKUPS)]), 50) * 1e6
+        for _ in range(reps)
+    ]
+
+
+def _memory_tier(bench: Bench, n: int) -> None:
     tracemalloc.start()
     cache = filled_cache(n)
     traced, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    keys = [uri(random.randrange(n)) for _ in range(LOOKUPS)]
-    lookups = _batched(cache.get, keys)
-    return {MEM_STATUS.name: traced / n, LOOKUP.name: percentile(lookups, 50) * 1e6}
+    lookups = _lookup_reps(cache.get, n, bench.settings.reps)
+    row, params = "dora memory tier", {"statuses": n}
+    bench.emit("growth-status", row, MEM_STATUS, None, [traced / n], params=params)
+    bench.emit("growth-status", row, LOOKUP, None, lookups, params=params)
 
 
-def _rocks_tier(n: int, root: Path) -> dict[str, float]:
+def _rocks_tier(bench: Bench, n: int, root: Path) -> None:
     options = MetastoreOptions(str(root / f"metastore-{n}"), LIFETIMES, flush_interval_ms=100)
     store = RocksMetastore.open(options)
     now = wall_clock_ms()
@@ -75,12 +87,14 @@ def _rocks_tier(n: int, root: Path) -> dict[str, float]:
     store.close()
     store = RocksMetastore.open(options)  # lookups then come from the files, not write buffers
     try:
-        lookups = _batched(store.get, [uri(random.randrange(n)) for _ in range(LOOKUPS)])
+        lookups = _lookup_reps(store.get, n, bench.settings.reps)
     finally:
         store.close()
     size = sum(f.stat().st_size for f in Path(options.path).iterdir() if f.is_file())
     shutil.rmtree(options.path)
-    return {LOOKUP.name: percentile(lookups, 50) * 1e6, DISK_STATUS.name: size / n}
+    row, params = "dora rocksdb tier", {"statuses": n}
+    bench.emit("growth-status", row, LOOKUP, None, lookups, params=params)
+    bench.emit("growth-status", row, DISK_STATUS, None, [size / n], params=params)
 
 
 def _open_store(root: Path, capacity: int) -> LocalPageStore:
@@ -143,14 +157,10 @@ def _pages_rep(size_mb: int, root: Path) -> dict[str, float]:
 def run_growth_status(bench: Bench) -> None:
     root = Path(tempfile.mkdtemp(prefix="dora-growth-"))
     random.seed(7)
-    reps = range(bench.settings.reps)
     try:
         for n in bench.settings.growth_statuses:
-            params = {"statuses": n}
-            memory = [_memory_tier(n) for _ in reps]
-            _emit(bench, "growth-status", "dora memory tier", memory, params)
-            rocks = [_rocks_tier(n, root) for _ in reps]
-            _emit(bench, "growth-status", "dora rocksdb tier", rocks, params)
+            _memory_tier(bench, n)
+            _rocks_tier(bench, n, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

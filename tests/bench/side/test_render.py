@@ -97,3 +97,11 @@ def test_render_replaces_its_section_and_keeps_the_rest(tmp_path: Path) -> None:
     assert "Not available in this build: *dora fsspec + short-circuit*" in text
     assert (tmp_path / "plots" / "seq-read.png").stat().st_size > 0
     assert "![seq-read](plots/seq-read.png)" in text
+
+
+def test_a_count_measured_once_shows_without_a_range() -> None:
+    count = Figure(
+        "growth-status", "dora memory tier", "memory/status", "B", "lower", None, [752.0]
+    )
+    assert render.cell(count) == "752"
+    assert render.cell(figure("s3fs", "peer", "", [50, 40, 60])) == "50.00 (40.00-60.00)"
