@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test test-fast demo lint typecheck bench soak clean etcd alluxiofs-venvs
+.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd alluxiofs-venvs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,8 +42,14 @@ test-fast: lint typecheck
 demo: etcd $(STAMP)
 	$(BIN)/dora demo $(DEMO_ARGS)
 
-bench: $(STAMP)
-	$(BIN)/python -m bench.run_all
+# Figures to stdout; the side-by-side suite writes bench/results/*.json and renders
+# bench/RESULTS.md and bench/results/plots from it. bench-quick: small sizes, 0 ms, a few minutes.
+# BENCH_ARGS go to python -m bench.side, e.g. BENCH_ARGS="--profile seq-read:dora --label ...".
+bench: etcd $(STAMP)
+	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench.run_all --quick $(BENCH_ARGS)
 
 # The long versions of the reliability scenarios (see RELIABILITY.md); figures at the end.
 soak: $(STAMP)
