@@ -1,7 +1,8 @@
 """The worker service: config + UFS + metadata + pages joined into the cache agent's operations.
 
 Every operation takes a caller's URI, checks it against the mount roots, and answers with plain
-data or raises the UFS / metadata errors the API maps to status codes. Nothing here knows HTTP.
+data or raises the UFS / metadata errors and the request errors of the error catalogue
+(``worker.errors``), which every surface maps to its answers. Nothing here knows HTTP.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus, file_id
 from worker import keys
+from worker.errors import IsADirectory, RangeNotSatisfiable
 from worker.load import LoadManager
 from worker.meta.entry import Operation
 from worker.meta.manager import MetadataManager
@@ -28,10 +30,6 @@ from worker.metrics import Metrics
 from worker.reader import CachePolicy, Reader
 
 log = logging.getLogger(__name__)
-
-
-class RangeNotSatisfiable(ValueError):
-    """A read range that does not fit the file (the API answers 416)."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,7 @@ class WorkerService:
         is cut at the end; an offset past the end is RangeNotSatisfiable."""
         status = self.status(uri, sync_interval, version)
         if status.is_dir:
-            raise IsADirectoryError(f"cannot read {status.uri!r}: it is a directory")
+            raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
         if offset < 0 or (length is not None and length < 0):
             raise RangeNotSatisfiable(f"bad range offset={offset} length={length}")
         if offset > status.size or (offset == status.size and status.size and length != 0):

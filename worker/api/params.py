@@ -8,8 +8,7 @@ import re
 from starlette.datastructures import QueryParams
 
 from config.units import parse_duration
-from worker.api.errors import BadRequest
-from worker.service import RangeNotSatisfiable
+from worker.errors import InvalidRequest, RangeNotSatisfiable
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
@@ -18,7 +17,7 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
 def required(params: QueryParams, name: str) -> str:
     value = params.get(name)
     if not value:
-        raise BadRequest(f"missing query parameter {name!r}")
+        raise InvalidRequest(f"missing query parameter {name!r}")
     return value
 
 
@@ -29,7 +28,7 @@ def optional_int(params: QueryParams, name: str) -> int | None:
     try:
         value = int(text)
     except ValueError:
-        raise BadRequest(f"query parameter {name}={text!r}: expected an integer") from None
+        raise InvalidRequest(f"query parameter {name}={text!r}: expected an integer") from None
     if value < 0:
         raise RangeNotSatisfiable(f"query parameter {name}={value}: must not be negative")
     return value
@@ -41,7 +40,7 @@ def boolean(params: QueryParams, name: str) -> bool:
         return True
     if text in _FALSE:
         return False
-    raise BadRequest(f"query parameter {name}={text!r}: expected true or false")
+    raise InvalidRequest(f"query parameter {name}={text!r}: expected true or false")
 
 
 def sync_interval(params: QueryParams) -> int | None:
@@ -52,7 +51,7 @@ def sync_interval(params: QueryParams) -> int | None:
     try:
         return parse_duration(text, allow_never=True)
     except ValueError as exc:
-        raise BadRequest(f"query parameter sync_interval={text!r}: {exc}") from None
+        raise InvalidRequest(f"query parameter sync_interval={text!r}: {exc}") from None
 
 
 def byte_range(header: str) -> tuple[int, int | None, bool]:
