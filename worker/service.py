@@ -22,11 +22,12 @@ from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus, file_id
 from worker import keys
-from worker.errors import IsADirectory, RangeNotSatisfiable
+from worker.errors import IsADirectory
 from worker.load import LoadManager
 from worker.meta.entry import Operation
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
+from worker.ranges import Span, Window
 from worker.reader import CachePolicy, Reader
 
 log = logging.getLogger(__name__)
@@ -122,20 +123,24 @@ class WorkerService:
         sync_interval: int | None = None,
         version: str | None = None,
     ) -> ReadResult:
-        """Resolve the status (sync interval and version as the caller asks), check the range
-        and return the bytes to stream. ``length`` None reads to the end; a range past the end
-        is cut at the end; an offset past the end is RangeNotSatisfiable."""
+        """:meth:`read_span` of ``length`` bytes from ``offset`` (None: to the end); a range
+        past the end is cut at the end, an offset past the end is RangeNotSatisfiable."""
+        return self.read_span(uri, Window(offset, length), sync_interval, version)
+
+    def read_span(
+        self,
+        uri: str,
+        span: Span,
+        sync_interval: int | None = None,
+        version: str | None = None,
+    ) -> ReadResult:
+        """Resolve the status (sync interval and version as the caller asks), resolve ``span``
+        against its size and return the bytes to stream. Raises IsADirectory,
+        RangeNotSatisfiable, and the status lookup's errors."""
         status = self.status(uri, sync_interval, version)
         if status.is_dir:
             raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
-        if offset < 0 or (length is not None and length < 0):
-            raise RangeNotSatisfiable(f"bad range offset={offset} length={length}")
-        if offset > status.size or (offset == status.size and status.size and length != 0):
-            raise RangeNotSatisfiable(
-                f"offset {offset} is past the end of {status.uri!r} ({status.size} bytes)"
-            )
-        available = status.size - offset
-        length = available if length is None else min(length, available)
+        offset, length = span.resolve(status.size)
         return ReadResult(status, offset, length, self.reader.chunks(status, offset, length))
 
     # -- mutations -----------------------------------------------------------------------------

@@ -1,9 +1,14 @@
 """The worker's ASGI app: the surfaces over one :class:`WorkerService`, mounted in one place
-(:data:`SURFACES`), with what every route shares put around them once: the token check (when
-``dora.worker.security.token`` is set; every route but the probes ``/healthz`` and ``/readyz``),
-error answers (an exception a route raises is looked up in the error catalogue,
-``worker.errors``, and written in its surface's shape; an unknown exception is a bug, logged and
-answered 500 without internals) and request latency and error metrics.
+(:data:`SURFACES`), with what every route shares put around them once:
+
+- the token check (when ``dora.worker.security.token`` is set): one middleware covering every
+  path but the probes ``/healthz`` and ``/readyz`` — unknown paths and ``/openapi.json``
+  included;
+- error answers: an exception a route raises is looked up in the error catalogue
+  (``worker.errors``) and written in the shape of the surface that owns the path; an unknown
+  exception is a bug, logged and answered 500 without internals; unknown paths and methods get
+  the catalogue's NoSuchRoute / MethodNotAllowed;
+- request latency and error metrics.
 """
 
 from __future__ import annotations
@@ -11,11 +16,14 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
 from worker import keys
@@ -35,13 +43,27 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 
 def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES) -> FastAPI:
     """The ASGI app serving ``surfaces`` over ``service``."""
-    app = FastAPI(title="doracache worker", version="1", docs_url=None, redoc_url=None)
-    token = (service.config.get(keys.TOKEN) or "").encode()
+    app = FastAPI(
+        title="doracache worker",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        exception_handlers={HTTPException: _unrouted(surfaces, service.metrics)},
+    )
     for surface in surfaces:
         for route in surface.routes:
-            handle = _guarded(service, surface, route.path, route.handler, token)
+            handle = _guarded(service, surface, route.path, route.handler)
             app.add_api_route(route.path, handle, methods=[route.method])
+    token = (service.config.get(keys.TOKEN) or "").encode()
+    if token:
+        app.add_middleware(TokenCheck, token=token, surfaces=surfaces, metrics=service.metrics)
     return app
+
+
+def owner(surfaces: tuple[Surface, ...], path: str) -> Surface:
+    """The surface whose prefix is the longest one matching ``path`` (the first on a tie)."""
+    matching = [s for s in surfaces if path.startswith(s.prefix)] or list(surfaces)
+    return max(matching, key=lambda s: len(s.prefix))
 
 
 def _answer_error(surface: Surface, exc: BaseException, metrics: Metrics) -> Response:
@@ -56,16 +78,14 @@ def _answer_error(surface: Surface, exc: BaseException, metrics: Metrics) -> Res
 
 
 def _guarded(
-    service: WorkerService, surface: Surface, path: str, handler: Handler, token: bytes
+    service: WorkerService, surface: Surface, path: str, handler: Handler
 ) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` with the token check, error answers and latency metrics around it."""
+    """``handler`` with error answers and latency metrics around it."""
     metrics = service.metrics
 
     async def handle(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            if token and path not in OPEN_PATHS:
-                _check_token(request, token)
             response = await handler(service, request)
         except Exception as exc:  # noqa: BLE001 — every error becomes an answer; bugs are logged
             response = _answer_error(surface, exc, metrics)
@@ -75,10 +95,54 @@ def _guarded(
     return handle
 
 
-def _check_token(request: Request, token: bytes) -> None:
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token):
-        raise catalogue.Unauthorized(
+def _unrouted(
+    surfaces: tuple[Surface, ...], metrics: Metrics
+) -> Callable[[Request, HTTPException], Coroutine[Any, Any, Response]]:
+    """The answer when no route matches the path (404) or the method (405)."""
+
+    async def handle(request: Request, exc: HTTPException) -> Response:
+        what = f"{request.method} {request.url.path}"
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            kind = catalogue.kind_for_code("MethodNotAllowed")
+            message = f"{what}: method not allowed; allowed: {headers.get('Allow', '')}"
+        else:
+            kind = catalogue.kind_for_code("NoSuchRoute")
+            message = f"{what}: no such route"
+        metrics.errors.labels(kind.code).inc()
+        return owner(surfaces, request.url.path).render_error(kind, message, headers)
+
+    return handle
+
+
+class TokenCheck:
+    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` must carry
+    ``Authorization: Bearer <token>``, else it is answered 401 in the owning surface's shape.
+    Stateless, so safe for concurrent requests."""
+
+    def __init__(
+        self, app: ASGIApp, token: bytes, surfaces: tuple[Surface, ...], metrics: Metrics
+    ) -> None:
+        self.app = app
+        self._token = token
+        self._surfaces = surfaces
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._carries_token(scope):
+            await self.app(scope, receive, send)
+            return
+        refused = catalogue.Unauthorized(
             "missing or wrong bearer token (Authorization: Bearer <token>)"
         )
+        response = _answer_error(owner(self._surfaces, scope["path"]), refused, self._metrics)
+        await response(scope, receive, send)
+
+    def _carries_token(self, scope: Scope) -> bool:
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, given = value.partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(
+                    given.strip(), self._token
+                )
+        return False

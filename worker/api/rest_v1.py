@@ -25,6 +25,7 @@ from worker.api import params
 from worker.api.errors import error_response
 from worker.api.surface import Route, Surface
 from worker.errors import NotFound, PayloadTooLarge
+from worker.ranges import Window
 from worker.service import ReadResult, WorkerService
 
 SPOOL_IN_MEMORY = 16 << 20
@@ -77,18 +78,12 @@ async def read(service: WorkerService, request: Request) -> Response:
     q = request.query_params
     path, interval = params.required(q, "path"), params.sync_interval(q)
     version = q.get("version") or None
-    offset, length = params.optional_int(q, "offset") or 0, params.optional_int(q, "length")
+    window = Window(params.optional_int(q, "offset") or 0, params.optional_int(q, "length"))
     header = request.headers.get("range")
-    suffix = False
-    if header is not None:
-        offset, length, suffix = params.byte_range(header)
+    requested = None if header is None else params.byte_range(header)
 
     def resolve() -> tuple[ReadResult, Iterator[bytes]]:
-        if suffix:
-            size = service.status(path, interval, version).size
-            result = service.read(path, max(0, size - offset), None, interval, version)
-        else:
-            result = service.read(path, offset, length, interval, version)
+        result = service.read_span(path, requested or window, interval, version)
         first = next(result.chunks, b"")
         return result, itertools.chain([first], result.chunks)
 
@@ -99,7 +94,7 @@ async def read(service: WorkerService, request: Request) -> Response:
         "Accept-Ranges": "bytes",
     }
     status_code = 200
-    if header is not None:
+    if requested is not None:
         status_code = 206
         last = result.offset + result.length - 1
         headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
@@ -172,7 +167,7 @@ def _patterns(values: list[str]) -> list[str]:
 async def _spool_body(request: Request, limit: int) -> IO[bytes]:
     """The request body in a spooled temp file (memory, then disk), refused past ``limit``."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and params.natural(declared) and int(declared) > limit:
         raise PayloadTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 — caller closes
     received = 0
