@@ -7,6 +7,7 @@ data or raises the UFS / metadata errors and the request errors of the error cat
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pagestore.store import LocalPageStore
 from ufs import keys as ufs_keys
 from ufs import uri as uris
 from ufs.adapter import DIR_VERSION, Ufs
-from ufs.errors import UfsNotFound
+from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.status import UfsStatus, file_id
 from worker import keys
 from worker.errors import IsADirectory
@@ -135,13 +136,47 @@ class WorkerService:
         version: str | None = None,
     ) -> ReadResult:
         """Resolve the status (sync interval and version as the caller asks), resolve ``span``
-        against its size and return the bytes to stream. Raises IsADirectory,
-        RangeNotSatisfiable, and the status lookup's errors."""
+        against its size, and fetch the first chunk, so that errors surface here, before a
+        caller starts answering. Raises IsADirectory, RangeNotSatisfiable, the status
+        lookup's errors, and UfsVersionChanged when the file changed under a caller-given
+        ``version``.
+
+        A change found while reading is evidence: the new status is recorded at once (a sync,
+        which also evicts the old version's pages and drops the parent's listing). Found before
+        the first byte, with no ``version`` asked for, the new version is served instead; found
+        later, the chunks end with UfsVersionChanged (a caller cuts its answer short)."""
         status = self.status(uri, sync_interval, version)
+        try:
+            return self._open(status, span)
+        except UfsVersionChanged:
+            if version is not None:
+                self._record_change(status.uri)
+                raise
+        return self._open(self.meta.get_status(status.uri, sync_interval=0), span)
+
+    def _open(self, status: UfsStatus, span: Span) -> ReadResult:
         if status.is_dir:
             raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
         offset, length = span.resolve(status.size)
-        return ReadResult(status, offset, length, self.reader.chunks(status, offset, length))
+        chunks = self.reader.chunks(status, offset, length)
+        first = next(chunks, b"")
+        body = itertools.chain([first] if first else [], self._watched(status.uri, chunks))
+        return ReadResult(status, offset, length, body)
+
+    def _watched(self, uri: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        try:
+            yield from chunks
+        except UfsVersionChanged:
+            self._record_change(uri)
+            raise
+
+    def _record_change(self, uri: str) -> None:
+        """Sync ``uri`` after a read found it changed; a failing sync leaves that to the next
+        caller (the read's own error is what this caller gets)."""
+        try:
+            self.meta.get_status(uri, sync_interval=0)
+        except UfsError as exc:
+            log.info("could not record the change of %s found by a read: %s", uri, exc)
 
     # -- mutations -----------------------------------------------------------------------------
 

@@ -2,14 +2,13 @@
 
 Handlers parse parameters by hand (``worker.api.params``: precise 400s, no per-request model
 validation on the hot path) and run blocking work in the thread pool, never on the event loop.
-Reads stream: the status, range and first chunk are resolved before the answer starts, so errors
-get their status code; a failure after that (the file changed mid-read) cuts the body short of
-its Content-Length, so a client sees an error, never mixed bytes.
+Reads stream: the service resolves the status, range and first chunk before the answer starts,
+so errors get their status code; a failure after that (the file changed mid-read) cuts the body
+short of its Content-Length, so a client sees an error, never mixed bytes.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import tempfile
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from worker.api.errors import error_response
 from worker.api.surface import Route, Surface
 from worker.errors import NotFound, PayloadTooLarge
 from worker.ranges import Window
-from worker.service import ReadResult, WorkerService
+from worker.service import WorkerService
 
 SPOOL_IN_MEMORY = 16 << 20
 COPY_CHUNK = 1 << 20
@@ -82,12 +81,8 @@ async def read(service: WorkerService, request: Request) -> Response:
     header = request.headers.get("range")
     requested = None if header is None else params.byte_range(header)
 
-    def resolve() -> tuple[ReadResult, Iterator[bytes]]:
-        result = service.read_span(path, requested or window, interval, version)
-        first = next(result.chunks, b"")
-        return result, itertools.chain([first], result.chunks)
-
-    result, body = await run_in_threadpool(resolve)
+    span = requested or window
+    result = await run_in_threadpool(service.read_span, path, span, interval, version)
     headers = {
         "Content-Length": str(result.length),
         "X-Dora-Version": result.status.version,
@@ -98,7 +93,7 @@ async def read(service: WorkerService, request: Request) -> Response:
         status_code = 206
         last = result.offset + result.length - 1
         headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
-    return StreamingResponse(body, status_code, headers, "application/octet-stream")
+    return StreamingResponse(result.chunks, status_code, headers, "application/octet-stream")
 
 
 async def write(service: WorkerService, request: Request) -> Response:

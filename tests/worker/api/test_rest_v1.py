@@ -313,3 +313,17 @@ def test_an_offset_past_the_end_names_the_size(api: Api, data_dir: Path) -> None
     assert answer.headers["content-range"] == "bytes */10"
     empty = api.get("/v1/read", params={"path": uri(data_dir, "o.bin"), "offset": 10})
     assert empty.status_code == 416
+
+
+def test_a_file_replaced_since_its_status_was_cached_is_served_new(
+    api: Api, data_dir: Path
+) -> None:
+    (data_dir / "c.bin").write_bytes(b"a" * (3 * PAGE))
+    path = uri(data_dir, "c.bin")
+    old = api.get("/v1/status", params={"path": path}).json()["version"]
+    (data_dir / "c.tmp").write_bytes(b"b" * PAGE)
+    (data_dir / "c.tmp").replace(data_dir / "c.bin")
+    answer = api.get("/v1/read", params={"path": path, "sync_interval": "-1"})
+    assert answer.status_code == 200  # not 412: no byte was sent and no version was asked for
+    assert answer.content == b"b" * PAGE
+    assert answer.headers["x-dora-version"] != old
