@@ -231,8 +231,17 @@ class WorkerService:
 
     # -- state ---------------------------------------------------------------------------------
 
-    def ready(self) -> bool:
-        return self.pages.ready
+    def readiness(self) -> dict[str, Any]:
+        """What ``/readyz`` reports. ``ready`` as soon as the service exists, which means its
+        metastore is open (the socket already listens when a probe gets here), until it
+        closes. The page restore is reported (``pages``: ``restoring`` / ``ready``), never
+        waited for: reads treat unrestored pages as misses (DESIGN.md). ``metastore`` is the
+        metastore's state."""
+        return {
+            "ready": not self._closed,
+            "metastore": "open",
+            "pages": "ready" if self.pages.ready else "restoring",
+        }
 
     def stats(self) -> dict[str, int]:
         """A JSON-friendly summary for dashboards and the demo."""

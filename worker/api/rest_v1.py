@@ -40,8 +40,8 @@ async def healthz(service: WorkerService, request: Request) -> Response:
 
 
 async def readyz(service: WorkerService, request: Request) -> Response:
-    ready = service.ready()
-    return json_response({"ready": ready}, 200 if ready else 503)
+    answer = service.readiness()
+    return json_response(answer, 200 if answer["ready"] else 503)
 
 
 async def metrics_text(service: WorkerService, request: Request) -> Response:

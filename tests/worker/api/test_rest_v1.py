@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from config import load_config
+from pagestore.options import PageStoreOptions
+from pagestore.store import LocalPageStore
 from tests.worker.conftest import Api
+from ufs.adapter import Ufs
 from ufs.status import file_id
+from worker.keys import build_registry
+from worker.meta.manager import MetadataManager
 from worker.service import WorkerService
 
 PAGE = 64 * 1024
@@ -179,7 +185,7 @@ def test_load_job_with_globs_and_progress(api: Api, service: WorkerService, data
 
 def test_probes_metrics_and_stats(api: Api, data_dir: Path) -> None:
     assert api.get("/healthz").json() == {"status": "ok"}
-    assert api.get("/readyz").status_code == 200
+    assert api.get("/readyz").json() == {"ready": True, "metastore": "open", "pages": "ready"}
     (data_dir / "m.bin").write_bytes(b"x" * 100)
     api.get("/v1/read", params={"path": uri(data_dir, "m.bin")})
     api.get("/v1/read", params={"path": uri(data_dir, "m.bin")})
@@ -327,3 +333,24 @@ def test_a_file_replaced_since_its_status_was_cached_is_served_new(
     assert answer.status_code == 200  # not 412: no byte was sent and no version was asked for
     assert answer.content == b"b" * PAGE
     assert answer.headers["x-dora-version"] != old
+
+
+def test_ready_while_the_page_restore_runs(tmp_path: Path, data_dir: Path) -> None:
+    config = load_config(
+        build_registry(),
+        environ={},
+        defines=[f"dora.work.dir={tmp_path / 'w'}", f"dora.worker.ufs.roots=file://{data_dir}"],
+    )
+    ufs = Ufs.from_config(config)
+    pages = LocalPageStore(PageStoreOptions.from_config(config))  # its restore has not finished
+    service = WorkerService(
+        config, ufs, MetadataManager.from_config(config, ufs), pages, pages.page_size
+    )
+    client = Api(service)
+    try:
+        answer = client.get("/readyz")
+        assert answer.status_code == 200
+        assert answer.json() == {"ready": True, "metastore": "open", "pages": "restoring"}
+    finally:
+        client.close()
+        service.close()
