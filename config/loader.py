@@ -66,6 +66,15 @@ class Config:
         name = key if isinstance(key, str) else key.name
         return self._settings[self.registry.lookup(name).name]
 
+    def invalid(self, key: PropertyKey[Any], problem: str) -> ConfigError:
+        """The error for an effective value of ``key`` that parsed but cannot be used (a mount
+        root that is not a URI, a port already taken): it names the key, the value (masked if
+        secret), where the value came from, and ``problem``."""
+        setting = self._settings[key.name]
+        return ConfigError(
+            f"bad value {_shown(setting)} for {key.name!r}{_where(setting)}: {problem}"
+        )
+
     def settings(self) -> list[Setting]:
         return [self._settings[key.name] for key in self.registry]
 
@@ -87,10 +96,36 @@ def _setting(key: PropertyKey[Any], text: str, source: Source, origin: str) -> S
     try:
         value = key.parse(text)
     except ValueError as exc:
-        where = f" ({source.value}{': ' + origin if origin else ''})"
-        shown = "******" if key.secret else repr(text)
-        raise ConfigError(f"bad value {shown} for {key.name!r}{where}: {exc}") from None
+        given = Setting(key, None, text, source, origin)
+        raise ConfigError(
+            f"bad value {_shown(given)} for {key.name!r}{_where(given)}: {exc}"
+        ) from None
     return Setting(key, value, text.strip(), source, origin)
+
+
+def _shown(setting: Setting) -> str:
+    return "******" if setting.key.secret else repr(setting.text)
+
+
+def _where(setting: Setting) -> str:
+    return f" ({setting.source.value}{': ' + setting.origin if setting.origin else ''})"
+
+
+def read_site_file(path: Path) -> str:
+    """The text of a site file, which must be UTF-8. Raises ConfigError naming the file (and,
+    for bytes that are not UTF-8, the line) when it cannot be read or decoded."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"site file {str(path)!r} cannot be read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"site file {str(path)!r} is not UTF-8 text: byte {data[exc.start]:#04x} on line "
+            f"{line}; expected a UTF-8 properties file"
+        ) from None
 
 
 def parse_properties(text: str, origin: str) -> list[tuple[str, str, int]]:
@@ -165,7 +200,7 @@ def load_config(
 
     site = find_site_file(conf_file, env)
     if site is not None:
-        for spelling, text, line in parse_properties(site.read_text(), str(site)):
+        for spelling, text, line in parse_properties(read_site_file(site), str(site)):
             key = registry.lookup(spelling, f"{site}:{line}")
             settings[key.name] = _setting(key, text, Source.SITE_FILE, f"{site}:{line}")
 

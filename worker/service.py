@@ -7,13 +7,15 @@ data or raises the UFS / metadata errors and the request errors of the error cat
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from config import Config
+from config import Config, ConfigError, PropertyKey
+from config.core_keys import WORK_DIR
 from pagestore.api import PageStore
 from pagestore.options import PageStoreOptions
 from pagestore.store import LocalPageStore
@@ -25,13 +27,33 @@ from ufs.status import UfsStatus, file_id
 from worker import keys
 from worker.errors import IsADirectory
 from worker.load import LoadManager
+from worker.meta import keys as meta_keys
 from worker.meta.entry import Operation
+from worker.meta.errors import MetastoreOpenError
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.ranges import Span, Window
 from worker.reader import CachePolicy, Reader
 
 log = logging.getLogger(__name__)
+
+
+def mount_roots(config: Config) -> uris.MountRoots:
+    """The mount roots ``dora.worker.ufs.roots`` names; ConfigError if one is not a URI."""
+    roots: list[str] = config.get(ufs_keys.ROOTS)
+    try:
+        return uris.MountRoots(roots)
+    except UfsError as exc:
+        raise config.invalid(ufs_keys.ROOTS, str(exc)) from None
+
+
+def _refused(config: Config, key: PropertyKey[Any], exc: Exception) -> ConfigError:
+    """A store refused the directory ``key`` names (or, unset, the one under the work dir);
+    ``exc`` names the directory and why."""
+    text = config.setting(key).text
+    if text:
+        return ConfigError(f"{exc} ({key.name}={text})")
+    return ConfigError(f"{exc} ({key.name} unset: under {WORK_DIR.name}={config.get(WORK_DIR)})")
 
 
 @dataclass(frozen=True)
@@ -60,8 +82,7 @@ class WorkerService:
         self.ufs = ufs
         self.meta = meta
         self.pages = pages
-        roots: list[str] = config.get(ufs_keys.ROOTS)
-        self.roots = uris.MountRoots(roots)
+        self.roots = mount_roots(config)
         self.metrics = Metrics()
         include: list[str] = config.get(keys.CACHE_INCLUDE)
         exclude: list[str] = config.get(keys.CACHE_EXCLUDE)
@@ -74,13 +95,26 @@ class WorkerService:
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
-        """Open the metastore and page store the config names and start the page restore."""
+        """Open the metastore and page store the config names and start the page restore.
+
+        The mount roots are checked before anything is opened. Raises ConfigError naming the
+        key when a value cannot be used, including a store that refuses its directory; what
+        was opened before a failure is closed again."""
+        mount_roots(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
-        pages = LocalPageStore(options)
-        meta = MetadataManager.from_config(config, ufs)
-        pages.start()
-        return cls(config, ufs, meta, pages, options.page_size)
+        with contextlib.ExitStack() as opened:
+            try:
+                meta = MetadataManager.from_config(config, ufs)
+            except MetastoreOpenError as exc:
+                raise _refused(config, meta_keys.METASTORE_DIR, exc) from exc
+            opened.callback(meta.close)
+            pages = LocalPageStore(options)
+            opened.callback(pages.close)
+            pages.start()
+            service = cls(config, ufs, meta, pages, options.page_size)
+            opened.pop_all()
+        return service
 
     def close(self) -> None:
         """Idempotent."""

@@ -60,6 +60,20 @@ def test_site_file_errors_name_file_and_line(tmp_path: Path) -> None:
         load_config(REGISTRY, conf_file=conf, environ={})
 
 
+def test_a_site_file_must_be_utf8(tmp_path: Path) -> None:
+    conf = tmp_path / "dora-site.properties"
+    conf.write_bytes(b"# latin-1, not UTF-8\n\ndora.work.dir=/data/caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text: byte 0xe9 on line 3; expected"):
+        load_config(REGISTRY, conf_file=str(conf), environ={})
+
+
+def test_a_usable_value_is_reported_with_its_source(tmp_path: Path) -> None:
+    config = load_config(REGISTRY, environ={}, defines=["dora.worker.http.port=80"])
+    error = config.invalid(config.registry.lookup("dora.worker.http.port"), "it is taken")
+    expected = "bad value '80' for 'dora.worker.http.port' (command line: -D): it is taken"
+    assert str(error) == expected
+
+
 def test_missing_conf_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(REGISTRY, conf_file=str(tmp_path / "nope.properties"), environ={})
