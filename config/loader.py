@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,11 +52,19 @@ class Config:
     """The effective configuration: immutable, built once at start and passed to components.
 
     Thread-safe (read-only). ``with_call_options`` returns a new Config for one call.
+    ``warnings`` are what loading found risky but not wrong (a secret other local users can
+    read); whoever starts a process logs them once.
     """
 
-    def __init__(self, registry: Registry, settings: Mapping[str, Setting]) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        settings: Mapping[str, Setting],
+        warnings: tuple[str, ...] = (),
+    ) -> None:
         self.registry = registry
         self._settings = dict(settings)
+        self.warnings = warnings
 
     def get(self, key: PropertyKey[T]) -> T:
         """The value of ``key`` (None only for keys with no default that nobody set)."""
@@ -198,11 +207,16 @@ def load_config(
         default = key.parse(key.default) if key.default is not None else None
         settings[key.name] = Setting(key, default, key.default, Source.DEFAULT)
 
+    warnings: list[str] = []
     site = find_site_file(conf_file, env)
     if site is not None:
+        secrets = []
         for spelling, text, line in parse_properties(read_site_file(site), str(site)):
             key = registry.lookup(spelling, f"{site}:{line}")
             settings[key.name] = _setting(key, text, Source.SITE_FILE, f"{site}:{line}")
+            if key.secret and text.strip():
+                secrets.append(key.name)
+        warnings += _readable_by_others(site, secrets)
 
     by_env = registry.by_env()
     for name, text in sorted(env.items()):
@@ -219,4 +233,24 @@ def load_config(
         spelling, text = parse_define(define)
         key = registry.lookup(spelling, "-D option")
         settings[key.name] = _setting(key, text, Source.COMMAND_LINE, "-D")
-    return Config(registry, settings)
+        if key.secret and text.strip():
+            warnings.append(
+                f"secret {key.name} was given with -D: any local user can read it with ps or "
+                f"in /proc/<pid>/cmdline; set {key.env_name} in the environment or put it in a "
+                "site file only you can read (chmod 600) instead"
+            )
+    return Config(registry, settings, tuple(dict.fromkeys(warnings)))
+
+
+def _readable_by_others(site: Path, secrets: list[str]) -> list[str]:
+    """A warning if ``site`` holds ``secrets`` and its group or others may read it."""
+    if not secrets:
+        return []
+    mode = site.stat().st_mode
+    if not mode & (stat.S_IRGRP | stat.S_IROTH):
+        return []
+    return [
+        f"site file {str(site)!r} holds secret {', '.join(secrets)} but its group or others can "
+        f"read it (mode {stat.S_IMODE(mode):o}); make it readable only by its owner: "
+        f"chmod 600 {site}"
+    ]

@@ -107,3 +107,37 @@ def test_secrets_are_masked_in_messages_and_listings() -> None:
 def test_properties_continuation_lines() -> None:
     entries = parse_properties("a.b = one,\\\n   two\n! bang comment\nc.d:3\n", "f")
     assert entries == [("a.b", "one,two", 1), ("c.d", "3", 4)]
+
+
+SECRET = "dora.ufs.s3.secret.access.key"
+
+
+def test_a_secret_given_with_d_is_warned_about_once() -> None:
+    config = load_config(
+        REGISTRY, environ={}, defines=[f"{SECRET}=hunter2", f"{SECRET}=hunter3", f"{PAGE}=2MB"]
+    )
+    assert len(config.warnings) == 1
+    assert SECRET in config.warnings[0] and "DORA_UFS_S3_SECRET_ACCESS_KEY" in config.warnings[0]
+    assert "hunter" not in config.warnings[0]
+    from_env = load_config(REGISTRY, environ={"DORA_UFS_S3_SECRET_ACCESS_KEY": "hunter2"})
+    assert from_env.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "warned"),
+    [
+        (f"{SECRET}=hunter2\n", 0o644, True),
+        (f"{SECRET}=hunter2\n", 0o640, True),
+        (f"{SECRET}=hunter2\n", 0o600, False),
+        (f"{PAGE}=2MB\n", 0o644, False),
+    ],
+)
+def test_a_site_file_holding_a_secret_should_be_private(
+    tmp_path: Path, text: str, mode: int, warned: bool
+) -> None:
+    conf = site(tmp_path, text)
+    Path(conf).chmod(mode)
+    warnings = load_config(REGISTRY, conf_file=conf, environ={}).warnings
+    assert bool(warnings) == warned
+    if warned:
+        assert f"chmod 600 {conf}" in warnings[0] and f"mode {mode:o}" in warnings[0]

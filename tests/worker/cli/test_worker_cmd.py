@@ -1,14 +1,16 @@
 """``dora worker start`` through the installed console script: a worker that cannot start says
 why in one line naming the key or file, exits 2, and leaves nothing behind."""
 
+import os
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.worker.cli.test_conf import dora
+from tests.worker.cli.test_conf import DORA, dora
 from tests.worker.conftest import open_service
 
 
@@ -82,3 +84,26 @@ def test_a_metastore_another_worker_holds(tmp_path: Path, data_dir: Path) -> Non
         refused(out, "dora.worker.metastore.rocksdb.dir", "in use by another worker")
     finally:
         running.close()
+
+
+def test_a_secret_on_the_command_line_is_warned_about_at_start(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    state = tmp_path / "state.json"
+    args = [DORA, "worker", "start", f"-Ddora.work.dir={tmp_path / 'work'}",
+            "-Ddora.worker.http.port=0", f"-Ddora.worker.ufs.roots=file://{data_dir}",
+            "-Ddora.worker.security.token=hunter2", "--state-file", str(state)]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DORA_")}
+    worker = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not state.exists() and worker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state.exists()
+    finally:
+        worker.terminate()
+        _, stderr = worker.communicate(timeout=60)
+    warnings = [line for line in stderr.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1
+    assert "dora.worker.security.token was given with -D" in warnings[0]
+    assert "hunter2" not in stderr
