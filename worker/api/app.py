@@ -116,9 +116,10 @@ def _unrouted(
 
 
 class TokenCheck:
-    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` must carry
-    ``Authorization: Bearer <token>``, else it is answered 401 in the owning surface's shape.
-    Stateless, so safe for concurrent requests."""
+    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` must carry the token
+    the way the surface owning its path takes credentials (:attr:`Surface.credential`; a
+    bearer header by default), else it is answered 401 in that surface's shape. Stateless, so
+    safe for concurrent requests."""
 
     def __init__(
         self, app: ASGIApp, token: bytes, surfaces: tuple[Surface, ...], metrics: Metrics
@@ -129,20 +130,13 @@ class TokenCheck:
         self._metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._carries_token(scope):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        refused = catalogue.Unauthorized(
-            "missing or wrong bearer token (Authorization: Bearer <token>)"
-        )
-        response = _answer_error(owner(self._surfaces, scope["path"]), refused, self._metrics)
-        await response(scope, receive, send)
-
-    def _carries_token(self, scope: Scope) -> bool:
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                scheme, _, given = value.partition(b" ")
-                return scheme.lower() == b"bearer" and hmac.compare_digest(
-                    given.strip(), self._token
-                )
-        return False
+        surface = owner(self._surfaces, scope["path"])
+        given = surface.credential(scope)
+        if given is not None and hmac.compare_digest(given, self._token):
+            await self.app(scope, receive, send)
+            return
+        refused = catalogue.Unauthorized(f"missing or wrong token ({surface.credential_hint})")
+        await _answer_error(surface, refused, self._metrics)(scope, receive, send)

@@ -4,10 +4,12 @@ the surface that owns the path, unknown paths and methods answered in that shape
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
 
 from tests.worker.conftest import Api
 from worker.api.app import SURFACES, create_app
@@ -71,11 +73,18 @@ async def _buggy(service: WorkerService, request: Request) -> Response:
     raise KeyError("internal detail")
 
 
+def _query_token(scope: Scope) -> bytes | None:
+    found = parse_qs(scope["query_string"].decode()).get("delegation")
+    return found[0].encode() if found else None
+
+
 OTHER = Surface(
     "other",
     "/other/",
     (Route("GET", "/other/missing", _missing), Route("GET", "/other/buggy", _buggy)),
     _plain,
+    credential=_query_token,
+    credential_hint="delegation=<token>",
 )
 
 
@@ -89,5 +98,23 @@ def test_each_surface_answers_errors_in_its_own_shape(service: WorkerService) ->
         buggy = api.get("/other/buggy")
         assert buggy.status_code == 500
         assert "internal detail" not in buggy.text
+    finally:
+        api.close()
+
+
+def test_each_surface_takes_the_token_its_own_way(
+    make_service: Callable[..., WorkerService],
+) -> None:
+    service = make_service("dora.worker.security.token=s3cret")
+    api = Api(service, app=create_app(service, (*SURFACES, OTHER)))
+    try:
+        refused = api.get("/other/missing")
+        assert refused.status_code == 401
+        assert refused.text == "AccessControlException: missing or wrong token (delegation=<token>)"
+        bearer = {"Authorization": "Bearer s3cret"}
+        assert api.get("/other/missing", headers=bearer).status_code == 401
+        assert api.get("/other/missing", params={"delegation": "s3cret"}).status_code == 404
+        assert api.get("/metrics", headers=bearer).status_code == 200
+        assert api.get("/metrics", params={"delegation": "s3cret"}).status_code == 401
     finally:
         api.close()
