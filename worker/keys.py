@@ -21,6 +21,7 @@ BIND_PORT: PropertyKey[int] = PropertyKey(
     "28080",
     "Port the REST API listens on (0: any free).",
     minimum=0,
+    maximum=65535,
 )
 TOKEN: PropertyKey[str | None] = PropertyKey(
     "dora.worker.security.token",

@@ -12,10 +12,10 @@ Writes go through ``service.write``; the mutations answer ``{"success": true}``.
 
 from __future__ import annotations
 
-import itertools
 import json
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -25,14 +25,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ufs.errors import UfsAlreadyExists, UfsIsADirectory, UfsNotADirectory, UfsNotFound
 from ufs.status import UfsStatus
+from worker import errors as catalogue
 from worker import keys
 from worker.api import alluxio_keys, params
 from worker.api import alluxio_params as ap
 from worker.api import alluxio_shapes as shapes
 from worker.api.body import SPOOL_IN_MEMORY, file_chunks, spool_body
-from worker.api.errors import BadRequest, classify, error_response
+from worker.api.errors import error_response
+from worker.api.surface import Route as SurfaceRoute
+from worker.api.surface import Surface
+from worker.errors import InvalidRequest as BadRequest
+from worker.errors import RangeNotSatisfiable
 from worker.load import JobState
-from worker.service import RangeNotSatisfiable, ReadResult, WorkerService
+from worker.ranges import Span, Window
+from worker.service import WorkerService
 
 Route = Callable[[WorkerService, Request], Awaitable[Response]]
 OBJECTS = "/v1/object"
@@ -56,11 +62,11 @@ def _answering(path: str, fn: Route) -> Route:
         try:
             return await fn(service, request)
         except Exception as exc:
-            known = classify(exc)
-            status = STATUS_FOR.get((path, known[1])) if known else None
-            if known is None or status is None:
+            kind = catalogue.kind_of(exc)
+            status = STATUS_FOR.get((path, kind.code)) if kind else None
+            if kind is None or status is None:
                 raise
-            return error_response(status, known[1], str(exc))
+            return error_response(replace(kind, status=status), str(exc), {})
 
     return handle
 
@@ -69,20 +75,24 @@ def _record(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
     return shapes.file_record(status, service.describe(status)["cached_bytes"])
 
 
-async def _stream(read: Callable[[], ReadResult], status: int = 200) -> Response:
-    """The bytes ``read`` resolves, streamed; errors before the first byte get their status."""
-
-    def resolve() -> tuple[ReadResult, Iterator[bytes]]:
-        result = read()
-        first = next(result.chunks, b"")
-        return result, itertools.chain([first], result.chunks)
-
-    result, body = await run_in_threadpool(resolve)
+async def _stream(service: WorkerService, uri: str, span: Span, status: int = 200) -> Response:
+    """``span`` of ``uri``, streamed; errors before the first byte get their status."""
+    result = await run_in_threadpool(service.read_span, uri, span)
     headers = {"Content-Length": str(result.length), "X-Dora-Version": result.status.version}
     if status == 206:
         last = result.offset + result.length - 1
         headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
-    return StreamingResponse(body, status, headers, "application/octet-stream")
+    return StreamingResponse(result.chunks, status, headers, "application/octet-stream")
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The last ``count`` bytes, or the whole file when it is shorter (an empty file too)."""
+
+    count: int
+
+    def resolve(self, size: int) -> tuple[int, int]:
+        return max(0, size - self.count), min(self.count, size)
 
 
 # -- metadata ----------------------------------------------------------------------------------
@@ -124,7 +134,7 @@ async def read_range(service: WorkerService, request: Request) -> Response:
     uri = ap.target(request)
     offset = params.optional_int(request.query_params, "offset") or 0
     length = params.optional_int(request.query_params, "length")
-    return await _stream(lambda: service.read(uri, offset, length))
+    return await _stream(service, uri, Window(offset, length))
 
 
 async def read_page(service: WorkerService, request: Request) -> Response:
@@ -137,7 +147,7 @@ async def read_page(service: WorkerService, request: Request) -> Response:
     if within >= page_size:
         raise RangeNotSatisfiable(f"offset {within} is past the page size {page_size}")
     length = page_size - within if length is None else min(length, page_size - within)
-    return await _stream(lambda: service.read(uri, index * page_size + within, length))
+    return await _stream(service, uri, Window(index * page_size + within, length))
 
 
 async def read_chunk(service: WorkerService, request: Request) -> Response:
@@ -145,22 +155,17 @@ async def read_chunk(service: WorkerService, request: Request) -> Response:
     otherwise not needed)."""
     uri = ap.target(request)
     params.optional_int(request.query_params, "chunkSize")
-    return await _stream(lambda: service.read(uri))
+    return await _stream(service, uri, Window())
 
 
 async def head(service: WorkerService, request: Request) -> Response:
     uri, count = ap.target(request), ap.byte_count(request, "numOfBytes", HEAD_TAIL_BYTES)
-    return await _stream(lambda: service.read(uri, 0, count))
+    return await _stream(service, uri, Window(0, count))
 
 
 async def tail(service: WorkerService, request: Request) -> Response:
     uri, count = ap.target(request), ap.byte_count(request, "numOfBytes", HEAD_TAIL_BYTES)
-
-    def read() -> ReadResult:
-        status = service.status(uri)
-        return service.read(uri, max(0, status.size - count), None, version=status.version)
-
-    return await _stream(read)
+    return await _stream(service, uri, _Tail(count))
 
 
 async def read_object(service: WorkerService, request: Request) -> Response:
@@ -168,17 +173,10 @@ async def read_object(service: WorkerService, request: Request) -> Response:
     (alluxiofs 1.1.x reads byte ranges this way, by the record's ``mPath``)."""
     uri = shapes.uri_of(request.path_params["path"])
     header = request.headers.get("range")
-    if header is None:
-        return await _stream(lambda: service.read(uri))
-    offset, length, suffix = ap.object_range(header)
-
-    def read() -> ReadResult:
-        if not suffix:
-            return service.read(uri, offset, length)
-        status = service.status(uri)
-        return service.read(uri, max(0, status.size - offset), None, version=status.version)
-
-    return await _stream(read, 206)
+    span = None if header is None else ap.object_range(header)
+    if span is None:
+        return await _stream(service, uri, Window())
+    return await _stream(service, uri, span, 206)
 
 
 # -- writes and mutations ----------------------------------------------------------------------
@@ -354,8 +352,8 @@ async def load(service: WorkerService, request: Request) -> Response:
     return _json(await run_in_threadpool(work))
 
 
-ROUTES: tuple[tuple[str, str, Route], ...] = tuple(
-    (method, path, _answering(path, fn))
+ROUTES: tuple[SurfaceRoute, ...] = tuple(
+    SurfaceRoute(method, path, _answering(path, fn))
     for method, path, fn in (
         ("GET", "/v1/node", node),
         ("GET", "/v1/info", info),
@@ -376,7 +374,12 @@ ROUTES: tuple[tuple[str, str, Route], ...] = tuple(
         ("GET", OBJECTS + "/{path:path}", read_object),
     )
 )
-"""Alluxio's calls, as (method, path, handler) like the app's own routes."""
+"""Alluxio's calls."""
+
+SURFACE = Surface(name="alluxio", prefix=OBJECTS, routes=ROUTES, render_error=error_response)
+"""Alluxio's REST calls; errors in REST v1's shape (alluxiofs reads only status codes). It owns
+only its object path: its other routes sit among REST v1's under /v1, whose answers for unknown
+paths stand."""
 
 
 def objects_on_port(app: ASGIApp, port: int) -> ASGIApp:

@@ -17,8 +17,8 @@ from starlette.requests import Request
 from config.units import parse_size
 from ufs.status import file_id
 from worker.api import params
-from worker.api.errors import BadRequest
-from worker.service import RangeNotSatisfiable
+from worker.errors import InvalidRequest as BadRequest
+from worker.ranges import ByteRange
 
 # alluxiofs 1.1.x asks for "the rest of the file" as bytes=<start>-<start - 2> (it formats
 # offset + length - 1 with length -1); any other range goes to the standard parser.
@@ -84,12 +84,10 @@ def flag(request: Request, *names: str) -> bool:
     return any(params.boolean(request.query_params, name) for name in names)
 
 
-def object_range(header: str) -> tuple[int, int | None, bool]:
-    """A Range header of an S3-style read as (offset, length or None, suffix?)."""
+def object_range(header: str) -> ByteRange | None:
+    """A Range header of an S3-style read; None when it must be ignored (the whole file). To
+    read to the end alluxiofs 1.1.x sends ``bytes=a-(a-2)``, which means bytes from ``a``."""
     match = _TO_END.match(header.strip())
     if match is not None and int(match.group(2)) == int(match.group(1)) - 2:
-        return int(match.group(1)), None, False
-    offset, length, suffix = params.byte_range(header)
-    if suffix and offset == 0:
-        raise RangeNotSatisfiable(f"Range {header!r} asks for no bytes")
-    return offset, length, suffix
+        return ByteRange(int(match.group(1)), None)
+    return params.byte_range(header)

@@ -9,7 +9,7 @@ from typing import IO
 
 from starlette.requests import Request
 
-from worker.api.errors import PayloadTooLarge
+from worker.errors import PayloadTooLarge
 
 SPOOL_IN_MEMORY = 16 << 20
 COPY_CHUNK = 1 << 20
