@@ -2,7 +2,8 @@
 the exact ``st_mtime_ns`` (fsspec's float seconds would let a same-size rewrite keep its
 version), a read pinned to a version checks it on the descriptor it reads from, a symlink is
 followed the same way by status, listing and read, and a write replaces the file in one
-rename."""
+rename and answers the status of the file it wrote (so a delete or a replace by someone else
+right after cannot change the answer)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from fsspec.spec import AbstractFileSystem
 from ufs import uri as uris
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsInvalidPath, UfsVersionChanged
-from ufs.status import UfsStatus, dir_status, make_version
+from ufs.status import UfsStatus, dir_status, file_status, make_version
 
 # Entries a listing leaves out: gone since the scan, a dangling link, a symlink loop.
 _UNSERVABLE = frozenset({errno.ENOENT, errno.ELOOP})
@@ -103,22 +104,25 @@ class LocalBackend:
     ) -> bytes:
         return self._threads.run(partial(_pread, uri, offset, length, version), deadline)
 
-    def write(self, uri: str, data: bytes, deadline: Deadline) -> None:
-        self._upload(uri, iter((data,)), lambda: deadline)
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
+        return self._upload(uri, iter((data,)), lambda: deadline)
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
-        self._upload(uri, chunks, lambda: Deadline(step))
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
+        return self._upload(uri, chunks, lambda: Deadline(step))
 
-    def _upload(self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]) -> None:
+    def _upload(
+        self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]
+    ) -> UfsStatus:
         upload = _Upload(path_of(uri))
         try:
             self._threads.run(upload.open, deadline())
             for chunk in chunks:
                 self._threads.run(partial(upload.write, chunk), deadline())
-            self._threads.run(upload.commit, deadline())
+            written = self._threads.run(upload.commit, deadline())
         except BaseException:
             self._threads.spawn(upload.discard)
             raise
+        return _status(uri, written)
 
     def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:
         self._threads.run(partial(_delete, path_of(uri), recursive), deadline)
@@ -133,10 +137,7 @@ class LocalBackend:
 def _status(uri: str, st: os.stat_result) -> UfsStatus:
     if stat.S_ISDIR(st.st_mode):
         return dir_status(uri, uris.name(uri))
-    size, mtime_ns = st.st_size, st.st_mtime_ns
-    return UfsStatus(
-        uri, uris.name(uri), False, size, mtime_ns, make_version(size, mtime_ns, None), None
-    )
+    return file_status(uri, st.st_size, st.st_mtime_ns)
 
 
 def _scan(uri: str) -> list[UfsStatus]:
@@ -209,7 +210,9 @@ class _Upload:
     """A file written under a temporary name beside its target and renamed over it at the
     end, so that readers see the old file or the new one, never a part, and a write that
     fails leaves the old file. Written through a link, the link's target is replaced (the
-    link stays); a replaced file keeps its permission bits.
+    link stays); a replaced file keeps its permission bits. :meth:`commit` answers the
+    written file's own status (``fstat`` before the rename, which changes neither its size
+    nor its mtime), so what a write reports never depends on the name after it.
 
     Its steps may run on different threads one after another; its lock also makes
     :meth:`discard` wait for a step that overran its deadline to return."""
@@ -239,13 +242,17 @@ class _Upload:
             while view:
                 view = view[os.write(self._fd, view) :]
 
-    def commit(self) -> None:
+    def commit(self) -> os.stat_result:
         with self._lock:
             assert self._fd is not None and self._temp is not None, "open() first"
             fd, self._fd = self._fd, None
-            os.close(fd)
+            try:
+                written = os.fstat(fd)
+            finally:
+                os.close(fd)
             os.replace(self._temp, self._target)
             self._temp = None
+            return written
 
     def discard(self) -> None:
         with self._lock:
