@@ -166,7 +166,10 @@ class Ufs:
         return io.BufferedReader(_RangeReader(self, status), WRITE_CHUNK)
 
     def write(self, uri: str, data: bytes | Iterable[bytes]) -> UfsStatus:
-        """Write (create or replace) a file from bytes or an iterable of chunks; its new status.
+        """Write (create or replace) a file from bytes or an iterable of chunks; the status of
+        what was written, as the write itself reports it (:meth:`UfsBackend.write`): a file
+        deleted or replaced by someone else right after does not make a write that happened
+        raise UfsNotFound or answer the other party's status.
 
         Bytes are one call with the deadline. A stream cannot be replayed, so it is written
         once, without retries, and the deadline bounds each request of the upload (one part,
@@ -178,11 +181,9 @@ class Ufs:
         backend = self._of(uri)
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)
-            self._call("write", uri, partial(backend.write, uri, payload))
-        else:
-            stream = partial(backend.write_stream, uri, iter(data), self._deadline)
-            self._call("write", uri, lambda _: stream(), retry=False)
-        return self.status(uri)
+            return self._call("write", uri, partial(backend.write, uri, payload))
+        stream = partial(backend.write_stream, uri, iter(data), self._deadline)
+        return self._call("write", uri, lambda _: stream(), retry=False)
 
     def delete(self, uri: str, recursive: bool = False) -> None:
         """Delete a file, or a directory (its contents too only with ``recursive``)."""

@@ -59,12 +59,19 @@ class UfsBackend(Protocol):
         that version; otherwise ``version`` is ignored."""
         ...
 
-    def write(self, uri: str, data: bytes, deadline: Deadline) -> None:
-        """Create or replace a file, creating parent directories as needed. A write that
-        fails leaves the old file, if any, in place where the storage allows."""
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
+        """Create or replace a file, creating parent directories as needed; the status of
+        what was written. A write that fails leaves the old file, if any, in place where the
+        storage allows.
+
+        The status is the write's own, taken from the write itself where the storage tells
+        it (the file written, the ETag answered), so a concurrent delete or replace of the
+        file right after neither fails a write that succeeded nor answers the other party's
+        file; where a part of it must come from a look after the write, a failed look
+        yields the documented best value, never an error."""
         ...
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
         """Like :meth:`write`, from chunks of any size read once. ``step`` (seconds) bounds
         each request of the upload rather than the whole, so a long healthy upload succeeds
         while one that stops making progress fails within ``step``."""

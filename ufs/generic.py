@@ -3,11 +3,17 @@ scheme no dedicated backend claims, and the base of the S3 backend.
 
 An async filesystem's coroutines run on fsspec's IO loop and are cancelled at their deadline;
 a sync filesystem's calls run on the facade's threads (:class:`ufs.deadline.ThreadRunner`).
+
+An fsspec write answers nothing about what it stored, so a write's status is the one the
+filesystem gives right after it (:meth:`FsspecBackend.written`), checked against what the write
+knows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import datetime
 from functools import partial
@@ -19,9 +25,10 @@ from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK
 from ufs.deadline import Deadline, ThreadRunner, run_coroutine
 from ufs.errors import UfsInvalidPath, UfsNotADirectory
-from ufs.status import UfsStatus, dir_status, make_version
+from ufs.status import UfsStatus, dir_status, file_status
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _MTIME_FIELDS = ("LastModified", "last_modified", "mtime", "created", "updated")
 
 
@@ -66,13 +73,8 @@ class FsspecBackend:
         uri = uris.normalize(f"{self.scheme}://{str(info['name']).lstrip('/')}")
         if info.get("type") == "directory":
             return dir_status(uri, uris.name(uri))
-        size = int(info.get("size") or 0)
         etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
-        etag = str(etag).strip('"') if etag else None
-        mtime_ns = _mtime_ns(info)
-        return UfsStatus(
-            uri, uris.name(uri), False, size, mtime_ns, make_version(size, mtime_ns, etag), etag
-        )
+        return file_status(uri, int(info.get("size") or 0), _mtime_ns(info), unquoted_etag(etag))
 
     def list(self, uri: str, deadline: Deadline) -> list[UfsStatus]:
         infos: list[dict[str, Any]] = self.call(deadline, "ls", self.path(uri), detail=True)
@@ -98,10 +100,39 @@ class FsspecBackend:
         data = self.call(deadline, "cat_file", self.path(uri), start=offset, end=offset + length)
         return bytes(data)
 
-    def write(self, uri: str, data: bytes, deadline: Deadline) -> None:
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
         self.call(deadline, "pipe_file", self.path(uri), data)
+        return self.written(uri, len(data), None, time.time_ns(), deadline)
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
+    def written(
+        self, uri: str, size: int, etag: str | None, mtime_ns: int, deadline: Deadline
+    ) -> UfsStatus:
+        """The status of the ``size`` bytes a write has just stored at ``uri`` (``etag``: the
+        ETag the storage answered the write with, if it did).
+
+        The storage is asked right after the write; its status is the answer when it shows
+        this write (same size, same ETag where known), so a later status equals it. When it
+        does not — someone deleted or replaced the file meanwhile, or the look failed — the
+        write still happened: the answer is built from the write, with ``mtime_ns`` as the
+        best value the caller has. Without an ETag that version matches no later status, so
+        the cache re-reads the file rather than serve it under this one. Without an ETag, a
+        replace of the same size right after cannot be told from the write itself.
+        """
+        try:
+            current: UfsStatus | None = self.status(uri, deadline)
+        except Exception as exc:  # noqa: BLE001 — the write is done; only its status is less exact
+            log.debug("status of %s after its write failed (%r); built from the write", uri, exc)
+            current = None
+        if (
+            current is not None
+            and not current.is_dir
+            and current.size == size
+            and etag in (None, current.content_hash)
+        ):
+            return current
+        return file_status(uri, size, mtime_ns, etag)
+
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
         # fsspec's file objects are sync: their steps run on threads, each with ``step``.
         # Opened uncommitted (fsspec's transactions), so a failed upload is discarded; a
         # filesystem that ignores ``autocommit`` (fsspec's memory filesystem does) may still
@@ -110,14 +141,17 @@ class FsspecBackend:
             return self._fs.open(self.path(uri), "wb", block_size=WRITE_CHUNK, autocommit=False)
 
         out = self._threads.run(opened, Deadline(step))
+        size = 0
         try:
             for chunk in chunks:
                 self._threads.run(partial(out.write, chunk), Deadline(step))
+                size += len(chunk)
             self._threads.run(out.close, Deadline(step))
             self._threads.run(out.commit, Deadline(step))
         except BaseException:
             self._threads.spawn(out.discard)
             raise
+        return self.written(uri, size, None, time.time_ns(), Deadline(step))
 
     def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:
         self.call(deadline, "rm", self.path(uri), recursive=recursive)
@@ -128,6 +162,11 @@ class FsspecBackend:
 
     def mkdir(self, uri: str, deadline: Deadline) -> None:
         self.call(deadline, "makedirs", self.path(uri), exist_ok=True)
+
+
+def unquoted_etag(value: object) -> str | None:
+    """An ETag without the quotes S3 puts around it; None for none."""
+    return str(value).strip('"') if value else None
 
 
 def _mtime_ns(info: dict[str, Any]) -> int:

@@ -1,12 +1,15 @@
 """S3 as a UFS backend, through s3fs: every S3 specific in one place — the client settings, the
 conditional (``If-Match``) ranged read that pins a version, how S3 reports a failed
-precondition, and the multipart upload of a stream. Every request is a coroutine on fsspec's
-IO loop, cancelled (its connection closed) at its deadline."""
+precondition, the uploads (one PUT, or a multipart upload of a stream) and the status a write
+answers. Every request is a coroutine on fsspec's IO loop, cancelled (its connection closed) at
+its deadline."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Coroutine, Iterator
+from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import Any
 
@@ -16,11 +19,13 @@ from botocore.exceptions import ClientError
 from ufs.backend import WRITE_CHUNK
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsVersionChanged
-from ufs.generic import FsspecBackend
+from ufs.generic import FsspecBackend, unquoted_etag
 from ufs.options import UfsOptions
+from ufs.status import UfsStatus
 
 SCHEMES = ("s3", "s3a")
 PART_SIZE = WRITE_CHUNK  # S3 wants parts of at least 5 MiB, all but the last
+MAX_PUT = 5 << 30  # the largest object S3 takes in one PUT
 
 
 def storage_options(options: UfsOptions) -> dict[str, Any]:
@@ -93,28 +98,62 @@ class S3Backend(FsspecBackend):
                 raise UfsVersionChanged(uri, version, None) from exc
             raise
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> None:
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
+        """One PUT (a multipart upload past S3's limit for one), all within ``deadline``."""
+        if len(data) > MAX_PUT:
+            parts = (data[start : start + PART_SIZE] for start in range(0, len(data), PART_SIZE))
+            return self._upload(uri, parts, lambda: deadline)
+        return self._written(uri, len(data), self.run(self._put(uri, data), deadline), deadline)
+
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
         """One PUT for a small body, else a multipart upload, one part per request; a failed
         upload is aborted, so nothing of it becomes visible."""
+        return self._upload(uri, chunks, lambda: Deadline(step))
+
+    def _put(self, uri: str, data: bytes) -> Callable[[], Coroutine[Any, Any, Any]]:
+        bucket, _, key = self.path(uri).partition("/")
+        return self.s3("put_object", Bucket=bucket, Key=key, Body=data)
+
+    def _upload(
+        self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]
+    ) -> UfsStatus:
         bucket, _, key = self.path(uri).partition("/")
         upload = _Multipart(self, bucket, key)
         buffer = bytearray()
+        size = 0
         try:
             for chunk in chunks:
                 buffer += chunk
+                size += len(chunk)
                 while len(buffer) >= PART_SIZE:
                     part = bytes(buffer[:PART_SIZE])
                     del buffer[:PART_SIZE]
-                    self.run(partial(upload.send, part), Deadline(step))
+                    self.run(partial(upload.send, part), deadline())
             if upload.id is None:
-                self.write(uri, bytes(buffer), Deadline(step))
-                return
-            if buffer:
-                self.run(lambda: upload.send(bytes(buffer)), Deadline(step))
-            self.run(upload.complete, Deadline(step))
+                response = self.run(self._put(uri, bytes(buffer)), deadline())
+            else:
+                if buffer:
+                    self.run(lambda: upload.send(bytes(buffer)), deadline())
+                response = self.run(upload.complete, deadline())
         except BaseException:
-            upload.abort_soon(step)
+            upload.abort_soon(deadline().seconds)
             raise
+        return self._written(uri, size, response, deadline())
+
+    def _written(
+        self, uri: str, size: int, response: dict[str, Any], deadline: Deadline
+    ) -> UfsStatus:
+        """The status of the object a PutObject or CompleteMultipartUpload ``response`` has
+        just stored: its ETag from that response, its size as sent. S3 answers a write with
+        no modification time, so that comes from the HEAD right after when it still shows
+        this ETag (and a later status equals this one). If the object was deleted or
+        replaced meanwhile, or the HEAD failed, the best value is the ``Date`` of
+        ``response``: the server's clock as the write completed, to the second like
+        Last-Modified (which S3 sets when the upload began, so a long upload's is earlier);
+        this host's clock if the response has no date."""
+        return self.written(
+            uri, size, unquoted_etag(response.get("ETag")), _date_ns(response), deadline
+        )
 
 
 class _Multipart:
@@ -136,8 +175,8 @@ class _Multipart:
         )()
         self._parts.append({"PartNumber": number, "ETag": sent["ETag"]})
 
-    async def complete(self) -> None:
-        await self._backend.s3(
+    async def complete(self) -> Any:
+        return await self._backend.s3(
             "complete_multipart_upload",
             UploadId=self.id,
             MultipartUpload={"Parts": self._parts},
@@ -152,6 +191,15 @@ class _Multipart:
         abort = self._backend.s3("abort_multipart_upload", UploadId=self.id, **self._where)
         loop: asyncio.AbstractEventLoop = self._backend.filesystem.loop
         asyncio.run_coroutine_threadsafe(asyncio.wait_for(abort(), timeout), loop)
+
+
+def _date_ns(response: dict[str, Any]) -> int:
+    """The ``Date`` header of a response in ns since the epoch; this host's clock without one."""
+    date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    try:
+        return int(parsedate_to_datetime(date).timestamp()) * 1_000_000_000
+    except (TypeError, ValueError):
+        return time.time_ns()
 
 
 def _precondition_failed(exc: BaseException) -> bool:

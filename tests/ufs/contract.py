@@ -44,6 +44,7 @@ class UfsContract:
             f"{root}/big.bin", (body[i : i + (1 << 20)] for i in range(0, len(body), 1 << 20))
         )
         assert status.size == len(body)
+        assert ufs.status(f"{root}/big.bin") == status
         with ufs.open(f"{root}/big.bin") as handle:
             assert handle.read(10) == body[:10]
             assert handle.read() == body[10:]

@@ -1,11 +1,17 @@
-"""The local backend's own rules for symlinks (the contract suite covers the rest)."""
+"""The local backend's own rules for symlinks and for the status a write answers (the contract
+suite covers the rest)."""
 
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from ufs.adapter import Ufs
+from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsInvalidPath, UfsVersionChanged
+from ufs.local import LocalBackend, path_of
+from ufs.status import UfsStatus
 
 
 @pytest.fixture
@@ -61,3 +67,48 @@ def test_a_pinned_read_checks_the_file_it_reads_not_the_name(tree: Path) -> None
     (tree / "d" / "real" / "f").symlink_to(tree / "other")
     with pytest.raises(UfsVersionChanged):
         ufs.read(f"file://{tree}/d/real/f", 0, 5, version=pinned.version)
+
+
+class _RacedBackend(LocalBackend):
+    """The local backend with another party acting on the file (``race(path)``) as soon as
+    each write has put it in place: a concurrent delete or replace, landed deterministically
+    between the write and anything after it. ``before`` is the file as written, taken just
+    before the race."""
+
+    def __init__(self, race: Callable[[str], None]) -> None:
+        super().__init__(ThreadRunner(4))
+        self._race = race
+        self.before: list[os.stat_result] = []
+
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
+        written = super().write(uri, data, deadline)
+        self._raced(path_of(uri))
+        return written
+
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
+        written = super().write_stream(uri, chunks, step)
+        self._raced(path_of(uri))
+        return written
+
+    def _raced(self, path: str) -> None:
+        self.before.append(os.stat(path))
+        self._race(path)
+
+
+def _replace(path: str) -> None:
+    Path(path).write_bytes(b"someone else's, longer")
+
+
+@pytest.mark.parametrize("race", [os.unlink, _replace], ids=["deleted", "replaced"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["bytes", "stream"])
+def test_a_write_answers_what_it_wrote_whatever_happens_to_the_file_next(
+    tmp_path: Path, race: Callable[[str], None], streamed: bool
+) -> None:
+    backend = _RacedBackend(race)
+    uri = f"file://{tmp_path}/f"
+    body: bytes | Iterator[bytes] = iter([b"wri", b"tten"]) if streamed else b"written"
+    status = Ufs(backends={"file": backend}).write(uri, body)
+    (before,) = backend.before
+    mtime_ns = before.st_mtime_ns
+    assert status == UfsStatus(uri, "f", False, 7, mtime_ns, f"7-{mtime_ns}", None)
+    assert os.path.exists(tmp_path / "f") == (race is _replace)  # the race really happened

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ufs.errors import UfsInvalidPath, UfsOutsideRoots
+from ufs import roots as roots_module
+from ufs.adapter import Ufs
+from ufs.errors import UfsError, UfsInvalidPath, UfsOutsideRoots
 from ufs.local import resolve
 from ufs.roots import MountRoots
-from ufs.status import dir_status
+from ufs.status import UfsStatus, dir_status
 
 
 @pytest.fixture
@@ -105,6 +107,76 @@ def test_visible_leaves_out_entries_that_lead_outside(tree: Path) -> None:
     names = ["real", "passwd", "outdir", "up", "sneaky", "dangling", "inlink", "indir", "loop"]
     entries = [dir_status(uri(tree, name), name) for name in names]
     assert [e.name for e in roots.visible(entries)] == ["real", "inlink", "indir"]
+
+
+def _checked(roots: MountRoots, entries: list[UfsStatus]) -> list[UfsStatus]:
+    """The entries :meth:`MountRoots.check` passes one by one: what ``visible`` must give."""
+    passed = []
+    for entry in entries:
+        try:
+            roots.check(entry.uri)
+        except UfsError:
+            continue
+        passed.append(entry)
+    return passed
+
+
+@pytest.mark.parametrize(
+    ("listed", "shown"),
+    [
+        ("", ["climb", "gone", "indir", "inlink", "real"]),
+        ("real", ["back", "file.txt", "gone", "sub"]),
+        ("indir", ["back", "file.txt", "gone", "sub"]),  # a directory linked inside
+        ("outdir", []),  # a directory linked outside: even its plain files are left out
+        ("up", []),
+    ],
+)
+def test_visible_is_exactly_what_check_passes(tree: Path, listed: str, shown: list[str]) -> None:
+    (tree / "outside" / "dir" / "plain.txt").write_bytes(b"outside")
+    (tree / "root" / "real" / "back").symlink_to(tree / "root")
+    for directory in (tree / "root", tree / "root" / "real", tree / "outside" / "dir"):
+        for odd in ("%2e%2e", "a\\b", "bad\nname"):  # files no canonical URI may name
+            (directory / odd).write_bytes(b"odd")
+    roots = MountRoots([f"file://{tree}/root"])
+    names = [*sorted(os.listdir(tree / "root" / listed)), "gone"]
+    entries = [dir_status(uri(tree, f"{listed}/{name}".lstrip("/")), name) for name in names]
+    visible = roots.visible(entries)
+    assert visible == _checked(roots, entries)
+    assert sorted(entry.name for entry in visible) == shown
+
+
+def test_visible_resolves_only_the_links(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listing's plain entries are settled by one scan of their resolved directory; only
+    the links get a resolution of their own."""
+    directory = tree / "root" / "many"
+    directory.mkdir()
+    for index in range(50):
+        (directory / f"f{index:02d}").write_bytes(b"x")
+    (directory / "in").symlink_to(tree / "root" / "real")
+    (directory / "out").symlink_to(tree / "outside")
+    roots = MountRoots([f"file://{tree}/root"])
+    resolved: list[str] = []
+
+    def counting(path: str) -> str:
+        resolved.append(os.path.basename(path))
+        return resolve(path)
+
+    monkeypatch.setattr(roots_module, "resolve", counting)
+    visible = roots.visible(Ufs().list(f"file://{directory}"))
+    assert len(visible) == 51
+    assert sorted(resolved) == ["in", "out"]
+
+
+def test_visible_closes_the_directories_it_opens(tree: Path) -> None:
+    roots = MountRoots([f"file://{tree}/root"])
+    entries = [
+        dir_status(uri(tree, f"{listed}/{name}".lstrip("/")), name)
+        for listed in ("", "real", "indir", "outdir")
+        for name in ("file.txt", "sub", "passwd")
+    ]
+    before = sorted(os.listdir("/proc/self/fd"))
+    roots.visible(entries)
+    assert sorted(os.listdir("/proc/self/fd")) == before
 
 
 def test_resolve_follows_the_kernel(tree: Path) -> None:
