@@ -206,14 +206,14 @@ def _tree(side: Side, entry: Entry, target: str, target_side: Side) -> list[Tran
 def _matches(
     side: CacheSide, pattern: str, target: str, target_side: Side, recursive: bool
 ) -> list[Transfer]:
-    found = sorted(side.fs.glob(pattern))
+    found: dict[str, dict[str, Any]] = side.fs.glob(pattern, detail=True)
     if not found:
         raise Failure(f"{pattern}: no match")
     full = uri(side.fs, pattern)
     fixed = full[: min(full.index(c) for c in _MAGIC if c in full)].rsplit("/", 1)[0]
     transfers: list[Transfer] = []
-    for path in found:
-        entry = side.entry(path)
+    for path in sorted(found):
+        entry = _cache_entry(found[path])
         if entry.is_dir and not recursive:
             continue  # as cp does with a directory among the files it is given
         transfers += _tree(
