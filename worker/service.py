@@ -196,13 +196,17 @@ class WorkerService:
         lookup's errors, and UfsVersionChanged when the file changed under a caller-given
         ``version``.
 
-        A change found while reading is evidence: the new status is recorded at once (a sync,
-        which also evicts the old version's pages and drops the parent's listing). Found before
+        A change found while reading is evidence, and so is the file found gone: the new status
+        is recorded at once (a sync, which also evicts the old version's pages and drops the
+        parent's listing). Found before
         the first byte, with no ``version`` asked for, the new version is served instead; found
         later, the chunks end with UfsVersionChanged (a caller cuts its answer short)."""
         status = self.status(uri, sync_interval, version)
         try:
             return self._open(status, span)
+        except UfsNotFound:
+            self._record_change(status.uri)
+            raise
         except UfsVersionChanged:
             if version is not None:
                 self._record_change(status.uri)
@@ -221,7 +225,7 @@ class WorkerService:
     def _watched(self, uri: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
         try:
             yield from chunks
-        except UfsVersionChanged:
+        except (UfsVersionChanged, UfsNotFound):
             self._record_change(uri)
             raise
 
@@ -255,8 +259,11 @@ class WorkerService:
         """Delete through to the UFS; the canonical URI deleted."""
         uri = self.roots.check(uri)
         self.ufs.delete(uri, recursive)
-        # A deleted directory's entries go too: record_write drops everything under it.
+        # A deleted directory's entries go too: record_write drops everything under it, and
+        # the page store drops pages of files under it that no cached status names.
         self.meta.record_write(uri, None, Operation.DELETED)
+        if recursive:
+            self.pages.delete_prefix(uri)
         self._changed(Event(Op.DELETED, uri, prefix=recursive))
         return uri
 

@@ -335,6 +335,21 @@ def test_a_file_replaced_since_its_status_was_cached_is_served_new(
     assert answer.headers["x-dora-version"] != old
 
 
+@pytest.mark.parametrize("pinned", [True, False], ids=["version-given", "no-version"])
+def test_a_file_deleted_since_its_status_was_cached_is_recorded_by_the_read(
+    api: Api, data_dir: Path, pinned: bool
+) -> None:
+    (data_dir / "d.bin").write_bytes(b"a" * (3 * PAGE))
+    path = uri(data_dir, "d.bin")
+    version = api.get("/v1/status", params={"path": path}).json()["version"]
+    (data_dir / "d.bin").unlink()
+    asked = {"path": path, "sync_interval": "-1"} | ({"version": version} if pinned else {})
+    assert api.get("/v1/read", params=asked).status_code == 404
+    # The read found the file gone: the cached status must not answer for it any more.
+    later = api.get("/v1/status", params=asked)
+    assert (later.status_code, later.json()["error"]) == (404, "NotFound")
+
+
 def test_ready_while_the_page_restore_runs(tmp_path: Path, data_dir: Path) -> None:
     config = load_config(
         build_registry(),
