@@ -106,6 +106,7 @@ class WorkerService:
         key when a value cannot be used, including a store that refuses its directory; what
         was opened before a failure is closed again."""
         mount_roots(config)
+        log.info("configuration: %s", config.sources())
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
         with contextlib.ExitStack() as opened:

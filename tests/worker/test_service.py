@@ -1,5 +1,6 @@
 """The worker service over a local directory: the invalidation chain, restart, faults."""
 
+import logging
 import os
 import subprocess
 import threading
@@ -115,3 +116,14 @@ def test_a_bad_mount_root_is_refused_before_anything_opens(tmp_path: Path, data_
     assert set(threading.enumerate()) == threads
     assert not (tmp_path / "work").exists()
     open_service(tmp_path / "work", f"file://{data_dir}").close()  # no lock was left held
+
+
+def test_a_starting_service_logs_where_its_configuration_came_from(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="worker.service"):
+        service = open_service(tmp_path / "work", f"file://{data_dir}")
+    service.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "worker.service"]
+    assert lines == [f"configuration: {service.config.sources()}"]
+    assert "-D dora.work.dir, dora.worker.ufs.roots" in lines[0]
