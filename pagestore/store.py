@@ -150,15 +150,18 @@ class LocalPageStore(BasePageStore):
             self._restore_prefixes = []
             self._restored_pages = report.pages
             self._restore_seconds = report.seconds
+        outcome = "page store ready" if report.complete else "page store restore stopped"
+        # Dropped: pages and URI records the restore found unusable, orphaned or over capacity.
+        logger.info(
+            "%s: %d pages restored, %d files dropped in %.2fs",
+            outcome,
+            report.pages,
+            report.removed,
+            report.seconds,
+        )
         if not report.complete:
             return
         self._ready.set()
-        logger.info(
-            "page store ready: %d pages restored in %.2fs, %d files removed",
-            report.pages,
-            report.seconds,
-            report.removed,
-        )
         remove_other_layouts(dirs)
 
     def _admit(self, number: int, found: list[ScanEntry], uris: dict[str, str]) -> list[ScanEntry]:
