@@ -48,6 +48,22 @@ def test_reads_fall_back_to_the_ufs_counted_and_logged_once(
     assert fs.failover_count >= stats.ufs_fallbacks
 
 
+def test_every_fallback_is_logged_once_the_first_as_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "f.bin").write_bytes(b"x" * 100)
+    fs = offline()
+    uri = f"file://{tmp_path}/f.bin"
+    with caplog.at_level(logging.INFO, logger="worker.client.fallback"):
+        fs.info(uri)
+        fs.cat_file(uri)
+    records = [r for r in caplog.records if r.name == "worker.client.fallback"]
+    assert len(records) == fs.fallback_stats().ufs_fallbacks >= 2
+    assert [r.levelno for r in records] == [logging.WARNING] + [logging.INFO] * (len(records) - 1)
+    assert records[1].getMessage().startswith("UFS fallback 2: ")
+    assert all(uri in r.getMessage() for r in records)
+
+
 def test_a_pinned_version_is_honoured_in_fallback(tmp_path: Path) -> None:
     (tmp_path / "f").write_bytes(b"abc")
     fs = offline()
