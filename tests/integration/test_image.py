@@ -149,6 +149,16 @@ def test_base_is_slim_python_311_and_the_package_is_installed_without_extras(
     assert sources == ["/opt/doracache/src"]  # no [dev] or [spark] extras, no other package
 
 
+def test_every_copied_source_is_in_the_build_context(dockerfile: list[Instruction]) -> None:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    assert patterns[0] == "*"  # everything is left out but what is let through
+    let_through = {p.removeprefix("!") for p in patterns if p.startswith("!")}
+    copied = {s for i in dockerfile if i.keyword == "COPY" for s in shlex.split(i.rest)[:-1]}
+    assert copied == let_through
+    assert all((ROOT / source).exists() for source in copied)
+
+
 def test_the_user_is_the_charts_fixed_non_root_uid(dockerfile: list[Instruction]) -> None:
     security = chart_values()["worker"]["securityContext"]
     users = [i for i in dockerfile if i.keyword == "USER"]
@@ -347,8 +357,13 @@ def test_the_installed_worker_answers_the_probes_and_the_healthcheck(
     dockerfile: list[Instruction],
     image_venv: Path,
     chart_worker: tuple[int, dict[str, str]],
+    tmp_path: Path,
 ) -> None:
     port, environ = chart_worker
+    # The chart's site file was read, then the environment moved the worker here.
+    started = (tmp_path / "worker.log").read_text()
+    assert f"configuration: site file {tmp_path / 'dora-site.properties'} (" in started
+    assert "DORA_WORKER_HTTP_PORT" in started
     for path in ("/healthz", "/readyz"):
         assert httpx.get(f"http://127.0.0.1:{port}{path}", timeout=10).status_code == 200
     assert healthcheck(dockerfile, image_venv, environ) == 0
