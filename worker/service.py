@@ -106,7 +106,6 @@ class WorkerService:
         key when a value cannot be used, including a store that refuses its directory; what
         was opened before a failure is closed again."""
         mount_roots(config)
-        log.info("configuration: %s", config.sources())
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
         with contextlib.ExitStack() as opened:
@@ -123,6 +122,8 @@ class WorkerService:
                 raise _refused(config, page_keys.DIRS, exc) from exc
             service = cls(config, ufs, meta, pages, options.page_size)
             opened.pop_all()
+        # Once started: a refused start says only what was wrong, in one line.
+        log.info("configuration: %s", config.sources())
         return service
 
     def close(self) -> None:
