@@ -8,6 +8,7 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
+from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
 
 BIND_HOST: PropertyKey[str] = PropertyKey(
@@ -131,6 +132,12 @@ KEYS: list[PropertyKey[Any]] = [
 def build_registry() -> Registry:
     """Every key of every component, in one registry that rejects duplicates."""
     registry = Registry()
-    for component in (config.core_keys.KEYS, ufs.keys.KEYS, pagestore.keys.KEYS, meta_keys.KEYS):
+    for component in (
+        config.core_keys.KEYS,
+        ufs.keys.KEYS,
+        pagestore.keys.KEYS,
+        meta_keys.KEYS,
+        load_keys.KEYS,
+    ):
         registry.extend(component)
     return registry.extend(KEYS)

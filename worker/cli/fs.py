@@ -201,7 +201,7 @@ def load_path(calls: WorkerCalls, args: argparse.Namespace) -> int:
         include=",".join(args.include) or None,
         exclude=",".join(args.exclude) or None,
     ).json()
-    while job["state"] == "running":
+    while job["state"] in ("queued", "running"):
         _progress(job)
         time.sleep(0.3)
         job = calls.call("GET", f"/v1/load/{job['id']}").json()
@@ -214,7 +214,9 @@ def load_path(calls: WorkerCalls, args: argparse.Namespace) -> int:
 
 def _progress(job: dict[str, Any]) -> None:
     total, done = job["bytes_total"], job["bytes_done"]
-    fraction = done / total if total else (1.0 if job["state"] != "running" else 0.0)
+    fraction = (
+        done / total if total else (1.0 if job["state"] not in ("queued", "running") else 0.0)
+    )
     bar = "#" * int(30 * fraction)
     print(
         f"\r[{bar:<30}] {100 * fraction:5.1f}%  {job['files_done']}/{job['files_total']} files  "
