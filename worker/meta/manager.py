@@ -29,7 +29,7 @@ from worker.meta.errors import MetastoreError, VersionMismatch
 from worker.meta.fence import MutationFence
 from worker.meta.listeners import Listener, Listeners
 from worker.meta.memory import Listing, ListingCache, StatusCache
-from worker.meta.metastore import Metastore
+from worker.meta.metastore import Metastore, PersistenceState
 from worker.meta.options import CacheOptions, MetastoreOptions
 from worker.meta.rocks import RocksMetastore
 
@@ -400,8 +400,14 @@ class MetadataManager:
         counts.update(self._store.stats())
         return counts
 
+    def persistence_state(self) -> PersistenceState:
+        """Whether the metastore persists what the worker learns: PERSISTING, or MEMORY_ONLY (a
+        commit failed; until a restart, lookups are served from memory and the UFS only). For
+        readiness probes; thread-safe and cheap."""
+        return self._store.persistence_state()
+
     def close(self) -> None:
-        """Commit pending metastore writes and close it. Raises MetastoreError if that fails."""
+        """Commit pending metastore writes (a failure is logged) and close the metastore."""
         self._store.close()
 
 

@@ -5,12 +5,25 @@ The real one is :class:`worker.meta.rocks.RocksMetastore`; both pass the same co
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Callable
 from typing import Protocol
 
 from ufs import uri as uris
 from worker.meta.entry import Lifetimes, MetaEntry
+
+
+class PersistenceState(enum.Enum):
+    """Whether the metastore is persisting what the worker learns.
+
+    PERSISTING: commits succeed. MEMORY_ONLY: a commit failed, so the metastore dropped its
+    buffers and is neither read nor written until the worker restarts; the worker serves from
+    memory and the UFS, and the next start discards the persisted entries (they may miss writes).
+    """
+
+    PERSISTING = "persisting"
+    MEMORY_ONLY = "memory-only"
 
 
 class Metastore(Protocol):
@@ -63,6 +76,10 @@ class Metastore(Protocol):
         """Counters for metrics (flushes, flush errors, pending entries)."""
         ...
 
+    def persistence_state(self) -> PersistenceState:
+        """Whether writes are being persisted (see :class:`PersistenceState`)."""
+        ...
+
 
 class MemoryMetastore:
     """A :class:`Metastore` in a dict: nothing survives the process. For tests and for a worker
@@ -109,4 +126,13 @@ class MemoryMetastore:
             self._entries.clear()
 
     def stats(self) -> dict[str, int]:
-        return {"metastore_pending": 0, "metastore_flushes": 0, "metastore_flush_errors": 0}
+        return {
+            "metastore_pending": 0,
+            "metastore_flushes": 0,
+            "metastore_flush_errors": 0,
+            "metastore_memory_only": 0,
+            "metastore_dropped_writes": 0,
+        }
+
+    def persistence_state(self) -> PersistenceState:
+        return PersistenceState.PERSISTING

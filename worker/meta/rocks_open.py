@@ -4,6 +4,10 @@ from a directory that cannot be opened (``dora.worker.metastore.rocksdb.recover`
 A directory the worker may wipe is recognised by a marker file, ``DORACACHE``, written before
 RocksDB first creates its files there. A non-empty directory with neither the marker nor
 RocksDB's ``CURRENT`` is somebody else's data: it is never wiped, whatever the policy.
+
+A second marker, ``UNCOMMITTED``, is written when a commit fails: the store may then lack writes
+the worker made, so its entries may be stale. A directory holding it cannot be opened
+(recovery applies: by default it is wiped and the worker starts cold).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ log = logging.getLogger(__name__)
 
 MARKER = "DORACACHE"
 MARKER_TEXT = b"doracache metastore, value format 1\n"
+UNCOMMITTED = "UNCOMMITTED"
 
 
 class _CannotOpen(Exception):
@@ -124,6 +129,10 @@ def _check_format(path: Path) -> None:
     if marker.is_file():
         if marker.read_bytes() != MARKER_TEXT:
             raise _CannotOpen(f"its {MARKER} marker names another format")
+        if (path / UNCOMMITTED).exists():
+            raise _CannotOpen(
+                f"its {UNCOMMITTED} marker says a commit failed, so it may miss writes"
+            )
         return
     if (path / "CURRENT").exists():
         raise _CannotOpen(f"it is a RocksDB database without the {MARKER} marker")
@@ -141,3 +150,13 @@ def _wipe(path: Path) -> None:
             path.unlink()
     except OSError as exc:
         raise MetastoreOpenError(f"cannot wipe metastore {str(path)!r}: {exc}") from exc
+
+
+def mark_uncommitted(path: str) -> None:
+    """Create the ``UNCOMMITTED`` marker. Best effort: an empty file needs no data block, so a
+    full disk takes it, but a failing one may not; a failure is logged."""
+    marker = Path(path) / UNCOMMITTED
+    try:
+        marker.touch()
+    except OSError as exc:
+        log.error("cannot mark metastore %r as missing writes (%s): %s", path, marker, exc)
