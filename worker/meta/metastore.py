@@ -59,6 +59,10 @@ class Metastore(Protocol):
         could not be decoded."""
         ...
 
+    def delete(self, uri: str) -> None:
+        """Remove ``uri``'s entry without reading it (no I/O: callable under a caller's lock)."""
+        ...
+
     def pop_under(self, prefix: str) -> list[tuple[str, MetaEntry]]:
         """Remove every entry at or under ``prefix`` (segment boundary) and return them; entries
         that cannot be decoded are removed and not returned."""
@@ -112,6 +116,10 @@ class MemoryMetastore:
     def pop(self, uri: str) -> MetaEntry | None:
         with self._lock:
             return self._entries.pop(uri, None)
+
+    def delete(self, uri: str) -> None:
+        with self._lock:
+            self._entries.pop(uri, None)
 
     def pop_under(self, prefix: str) -> list[tuple[str, MetaEntry]]:
         with self._lock:

@@ -1,12 +1,12 @@
 """The RocksDB metastore (rocksdict): key = the URI's UTF-8, value = :mod:`worker.meta.codec`.
 
-Writes are batched Ozone-style with a double buffer. ``put`` and ``pop`` only touch the *active*
-buffer (a dict, so the last write to a URI wins). Every flush interval one flusher thread swaps
-it for an empty one and commits the swapped-out *flushing* buffer as one WriteBatch; only after
-the commit does the flushing buffer go away. Reads look in the active buffer, then the flushing
-buffer, then RocksDB, so an entry the memory tier evicted stays readable while its batch is
-pending. A WriteBatch is atomic, so a crash loses at most the pending buffers, never half an
-entry: a lost entry is a miss.
+Writes are batched Ozone-style with a double buffer. ``put``, ``pop`` and ``delete`` only touch
+the *active* buffer (a dict, so the last write to a URI wins). Every flush interval one flusher
+thread swaps it for an empty one and commits the swapped-out *flushing* buffer as one
+WriteBatch; only after the commit does the flushing buffer go away. Reads look in the active
+buffer, then the flushing buffer, then RocksDB, so an entry the memory tier evicted stays
+readable while its batch is pending. A WriteBatch is atomic, so a crash loses at most the
+pending buffers, never half an entry: a lost entry is a miss.
 
 A failed commit leaves RocksDB's writer in error: it refuses every later write until reopened
 (ENOSPC does this, even once space is freed), so retrying is futile and buffering would grow
@@ -125,6 +125,9 @@ class RocksMetastore:
             previous = None
         self._buffer(uri, None)
         return previous
+
+    def delete(self, uri: str) -> None:
+        self._buffer(uri, None)
 
     def _buffer(self, uri: str, entry: MetaEntry | None) -> None:
         with self._buffer_lock:

@@ -71,6 +71,18 @@ def test_pop_returns_the_entry_and_removes_it(store: Metastore, clock: FakeClock
     assert store.peek("s3://b/a") is None
 
 
+def test_delete_removes_a_committed_or_pending_entry(store: Metastore, clock: FakeClock) -> None:
+    store.put("s3://b/a", entry("s3://b/a", clock.now))
+    store.flush()
+    store.put("s3://b/p", entry("s3://b/p", clock.now))
+    store.delete("s3://b/a")
+    store.delete("s3://b/p")
+    store.delete("s3://b/never")
+    assert (store.peek("s3://b/a"), store.peek("s3://b/p")) == (None, None)
+    store.flush()
+    assert (store.peek("s3://b/a"), store.peek("s3://b/p")) == (None, None)
+
+
 def test_pop_under_removes_a_prefix_committed_or_pending(
     store: Metastore, clock: FakeClock
 ) -> None:
