@@ -195,18 +195,18 @@ class MetadataManager:
             self._counters.add("metastore_read_errors")
             return None
 
-    def _peek_old(self, uri: str) -> MetaEntry | None:
-        """What ``uri`` holds now, expired or not (to learn the version a change replaces).
-        May read the metastore: never called with ``_lock`` held."""
-        entry = self._statuses.get(uri)
-        if entry is not None:
-            return entry
-        try:
-            return self._store.peek(uri)
-        except MetastoreError as exc:
-            log.warning("metastore read of %r failed; its old version is unknown: %s", uri, exc)
-            self._counters.add("metastore_read_errors")
-            return None
+    def _peek_olds(self, names: list[str]) -> dict[str, MetaEntry | None]:
+        """What each URI holds now, expired or not (to learn the version a change replaces).
+        Reads the metastore: never called with ``_lock`` held."""
+        olds = dict(zip(names, self._statuses.get_many(names), strict=True))
+        unknown = [name for name, entry in olds.items() if entry is None]
+        if unknown:
+            try:
+                olds.update(zip(unknown, self._store.peek_many(unknown), strict=True))
+            except MetastoreError as exc:
+                log.warning("metastore read failed; old versions are unknown: %s", exc)
+                self._counters.add("metastore_read_errors")
+        return olds
 
     def _load(self, uri: str) -> MetaEntry:
         """One UFS status call for ``uri``, its answer stored (unless a write overtook it)."""
@@ -220,9 +220,9 @@ class MetadataManager:
                 status = None
             entry = MetaEntry(status, self._clock(), Operation.LOADED)
             # Read after the load began: if no mutation lands before the lock, it is current.
-            old = self._peek_old(uri)
+            olds = self._peek_olds([uri])
             with self._lock:
-                gone = self._settle(uri, entry, token, old)
+                gone = self._settle(uri, entry, token, olds[uri])
         finally:
             with self._lock:
                 self._fence.end(token)
@@ -245,7 +245,7 @@ class MetadataManager:
                 named = [c.uri for c in children] + (
                     [c.uri for c in previous.children] if previous else []
                 )
-                olds = {u: self._peek_old(u) for u in named}
+                olds = self._peek_olds(named)
                 with self._lock:
                     gone = self._settle_listing(uri, children, previous, olds, token)
             else:
@@ -312,7 +312,7 @@ class MetadataManager:
         with self._lock:
             token = self._fence.begin()
         try:
-            return token, {name: self._peek_old(name) for name in names}
+            return token, self._peek_olds(names)
         except BaseException:
             with self._lock:
                 self._fence.end(token)
@@ -385,13 +385,7 @@ class MetadataManager:
                 if parent is not None:
                     self._fence.mark(parent)
                     self._listings.pop(parent)
-                gone = sorted(
-                    {
-                        (u, e.status.version)
-                        for u, e in removed
-                        if e.status is not None and not e.status.is_dir
-                    }
-                )
+                gone = sorted({(u, v) for u, e in removed if (v := _file_version(e)) is not None})
                 if missing:
                     negative = MetaEntry(None, self._clock(), Operation.LOADED)
                     gone += self._settle(uri, negative, None, None)
@@ -415,31 +409,10 @@ class MetadataManager:
         (``token``) that a mutation overtook. ``old`` is what ``uri`` held (read since the load
         began, or validated by the caller). Returns the file version that went away, if any.
         Caller holds ``_lock``."""
-        if token is not None and self._fence.is_stale(uri, token):
-            return []
-        self._fence.mark(uri)
-        old_file = None if old is None or old.status is None or old.status.is_dir else old.status
-        gone = (
-            []
-            if old_file is None or old_file.version == entry.version
-            else [(uri, old_file.version)]
-        )
+        gone, settled = self._settle_siblings([(uri, entry)], token, {uri: old})
         parent = uris.parent(uri)
-        listing = None if parent is None else self._listings.get(parent)
-        if (
-            parent is not None
-            and listing is not None
-            and listing.versions.get(uri) != entry.version
-        ):
-            self._listings.pop(parent)
-        if entry.status is None:
-            self._listings.pop(uri)
-            if self._store.lifetimes.negative_ttl_ms == 0:
-                self._statuses.pop(uri)
-                self._store.delete(uri)
-                return gone
-        self._statuses.put(uri, entry)
-        self._store.put(uri, entry)
+        if parent is not None and settled:
+            self._drop_listing_if_changed(parent, settled)
         return gone
 
     def _settle_listing(
@@ -454,19 +427,58 @@ class MetadataManager:
         had and this one lacks are gone. ``olds`` holds what each child held, read since the
         listing began. Caller holds ``_lock``."""
         now = self._clock()
-        gone: list[_Gone] = []
-        for child in children:
-            entry = MetaEntry(child, now, Operation.LOADED)
-            gone += self._settle(child.uri, entry, token, olds[child.uri])
+        entries = [(child.uri, MetaEntry(child, now, Operation.LOADED)) for child in children]
         if previous is not None:
             present = {child.uri for child in children}
-            for old in previous.children:
-                if old.uri not in present:
-                    negative = MetaEntry(None, now, Operation.LOADED)
-                    gone += self._settle(old.uri, negative, token, olds[old.uri])
+            negative = MetaEntry(None, now, Operation.LOADED)
+            entries += [(c.uri, negative) for c in previous.children if c.uri not in present]
+        gone, settled = self._settle_siblings(entries, token, olds)
         if not self._fence.is_stale(uri, token):
             self._listings.put(uri, Listing.of(children, now))
+        else:
+            self._drop_listing_if_changed(uri, settled)
         return gone
+
+    def _settle_siblings(
+        self,
+        entries: list[tuple[str, MetaEntry]],
+        token: int | None,
+        olds: dict[str, MetaEntry | None],
+    ) -> tuple[list[_Gone], list[tuple[str, MetaEntry]]]:
+        """The core of :meth:`_settle` for entries of one directory, stored in one batch per
+        tier: the file versions gone, and the entries stored (those no mutation overtook).
+        Caller holds ``_lock``."""
+        gone: list[_Gone] = []
+        settled: list[tuple[str, MetaEntry]] = []
+        kept: list[tuple[str, MetaEntry]] = []
+        negative_ttl = self._store.lifetimes.negative_ttl_ms
+        for uri, entry in entries:
+            if token is not None and self._fence.is_stale(uri, token):
+                continue
+            self._fence.mark(uri)
+            settled.append((uri, entry))
+            old_version = _file_version(olds[uri])
+            if old_version is not None and old_version != entry.version:
+                gone.append((uri, old_version))
+            if entry.status is None:
+                self._listings.pop(uri)
+                if negative_ttl == 0:
+                    self._statuses.pop(uri)
+                    self._store.delete(uri)
+                    continue
+            kept.append((uri, entry))
+        self._statuses.put_many(kept)
+        self._store.put_many(kept)
+        return gone, settled
+
+    def _drop_listing_if_changed(self, uri: str, settled: list[tuple[str, MetaEntry]]) -> None:
+        """Drop directory ``uri``'s cached listing if it names another version of any of the
+        children just settled. Caller holds ``_lock``."""
+        listing = self._listings.get(uri)
+        if listing is not None and any(
+            listing.versions.get(child) != entry.version for child, entry in settled
+        ):
+            self._listings.pop(uri)
 
     # -- metrics and lifecycle ------------------------------------------------------------------
 
@@ -509,8 +521,11 @@ def _ancestors(uri: str) -> list[str]:
     return found
 
 
-def _is_file(entry: MetaEntry) -> bool:
-    return entry.status is not None and not entry.status.is_dir
+def _file_version(entry: MetaEntry | None) -> str | None:
+    """The version ``entry`` names if it is a file's status; None otherwise."""
+    if entry is None or entry.status is None or entry.status.is_dir:
+        return None
+    return entry.status.version
 
 
 def _found(uri: str, entry: MetaEntry | None) -> list[tuple[str, MetaEntry]]:
@@ -522,7 +537,7 @@ def _drops_subtree(status: UfsStatus | None, old: MetaEntry | None) -> bool:
     the path: a directory written, or a delete of anything not known to be a file."""
     if status is not None:
         return status.is_dir
-    return old is None or not _is_file(old)
+    return _file_version(old) is None
 
 
 def _check_write(uri: str, status: UfsStatus | None, op: Operation) -> None:

@@ -50,8 +50,16 @@ class Metastore(Protocol):
         """Like :meth:`get` but also returns an expired entry (to learn an old version)."""
         ...
 
+    def peek_many(self, uris: list[str]) -> list[MetaEntry | None]:
+        """:meth:`peek` of each URI, in one pass over the store; an undecodable entry is None."""
+        ...
+
     def put(self, uri: str, entry: MetaEntry) -> None:
         """Store ``entry``; visible to reads at once, durable once its batch is committed."""
+        ...
+
+    def put_many(self, items: list[tuple[str, MetaEntry]]) -> None:
+        """:meth:`put` of each item."""
         ...
 
     def pop(self, uri: str) -> MetaEntry | None:
@@ -109,9 +117,17 @@ class MemoryMetastore:
         with self._lock:
             return self._entries.get(uri)
 
+    def peek_many(self, uris: list[str]) -> list[MetaEntry | None]:
+        with self._lock:
+            return [self._entries.get(uri) for uri in uris]
+
     def put(self, uri: str, entry: MetaEntry) -> None:
         with self._lock:
             self._entries[uri] = entry
+
+    def put_many(self, items: list[tuple[str, MetaEntry]]) -> None:
+        with self._lock:
+            self._entries.update(items)
 
     def pop(self, uri: str) -> MetaEntry | None:
         with self._lock:

@@ -114,8 +114,41 @@ class RocksMetastore:
             raise MetastoreError(f"metastore {self.path!r}: cannot read {uri!r}: {exc}") from exc
         return None if raw is None else codec.decode(uri, raw)
 
+    def peek_many(self, uris: list[str]) -> list[MetaEntry | None]:
+        found: list[MetaEntry | None] = [None] * len(uris)
+        unbuffered: list[int] = []
+        with self._buffer_lock:
+            self._check_open()
+            if self._state is PersistenceState.MEMORY_ONLY:
+                return found
+            for i, uri in enumerate(uris):
+                if uri in self._active:
+                    found[i] = self._active[uri]
+                elif uri in self._flushing:
+                    found[i] = self._flushing[uri]
+                else:
+                    unbuffered.append(i)
+        if unbuffered:
+            # As in peek(): what is not buffered is committed, so RocksDB has the newest value.
+            keys: list[str | int | float | bytes | bool] = [uris[i].encode() for i in unbuffered]
+            try:
+                values = cast(list[bytes | None], self._db.get(keys))
+            except Exception as exc:  # rocksdict raises bare Exception
+                raise MetastoreError(
+                    f"metastore {self.path!r}: cannot read {len(keys)} entries: {exc}"
+                ) from exc
+            for i, raw in zip(unbuffered, values, strict=True):
+                found[i] = None if raw is None else self._decode_or_none(uris[i], raw)
+        return found
+
     def put(self, uri: str, entry: MetaEntry) -> None:
         self._buffer(uri, entry)
+
+    def put_many(self, items: list[tuple[str, MetaEntry]]) -> None:
+        with self._buffer_lock:
+            self._check_open()
+            if self._state is not PersistenceState.MEMORY_ONLY:
+                self._active.update(items)
 
     def pop(self, uri: str) -> MetaEntry | None:
         try:

@@ -108,8 +108,8 @@ def test_an_invalidation_during_a_load_is_not_undone(
 
 
 class SlowStore(RocksMetastore):
-    """The real metastore; the next read of URI ``held`` takes its answer, then waits for the
-    test's go-ahead before returning it."""
+    """The real metastore; the next read of URI ``held`` (alone or among others) takes its
+    answer, then waits for the test's go-ahead before returning it."""
 
     held: str | None = None
     entered: threading.Event
@@ -120,11 +120,19 @@ class SlowStore(RocksMetastore):
 
     def peek(self, uri: str) -> MetaEntry | None:
         answer = super().peek(uri)
-        if uri == self.held:
+        self._pause([uri])
+        return answer
+
+    def peek_many(self, uris: list[str]) -> list[MetaEntry | None]:
+        answer = super().peek_many(uris)
+        self._pause(uris)
+        return answer
+
+    def _pause(self, uris: list[str]) -> None:
+        if self.held in uris:
             self.held = None
             self.entered.set()
             self.go.wait()
-        return answer
 
 
 @pytest.fixture
