@@ -27,7 +27,8 @@ class JobState(enum.Enum):
 
 
 class LoadJob:
-    """A load job's request, state and progress.
+    """A load job's request, state and progress. A ``metadata_only`` job caches statuses and
+    listings only: its files count as done once their statuses are cached, and it loads no bytes.
 
     Thread-safe: progress is counted under the job's own lock (several fill threads may count at
     once) and read as one consistent snapshot by :meth:`to_dict`. State changes are made by the
@@ -41,12 +42,14 @@ class LoadJob:
         recursive: bool,
         include: Sequence[str],
         exclude: Sequence[str],
+        metadata_only: bool = False,
     ) -> None:
         self.id = job_id
         self.path = path
         self.recursive = recursive
         self.include = tuple(include)
         self.exclude = tuple(exclude)
+        self.metadata_only = metadata_only
         self.cancel = threading.Event()
         self.finished = threading.Event()
         self._lock = threading.Lock()
@@ -108,6 +111,7 @@ class LoadJob:
             "recursive": self.recursive,
             "include": list(self.include),
             "exclude": list(self.exclude),
+            "metadata_only": self.metadata_only,
             "state": self._state.value,
             **progress,
             "submitted_at": self.submitted_at,

@@ -13,6 +13,13 @@ THREADS: PropertyKey[int] = PropertyKey(
     "Load jobs that run at once; later ones wait in a queue.",
     minimum=1,
 )
+PARALLELISM: PropertyKey[int] = PropertyKey(
+    "dora.worker.load.parallelism",
+    KeyType.INT,
+    "8",
+    "Directory listings and file fills one load job runs at once.",
+    minimum=1,
+)
 QUEUE_SIZE: PropertyKey[int] = PropertyKey(
     "dora.worker.load.queue.size",
     KeyType.INT,
@@ -42,4 +49,11 @@ STOP_TIMEOUT: PropertyKey[int] = PropertyKey(
     minimum=0,
 )
 
-KEYS: list[PropertyKey[Any]] = [THREADS, QUEUE_SIZE, HISTORY_SIZE, HISTORY_TTL, STOP_TIMEOUT]
+KEYS: list[PropertyKey[Any]] = [
+    THREADS,
+    PARALLELISM,
+    QUEUE_SIZE,
+    HISTORY_SIZE,
+    HISTORY_TTL,
+    STOP_TIMEOUT,
+]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ufs.status import UfsStatus
 from worker.load.job import JobState, LoadJob
 from worker.load.options import LoadOptions
-from worker.load.work import run_job
+from worker.load.work import JobWork
 
 if TYPE_CHECKING:
     from worker.service import WorkerService
@@ -50,9 +50,15 @@ class LoadManager:
         self._ids = itertools.count(1)
 
     def submit(
-        self, path: str, recursive: bool, include: Sequence[str], exclude: Sequence[str]
+        self,
+        path: str,
+        recursive: bool,
+        include: Sequence[str],
+        exclude: Sequence[str],
+        metadata_only: bool = False,
     ) -> LoadJob:
-        """Queue a job for ``path``, checked against the mount roots first.
+        """Queue a job for ``path``, checked against the mount roots first. With
+        ``metadata_only`` the job caches statuses and listings, not data.
 
         Raises the UFS errors of a status call on ``path`` (outside the roots, not found,
         denied, unavailable) and LoadRejected if the queue is full or the manager is closed.
@@ -68,7 +74,9 @@ class LoadManager:
                     "(dora.worker.load.queue.size); try again later"
                 )
             self._prune()
-            job = LoadJob(f"load-{next(self._ids)}", root.uri, recursive, include, exclude)
+            job = LoadJob(
+                f"load-{next(self._ids)}", root.uri, recursive, include, exclude, metadata_only
+            )
             self._jobs[job.id] = job
             self._queue.append((job, root))
             if len(self._runners) < self._options.threads:
@@ -152,7 +160,7 @@ class LoadManager:
         """Do the job's work; whatever it raises, the job ends in a final state."""
         outcome = JobState.FAILED
         try:
-            run_job(self._service, job, root)
+            JobWork(self._service, job, root, self._options.parallelism).run()
             outcome = JobState.CANCELLED if job.cancel.is_set() else JobState.DONE
         except Exception as exc:  # any failure ends the job, recorded on it
             log.warning("load job %s on %s failed", job.id, job.path, exc_info=True)

@@ -10,9 +10,11 @@ from worker.load import keys
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """Bounds of the load-job executor and of the history of finished jobs (durations in ms)."""
+    """Bounds of the load-job executor (jobs at once, and listings and fills per job at once)
+    and of the history of finished jobs (durations in ms)."""
 
     threads: int = 2
+    parallelism: int = 8
     queue_size: int = 64
     history_size: int = 100
     history_ttl_ms: int = 3_600_000
@@ -22,6 +24,7 @@ class LoadOptions:
     def from_config(cls, config: Config) -> LoadOptions:
         return cls(
             threads=config.get(keys.THREADS),
+            parallelism=config.get(keys.PARALLELISM),
             queue_size=config.get(keys.QUEUE_SIZE),
             history_size=config.get(keys.HISTORY_SIZE),
             history_ttl_ms=config.get(keys.HISTORY_TTL),
