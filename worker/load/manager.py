@@ -90,6 +90,14 @@ class LoadManager:
             self._prune()
             return self._jobs.get(job_id)
 
+    def latest(self, path: str) -> LoadJob | None:
+        """The newest job submitted for ``path`` (a canonical URI) still in the history, or
+        None. For surfaces that name load jobs by path, as Alluxio's REST API does."""
+        with self._cond:
+            self._prune()
+            jobs = [job for job in self._jobs.values() if job.path == path]
+        return jobs[-1] if jobs else None
+
     def cancel(self, job_id: str) -> LoadJob | None:
         """Cancel a job: a queued one ends at once, a running one at its next file (or page).
         Cancelling a finished job changes nothing. None if the job is unknown."""

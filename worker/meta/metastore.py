@@ -92,6 +92,16 @@ class Metastore(Protocol):
         """Whether writes are being persisted (see :class:`PersistenceState`)."""
         ...
 
+    def load_marker(self, name: str) -> bytes | None:
+        """A small value another component keeps here (the cluster's feed position), or None.
+        Marker keys can never collide with a URI. Raises MetastoreError if the store fails."""
+        ...
+
+    def save_marker(self, name: str, value: bytes) -> None:
+        """Store a marker durably, after every write made before it is durable (so a marker
+        never claims more than the entries show). Raises MetastoreError if the store fails."""
+        ...
+
 
 class MemoryMetastore:
     """A :class:`Metastore` in a dict: nothing survives the process. For tests and for a worker
@@ -102,6 +112,7 @@ class MemoryMetastore:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, MetaEntry] = {}
+        self._markers: dict[str, bytes] = {}
 
     @property
     def lifetimes(self) -> Lifetimes:
@@ -160,3 +171,11 @@ class MemoryMetastore:
 
     def persistence_state(self) -> PersistenceState:
         return PersistenceState.PERSISTING
+
+    def load_marker(self, name: str) -> bytes | None:
+        with self._lock:
+            return self._markers.get(name)
+
+    def save_marker(self, name: str, value: bytes) -> None:
+        with self._lock:
+            self._markers[name] = value
