@@ -127,7 +127,7 @@ def test_a_file_or_directory_that_fails_is_counted_and_the_job_goes_on(
 def test_finished_jobs_are_kept_only_up_to_the_history_size(
     make_service: Make, data_dir: Path
 ) -> None:
-    service = make_service("dora.worker.load.history.size=2")
+    service = make_service("dora.worker.load.history.size=2", "dora.worker.load.threads=1")
     jobs = [service.loads.submit(uri(d), True, [], []) for d in make_dirs(data_dir, *"abcd")]
     for job in jobs:
         finished(service, job)
