@@ -311,10 +311,12 @@ class WorkerService:
         metastore is open (the socket already listens when a probe gets here), until it
         closes. The page restore is reported (``pages``: ``restoring`` / ``ready``), never
         waited for: reads treat unrestored pages as misses (DESIGN.md). ``metastore`` is the
-        metastore's state."""
+        metastore's persistence state: ``persisting``, or ``memory-only`` once a commit failed
+        (the worker still answers, from memory and the UFS, so it stays ready; the state says
+        why its metadata will not survive a restart)."""
         return {
             "ready": not self._closed,
-            "metastore": "open",
+            "metastore": self.meta.persistence_state().value,
             "pages": "ready" if self.pages.ready else "restoring",
         }
 

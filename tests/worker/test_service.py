@@ -12,6 +12,7 @@ import pytest
 from config import ConfigError
 from tests.worker.chain import TTL_DEFINES, InvalidationChain, read_all
 from tests.worker.conftest import open_service, page_files
+from tests.worker.meta.support import wait_until
 from worker.service import WorkerService
 
 PAGE = 64 * 1024
@@ -127,3 +128,25 @@ def test_a_starting_service_logs_where_its_configuration_came_from(
     lines = [r.getMessage() for r in caplog.records if r.name == "worker.service"]
     assert lines == [f"configuration: {service.config.sources()}"]
     assert "-D dora.work.dir, dora.worker.ufs.roots" in lines[0]
+
+
+def test_readiness_reports_a_metastore_that_stopped_persisting(
+    make_service: Callable[..., WorkerService], data_dir: Path, tiny_disk: Path
+) -> None:
+    service = make_service(
+        f"dora.worker.metastore.rocksdb.dir={tiny_disk / 'metastore'}",
+        "dora.worker.metastore.flush.interval=5ms",
+    )
+    assert service.readiness()["metastore"] == "persisting"
+    with (tiny_disk / "filler").open("ab", buffering=0) as out:
+        for size in (65536, 4096, 1):  # take every free byte, big writes first
+            try:
+                while True:
+                    out.write(b"\0" * size)
+            except OSError:
+                continue
+    for n in range(200):  # statuses to persist: their commits fail on the full disk
+        (data_dir / f"s{n}.bin").write_bytes(b"x")
+        service.status(f"file://{data_dir}/s{n}.bin")
+    wait_until(lambda: service.readiness()["metastore"] == "memory-only")
+    assert service.readiness() == {"ready": True, "metastore": "memory-only", "pages": "ready"}
