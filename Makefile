@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck bench soak clean etcd
+.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd alluxiofs-venvs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
 
+# alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
+# each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
+alluxiofs-venvs: $(STAMP)
+	$(BIN)/python -m tests.integration.alluxiofs_support
+
 lint: $(STAMP)
 	$(BIN)/ruff check config ufs pagestore worker tests bench
 	$(BIN)/ruff format --check config ufs pagestore worker tests bench
@@ -26,18 +31,29 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: etcd lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+test: etcd alluxiofs-venvs lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
+
+# Unit tests only: no real servers (integration), no reliability scenarios.
+test-fast: lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not reliability"
 
 # `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
 demo: etcd $(STAMP)
 	$(BIN)/dora demo $(DEMO_ARGS)
 
-bench: $(STAMP)
-	$(BIN)/python -m bench.run_all
+# Figures to stdout; the side-by-side suite writes bench/results/*.json and renders
+# bench/RESULTS.md and bench/results/plots from it. bench-quick: small sizes, 0 ms, a few minutes.
+# BENCH_ARGS go to python -m bench.side, e.g. BENCH_ARGS="--profile seq-read:dora --label ...".
+bench: etcd $(STAMP)
+	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
 
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench.run_all --quick $(BENCH_ARGS)
+
+# The long versions of the reliability scenarios (see RELIABILITY.md); figures at the end.
 soak: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests --soak
+	$(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=3600 -m reliability --soak tests/reliability
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-alluxiofs .mypy_cache .ruff_cache

@@ -8,6 +8,7 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
+from worker.api import alluxio_keys
 from worker.cluster import keys as cluster_keys
 from worker.meta import keys as meta_keys
 
@@ -20,6 +21,7 @@ BIND_PORT: PropertyKey[int] = PropertyKey(
     "28080",
     "Port the REST API listens on (0: any free).",
     minimum=0,
+    maximum=65535,
 )
 TOKEN: PropertyKey[str | None] = PropertyKey(
     "dora.worker.security.token",
@@ -138,6 +140,7 @@ def build_registry() -> Registry:
         pagestore.keys.KEYS,
         meta_keys.KEYS,
         cluster_keys.KEYS,
+        alluxio_keys.KEYS,
     ):
         registry.extend(component)
     return registry.extend(KEYS)

@@ -1,39 +1,63 @@
 """The worker service: config + UFS + metadata + pages joined into the cache agent's operations.
 
 Every operation takes a caller's URI, checks it against the mount roots, and answers with plain
-data or raises the UFS / metadata errors the API maps to status codes. Nothing here knows HTTP.
+data or raises the UFS / metadata errors and the request errors of the error catalogue
+(``worker.errors``), which every surface maps to its answers. Nothing here knows HTTP.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from config import Config
+from config import Config, ConfigError, PropertyKey
+from config.core_keys import WORK_DIR
+from pagestore import keys as page_keys
 from pagestore.api import PageStore
 from pagestore.options import PageStoreOptions
-from pagestore.store import LocalPageStore
+from pagestore.store import ForeignPageDirError, LocalPageStore
 from ufs import keys as ufs_keys
 from ufs import uri as uris
 from ufs.adapter import DIR_VERSION, Ufs
-from ufs.errors import UfsNotFound
+from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
+from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys
 from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
+from worker.errors import IsADirectory
 from worker.load import LoadManager
+from worker.meta import keys as meta_keys
 from worker.meta.entry import Operation
+from worker.meta.errors import MetastoreOpenError
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
+from worker.ranges import Span, Window
 from worker.reader import CachePolicy, Reader
 
 log = logging.getLogger(__name__)
 
 
-class RangeNotSatisfiable(ValueError):
-    """A read range that does not fit the file (the API answers 416)."""
+def mount_roots(config: Config) -> MountRoots:
+    """The mount roots ``dora.worker.ufs.roots`` names; ConfigError if one is not a URI."""
+    roots: list[str] = config.get(ufs_keys.ROOTS)
+    try:
+        return MountRoots(roots)
+    except UfsError as exc:
+        raise config.invalid(ufs_keys.ROOTS, str(exc)) from None
+
+
+def _refused(config: Config, key: PropertyKey[Any], exc: Exception) -> ConfigError:
+    """A store refused the directory ``key`` names (or, unset, the one under the work dir);
+    ``exc`` names the directory and why."""
+    text = config.setting(key).text
+    if text:
+        return ConfigError(f"{exc} ({key.name}={text})")
+    return ConfigError(f"{exc} ({key.name} unset: under {WORK_DIR.name}={config.get(WORK_DIR)})")
 
 
 @dataclass(frozen=True)
@@ -62,8 +86,7 @@ class WorkerService:
         self.ufs = ufs
         self.meta = meta
         self.pages = pages
-        roots: list[str] = config.get(ufs_keys.ROOTS)
-        self.roots = uris.MountRoots(roots)
+        self.roots = mount_roots(config)
         self.metrics = Metrics()
         include: list[str] = config.get(keys.CACHE_INCLUDE)
         exclude: list[str] = config.get(keys.CACHE_EXCLUDE)
@@ -77,13 +100,29 @@ class WorkerService:
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
-        """Open the metastore and page store the config names and start the page restore."""
+        """Open the metastore and page store the config names and start the page restore.
+
+        The mount roots are checked before anything is opened. Raises ConfigError naming the
+        key when a value cannot be used, including a store that refuses its directory; what
+        was opened before a failure is closed again."""
+        mount_roots(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
-        pages = LocalPageStore(options)
-        meta = MetadataManager.from_config(config, ufs)
-        pages.start()
-        return cls(config, ufs, meta, pages, options.page_size)
+        with contextlib.ExitStack() as opened:
+            try:
+                meta = MetadataManager.from_config(config, ufs)
+            except MetastoreOpenError as exc:
+                raise _refused(config, meta_keys.METASTORE_DIR, exc) from exc
+            opened.callback(meta.close)
+            pages = LocalPageStore(options)
+            opened.callback(pages.close)
+            try:
+                pages.start()
+            except ForeignPageDirError as exc:
+                raise _refused(config, page_keys.DIRS, exc) from exc
+            service = cls(config, ufs, meta, pages, options.page_size)
+            opened.pop_all()
+        return service
 
     def close(self) -> None:
         """Idempotent."""
@@ -127,7 +166,8 @@ class WorkerService:
 
     def list(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
         sync_interval = cluster_context.sync_interval(sync_interval)
-        return self.meta.list_status(self.roots.check(uri), sync_interval)
+        # Entries that lead outside the roots are left out (see MountRoots.visible).
+        return self.roots.visible(self.meta.list_status(self.roots.check(uri), sync_interval))
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -139,21 +179,63 @@ class WorkerService:
         sync_interval: int | None = None,
         version: str | None = None,
     ) -> ReadResult:
-        """Resolve the status (sync interval and version as the caller asks), check the range
-        and return the bytes to stream. ``length`` None reads to the end; a range past the end
-        is cut at the end; an offset past the end is RangeNotSatisfiable."""
+        """:meth:`read_span` of ``length`` bytes from ``offset`` (None: to the end); a range
+        past the end is cut at the end, an offset past the end is RangeNotSatisfiable."""
+        return self.read_span(uri, Window(offset, length), sync_interval, version)
+
+    def read_span(
+        self,
+        uri: str,
+        span: Span,
+        sync_interval: int | None = None,
+        version: str | None = None,
+    ) -> ReadResult:
+        """Resolve the status (sync interval and version as the caller asks), resolve ``span``
+        against its size, and fetch the first chunk, so that errors surface here, before a
+        caller starts answering. Raises IsADirectory, RangeNotSatisfiable, the status
+        lookup's errors, and UfsVersionChanged when the file changed under a caller-given
+        ``version``.
+
+        A change found while reading is evidence, and so is the file found gone: the new status
+        is recorded at once (a sync, which also evicts the old version's pages and drops the
+        parent's listing). Found before
+        the first byte, with no ``version`` asked for, the new version is served instead; found
+        later, the chunks end with UfsVersionChanged (a caller cuts its answer short)."""
         status = self.status(uri, sync_interval, version)
+        try:
+            return self._open(status, span)
+        except UfsNotFound:
+            self._record_change(status.uri)
+            raise
+        except UfsVersionChanged:
+            if version is not None:
+                self._record_change(status.uri)
+                raise
+        return self._open(self.meta.get_status(status.uri, sync_interval=0), span)
+
+    def _open(self, status: UfsStatus, span: Span) -> ReadResult:
         if status.is_dir:
-            raise IsADirectoryError(f"cannot read {status.uri!r}: it is a directory")
-        if offset < 0 or (length is not None and length < 0):
-            raise RangeNotSatisfiable(f"bad range offset={offset} length={length}")
-        if offset > status.size or (offset == status.size and status.size and length != 0):
-            raise RangeNotSatisfiable(
-                f"offset {offset} is past the end of {status.uri!r} ({status.size} bytes)"
-            )
-        available = status.size - offset
-        length = available if length is None else min(length, available)
-        return ReadResult(status, offset, length, self.reader.chunks(status, offset, length))
+            raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
+        offset, length = span.resolve(status.size)
+        chunks = self.reader.chunks(status, offset, length)
+        first = next(chunks, b"")
+        body = itertools.chain([first] if first else [], self._watched(status.uri, chunks))
+        return ReadResult(status, offset, length, body)
+
+    def _watched(self, uri: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        try:
+            yield from chunks
+        except (UfsVersionChanged, UfsNotFound):
+            self._record_change(uri)
+            raise
+
+    def _record_change(self, uri: str) -> None:
+        """Sync ``uri`` after a read found it changed; a failing sync leaves that to the next
+        caller (the read's own error is what this caller gets)."""
+        try:
+            self.meta.get_status(uri, sync_interval=0)
+        except UfsError as exc:
+            log.info("could not record the change of %s found by a read: %s", uri, exc)
 
     # -- mutations -----------------------------------------------------------------------------
 
@@ -177,8 +259,11 @@ class WorkerService:
         """Delete through to the UFS; the canonical URI deleted."""
         uri = self.roots.check(uri)
         self.ufs.delete(uri, recursive)
-        # A deleted directory's entries go too: record_write drops everything under it.
+        # A deleted directory's entries go too: record_write drops everything under it, and
+        # the page store drops pages of files under it that no cached status names.
         self.meta.record_write(uri, None, Operation.DELETED)
+        if recursive:
+            self.pages.delete_prefix(uri)
         self._changed(Event(Op.DELETED, uri, prefix=recursive))
         return uri
 
@@ -219,8 +304,17 @@ class WorkerService:
 
     # -- state ---------------------------------------------------------------------------------
 
-    def ready(self) -> bool:
-        return self.pages.ready
+    def readiness(self) -> dict[str, Any]:
+        """What ``/readyz`` reports. ``ready`` as soon as the service exists, which means its
+        metastore is open (the socket already listens when a probe gets here), until it
+        closes. The page restore is reported (``pages``: ``restoring`` / ``ready``), never
+        waited for: reads treat unrestored pages as misses (DESIGN.md). ``metastore`` is the
+        metastore's state."""
+        return {
+            "ready": not self._closed,
+            "metastore": "open",
+            "pages": "ready" if self.pages.ready else "restoring",
+        }
 
     def stats(self) -> dict[str, int]:
         """A JSON-friendly summary for dashboards and the demo."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from worker.cli import cluster, conf, fs, worker_cmd
 from worker.cli.common import run_guarded
@@ -14,6 +15,9 @@ from worker.demo import cli as demo_cli
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dora", description="doracache: a per-host cache agent for data pipelines"
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {metadata.version('doracache')}"
     )
     commands = parser.add_subparsers(dest="command", required=True)
     conf.add_parser(commands)

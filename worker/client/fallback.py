@@ -17,6 +17,7 @@ from config import Config
 from ufs import errors as ufs_errors
 from ufs.adapter import Ufs
 from ufs.status import UfsStatus
+from worker import errors as catalogue
 from worker.client import errors
 from worker.client.answers import ReadResult
 from worker.client.forksafe import ProcessLocal
@@ -24,19 +25,6 @@ from worker.client.stats import Counters
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-# Most specific first: several UFS errors share base classes.
-_TRANSLATION: tuple[tuple[type[ufs_errors.UfsError], type[errors.DoraError]], ...] = (
-    (ufs_errors.UfsNotFound, errors.NotFound),
-    (ufs_errors.UfsOutsideRoots, errors.AccessDenied),
-    (ufs_errors.UfsPermissionDenied, errors.AccessDenied),
-    (ufs_errors.UfsInvalidPath, errors.InvalidRequest),
-    (ufs_errors.UfsAlreadyExists, errors.AlreadyExists),
-    (ufs_errors.UfsNotADirectory, errors.NotADirectory),
-    (ufs_errors.UfsIsADirectory, errors.IsADirectory),
-    (ufs_errors.UfsUnavailable, errors.UfsUnavailable),
-    (ufs_errors.UfsVersionChanged, errors.VersionMismatch),
-)
 
 
 class UfsFallback:
@@ -101,7 +89,4 @@ class UfsFallback:
         try:
             return call()
         except ufs_errors.UfsError as exc:
-            for ufs_kind, kind in _TRANSLATION:
-                if isinstance(exc, ufs_kind):
-                    raise kind(f"UFS fallback: {exc}") from exc
-            raise errors.UfsFailure(f"UFS fallback: {exc}") from exc
+            raise catalogue.client_error_for(exc, f"UFS fallback: {exc}") from exc

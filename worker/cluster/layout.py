@@ -7,8 +7,10 @@ Worker entries follow Alluxio's ``EtcdMembershipManager`` so Alluxio-aware tools
 - ``/DHT/<cluster>/AUTHORIZED/<worker id>``: the permanent entry (every worker that ever joined;
   one without a live entry is OFFLINE);
 
-both holding Alluxio's JSON ``WorkerServiceEntity`` (``ServiceEntityName``, ``WorkerNetAddress``
-with ``Host`` and ``HttpServerPort``, ``State``, ``GenerationNumber``), plus a ``Dora`` object
+both holding Alluxio's JSON ``WorkerServiceEntity`` (``Identity``, ``ServiceEntityName``,
+``WorkerNetAddress`` with ``Host`` and ``HttpServerPort``, ``State``, ``GenerationNumber``; the
+clients that read it, Alluxio's and alluxiofs up to 1.0.17, need the identity and the address to
+place the worker on their ring), plus a ``Dora`` object
 with what only doracache has (start time, capacity). Alluxio's Gson reader ignores the extra
 field. The worker id is, as in Alluxio, the MD5 of the worker's main address.
 
@@ -66,6 +68,7 @@ class WorkerInfo:
 
     def encode(self) -> bytes:
         entity: dict[str, Any] = {
+            "Identity": {"version": 1, "identifier": self.id},
             "ServiceEntityName": self.id,
             "WorkerNetAddress": {
                 "Host": self.host,

@@ -227,20 +227,13 @@ def changed_mid_read(
     return fs, uri
 
 
-NEEDS_THE_WORKER_TO_RECORD_A_CUT = pytest.mark.xfail(
-    strict=True,
-    reason="needs the worker to record the new version when it cuts a read (issue 10 #5, "
-    "worker half); until then the pinned re-ask is cut again and the client fails over",
-)
-
-
 @pytest.mark.parametrize(
     "sync_before",
     [
         # Another caller syncs the worker between the cut and the client's second ask.
         pytest.param(2, id="worker-synced-meanwhile"),
         # The worker itself records the change it found when it cut the read.
-        pytest.param(0, id="worker-records-the-cut", marks=NEEDS_THE_WORKER_TO_RECORD_A_CUT),
+        pytest.param(0, id="worker-records-the-cut"),
     ],
 )
 def test_a_read_cut_by_a_change_mid_stream_raises_version_mismatch_without_failover(
