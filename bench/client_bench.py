@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -201,6 +202,7 @@ def main() -> None:
     finally:
         worker.terminate()
         worker.wait()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
