@@ -106,7 +106,8 @@ class DoraFileSystem(DoraFileSystemBase):
         version: str | None = None,
         **kwargs: Any,
     ) -> AsyncDoraFile:
-        """An unbuffered file for event loops (``rb``, ``wb`` or ``xb``), as :meth:`_open`."""
+        """An unbuffered file for event loops (``rb`` or ``wb``: fsspec's asynchronous file writes
+        only in ``wb``), as :meth:`_open`."""
         AsyncDoraFile.check_mode(mode)
         details = await self._arun(self.ops.open_details(path, mode, sync_interval, version))
         return AsyncDoraFile(self, self._uri(path), mode, details, **kwargs)
