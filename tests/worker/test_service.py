@@ -11,6 +11,9 @@ import pytest
 from config import ConfigError
 from tests.worker.chain import TTL_DEFINES, InvalidationChain, read_all
 from tests.worker.conftest import open_service, page_files
+from ufs.errors import UfsOutsideRoots
+from ufs.status import UfsStatus
+from worker.meta.entry import Operation
 from worker.service import WorkerService
 
 PAGE = 64 * 1024
@@ -115,3 +118,26 @@ def test_a_bad_mount_root_is_refused_before_anything_opens(tmp_path: Path, data_
     assert set(threading.enumerate()) == threads
     assert not (tmp_path / "work").exists()
     open_service(tmp_path / "work", f"file://{data_dir}").close()  # no lock was left held
+
+
+def test_status_cached_answers_a_memory_hit_and_leaves_the_rest_to_status(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    # No object store runs: the answers below come from memory or not at all.
+    service = open_service(
+        tmp_path / "work", f"s3://bucket/data,file://{data_dir}",
+        "dora.ufs.s3.endpoint=http://127.0.0.1:9",
+    )  # fmt: skip
+    try:
+        status = UfsStatus("s3://bucket/data/a", "a", False, 3, 1, '"etag"', '"etag"')
+        assert service.status_cached(status.uri) is None
+        service.meta.record_write(status.uri, status, Operation.CREATED)
+        assert service.status_cached("s3://bucket/data/a/") == status
+        assert service.status_cached(status.uri, sync_interval=0) is None
+        with pytest.raises(UfsOutsideRoots):
+            service.status_cached("s3://bucket/other")
+        (data_dir / "b").write_bytes(b"b")
+        service.status(f"file://{data_dir}/b")
+        assert service.status_cached(f"file://{data_dir}/b") is None  # resolved on disk
+    finally:
+        service.close()

@@ -53,6 +53,10 @@ async def status(service: WorkerService, request: Request) -> Response:
     path, interval = params.required(q, "path"), params.sync_interval(q)
     version = q.get("version") or None
 
+    cached = service.status_cached(path, interval, version)
+    if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
+        return json_response(service.describe(cached))
+
     def work() -> dict[str, Any]:
         return service.describe(service.status(path, interval, version))
 
