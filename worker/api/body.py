@@ -4,6 +4,7 @@ the page iterator in batches (:class:`PagedBody`)."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -79,7 +80,8 @@ def pull(chunks: Iterator[bytes], budget: int = BATCH_BYTES) -> Batch:
 class PagedBody(Response):
     """A read's answer: ``first`` (pulled by the handler, in the hop that resolved the read)
     and the rest of ``chunks`` pulled a :func:`pull` batch per thread-pool hop, not a hop per
-    chunk as StreamingResponse does; a read that fits one batch needs no further hop. An
+    chunk as StreamingResponse does, the next batch while the last is sent; a read that fits
+    one batch needs no further hop. An
     error of the iterator cuts the body short of its Content-Length (the connection closes),
     so a client sees an error, never mixed bytes; pulling stops when the client goes away."""
 
@@ -110,15 +112,27 @@ class PagedBody(Response):
 
     async def _stream(self, send: Send, scope: anyio.CancelScope) -> None:
         batch = self._first
+        pending: asyncio.Future[Batch] | None = None
         try:
             while not batch.done:
+                # The next batch is read while this one goes out: disk and socket overlap.
+                pending = asyncio.ensure_future(run_in_threadpool(pull, self._chunks))
                 await _send_batch(send, batch, last=False)
-                batch = await run_in_threadpool(pull, self._chunks)
+                batch = await pending
             await _send_batch(send, batch, last=batch.error is None)
             self._error = batch.error
         except Exception as exc:  # noqa: BLE001 — raised by __call__, after the task group
             self._error = exc
+        finally:
+            if pending is not None and not pending.done():
+                # The client went away: the pull in flight ends by itself, unheard.
+                pending.add_done_callback(_forget)
         scope.cancel()
+
+
+def _forget(future: asyncio.Future[Batch]) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
 async def _send_batch(send: Send, batch: Batch, last: bool) -> None:
