@@ -166,6 +166,19 @@ class WorkerService:
         sync_interval = cluster_context.sync_interval(sync_interval)
         return self.meta.get_status(self.roots.check(uri), sync_interval, version)
 
+    def status_cached(
+        self, uri: str, sync_interval: int | None = None, version: str | None = None
+    ) -> UfsStatus | None:
+        """:meth:`status` without I/O, for a caller on the event loop: the same answer or
+        error when the metadata memory tier holds a usable entry, else None (call
+        :meth:`status` in a thread). Local (``file``) URIs are always None: their mount-roots
+        check resolves the path on disk."""
+        canonical = uris.normalize(uri)
+        if uris.split(canonical)[0] == "file":
+            return None
+        sync_interval = cluster_context.sync_interval(sync_interval)
+        return self.meta.cached_status(self.roots.check(canonical), sync_interval, version)
+
     def list(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
         sync_interval = cluster_context.sync_interval(sync_interval)
         # Entries that lead outside the roots are left out (see MountRoots.visible).

@@ -13,6 +13,9 @@ from config import ConfigError
 from tests.worker.chain import TTL_DEFINES, InvalidationChain, read_all
 from tests.worker.conftest import open_service, page_files
 from tests.worker.meta.support import wait_until
+from ufs.errors import UfsOutsideRoots
+from ufs.status import UfsStatus
+from worker.meta.entry import Operation
 from worker.service import WorkerService
 
 PAGE = 64 * 1024
@@ -150,3 +153,26 @@ def test_readiness_reports_a_metastore_that_stopped_persisting(
         service.status(f"file://{data_dir}/s{n}.bin")
     wait_until(lambda: service.readiness()["metastore"] == "memory-only")
     assert service.readiness() == {"ready": True, "metastore": "memory-only", "pages": "ready"}
+
+
+def test_status_cached_answers_a_memory_hit_and_leaves_the_rest_to_status(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    # No object store runs: the answers below come from memory or not at all.
+    service = open_service(
+        tmp_path / "work", f"s3://bucket/data,file://{data_dir}",
+        "dora.ufs.s3.endpoint=http://127.0.0.1:9",
+    )  # fmt: skip
+    try:
+        status = UfsStatus("s3://bucket/data/a", "a", False, 3, 1, '"etag"', '"etag"')
+        assert service.status_cached(status.uri) is None
+        service.meta.record_write(status.uri, status, Operation.CREATED)
+        assert service.status_cached("s3://bucket/data/a/") == status
+        assert service.status_cached(status.uri, sync_interval=0) is None
+        with pytest.raises(UfsOutsideRoots):
+            service.status_cached("s3://bucket/other")
+        (data_dir / "b").write_bytes(b"b")
+        service.status(f"file://{data_dir}/b")
+        assert service.status_cached(f"file://{data_dir}/b") is None  # resolved on disk
+    finally:
+        service.close()

@@ -1,18 +1,28 @@
-"""Request bodies of writes: spooled whole before the UFS sees a byte, so a client that stops
-mid-upload leaves nothing behind, and refused past the configured size."""
+"""Bodies: of writes, spooled whole before the UFS sees a byte, so a client that stops
+mid-upload leaves nothing behind, and refused past the configured size; of reads, pulled from
+the page iterator in batches (:class:`PagedBody`)."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import IO
 
+import anyio
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from worker.errors import PayloadTooLarge
 
 SPOOL_IN_MEMORY = 16 << 20
 COPY_CHUNK = 1 << 20
+BATCH_BYTES = 4 << 20
+"""About how much of a read body one thread-pool hop pulls (several pages): a hop per page
+was the largest cost of a warm read after the socket itself."""
 
 
 async def spool_body(request: Request, limit: int) -> IO[bytes]:
@@ -37,3 +47,102 @@ def file_chunks(spool: IO[bytes]) -> Iterator[bytes]:
     """A spooled file's bytes from its current position, in chunks."""
     while chunk := spool.read(COPY_CHUNK):
         yield chunk
+
+
+@dataclass
+class Batch:
+    """Chunks pulled in one hop; ``done`` once the iterator is exhausted, ``error`` an error
+    it raised after at least one chunk (raised once the chunks before it are sent)."""
+
+    chunks: list[bytes] = field(default_factory=list)
+    done: bool = False
+    error: Exception | None = None
+
+
+def pull(chunks: Iterator[bytes], budget: int = BATCH_BYTES) -> Batch:
+    """The next chunks of ``chunks``, about ``budget`` bytes; blocking (run it in a thread).
+    Raises what the iterator raises before its first chunk."""
+    batch, size = Batch(), 0
+    try:
+        for chunk in chunks:
+            batch.chunks.append(chunk)
+            size += len(chunk)
+            if size >= budget:
+                return batch
+    except Exception as exc:
+        if not batch.chunks:
+            raise
+        batch.error = exc
+    batch.done = True
+    return batch
+
+
+class PagedBody(Response):
+    """A read's answer: ``first`` (pulled by the handler, in the hop that resolved the read)
+    and the rest of ``chunks`` pulled a :func:`pull` batch per thread-pool hop, not a hop per
+    chunk as StreamingResponse does, the next batch while the last is sent; a read that fits
+    one batch needs no further hop. An
+    error of the iterator cuts the body short of its Content-Length (the connection closes),
+    so a client sees an error, never mixed bytes; pulling stops when the client goes away."""
+
+    media_type = "application/octet-stream"
+
+    def __init__(
+        self, first: Batch, chunks: Iterator[bytes], status_code: int, headers: dict[str, str]
+    ) -> None:
+        self.status_code = status_code
+        self.background = None
+        self.init_headers(headers)
+        self._first = first
+        self._chunks = chunks
+        self._error: Exception | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code,
+                    "headers": self.raw_headers})  # fmt: skip
+        if self._first.done and self._first.error is None:
+            await _send_batch(send, self._first, last=True)
+            return
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._stream, send, group.cancel_scope)
+            await _until_disconnect(receive)
+            group.cancel_scope.cancel()
+        if self._error is not None:
+            raise self._error  # out here, not wrapped in the task group's ExceptionGroup
+
+    async def _stream(self, send: Send, scope: anyio.CancelScope) -> None:
+        batch = self._first
+        pending: asyncio.Future[Batch] | None = None
+        try:
+            while not batch.done:
+                # The next batch is read while this one goes out: disk and socket overlap.
+                pending = asyncio.ensure_future(run_in_threadpool(pull, self._chunks))
+                await _send_batch(send, batch, last=False)
+                batch = await pending
+            await _send_batch(send, batch, last=batch.error is None)
+            self._error = batch.error
+        except Exception as exc:  # noqa: BLE001 — raised by __call__, after the task group
+            self._error = exc
+        finally:
+            if pending is not None and not pending.done():
+                # The client went away: the pull in flight ends by itself, unheard.
+                pending.add_done_callback(_forget)
+        scope.cancel()
+
+
+def _forget(future: asyncio.Future[Batch]) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved, so asyncio does not log it as never retrieved
+
+
+async def _send_batch(send: Send, batch: Batch, last: bool) -> None:
+    for i, chunk in enumerate(batch.chunks):
+        more = not last or i < len(batch.chunks) - 1
+        await send({"type": "http.response.body", "body": chunk, "more_body": more})
+    if last and not batch.chunks:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -15,16 +15,16 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from worker import keys
 from worker.api import params
-from worker.api.body import file_chunks, spool_body
+from worker.api.body import Batch, PagedBody, file_chunks, pull, spool_body
 from worker.api.errors import error_response
 from worker.api.surface import Route, Surface
 from worker.errors import NotFound
 from worker.ranges import Window
-from worker.service import WorkerService
+from worker.service import ReadResult, WorkerService
 
 
 def json_response(data: Any, status: int = 200) -> Response:
@@ -53,6 +53,10 @@ async def status(service: WorkerService, request: Request) -> Response:
     path, interval = params.required(q, "path"), params.sync_interval(q)
     version = q.get("version") or None
 
+    cached = service.status_cached(path, interval, version)
+    if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
+        return json_response(service.describe(cached))
+
     def work() -> dict[str, Any]:
         return service.describe(service.status(path, interval, version))
 
@@ -78,7 +82,12 @@ async def read(service: WorkerService, request: Request) -> Response:
     requested = None if header is None else params.byte_range(header)
 
     span = requested or window
-    result = await run_in_threadpool(service.read_span, path, span, interval, version)
+
+    def start() -> tuple[ReadResult, Batch]:
+        result = service.read_span(path, span, interval, version)
+        return result, pull(result.chunks)
+
+    result, first = await run_in_threadpool(start)
     headers = {
         "Content-Length": str(result.length),
         "X-Dora-Version": result.status.version,
@@ -89,7 +98,7 @@ async def read(service: WorkerService, request: Request) -> Response:
         status_code = 206
         last = result.offset + result.length - 1
         headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
-    return StreamingResponse(result.chunks, status_code, headers, "application/octet-stream")
+    return PagedBody(first, result.chunks, status_code, headers)
 
 
 async def write(service: WorkerService, request: Request) -> Response:

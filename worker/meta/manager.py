@@ -161,6 +161,22 @@ class MetadataManager:
             self._counters.add("syncs_changed")
         return _answer(uri, synced, version)
 
+    def cached_status(
+        self, uri: str, sync_interval: int | None = None, version: str | None = None
+    ) -> UfsStatus | None:
+        """:meth:`get_status` from the memory tier alone, for callers on an event loop: the
+        same answer (or UfsNotFound for a cached negative entry) when ``uri``'s entry is in
+        memory and usable as the arguments require, else None (then ask :meth:`get_status`).
+        Never blocks on I/O; counts a hit only when it answers. Raises ValueError for an
+        invalid ``sync_interval``."""
+        uri = self._canonical(uri)
+        interval = self._interval(sync_interval)
+        entry = self._statuses.get(uri)
+        if entry is None or not self._usable(entry, interval, version):
+            return None
+        self._counters.add("memory_hits")
+        return _answer(uri, entry, version)
+
     def list_status(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
         """The children of directory ``uri`` with their statuses; the listing is cached and
         fills the status cache. Recursive listings are not offered, so never cached.

@@ -9,10 +9,11 @@ import pytest
 from config import load_config
 from pagestore.options import PageStoreOptions
 from pagestore.store import LocalPageStore
-from tests.worker.conftest import Api
+from tests.worker.conftest import Api, open_service
 from ufs.adapter import Ufs
-from ufs.status import file_id
+from ufs.status import UfsStatus, file_id
 from worker.keys import build_registry
+from worker.meta.entry import Operation
 from worker.meta.manager import MetadataManager
 from worker.service import WorkerService
 
@@ -387,4 +388,30 @@ def test_ready_while_the_page_restore_runs(tmp_path: Path, data_dir: Path) -> No
         assert answer.json() == {"ready": True, "metastore": "persisting", "pages": "restoring"}
     finally:
         client.close()
+        service.close()
+
+
+def test_a_memory_hit_status_is_answered_on_the_loop_as_the_thread_path_would(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    # No object store runs: a memory hit answers alone, anything else fails in the UFS.
+    service = open_service(
+        tmp_path / "work", "s3://bucket/data", "dora.ufs.s3.endpoint=http://127.0.0.1:9",
+        "dora.worker.security.token=s3cret",
+    )  # fmt: skip
+    status = UfsStatus("s3://bucket/data/a", "a", False, 3, 1, '"etag"', '"etag"')
+    service.meta.record_write(status.uri, status, Operation.CREATED)
+    api, stranger = Api(service, {"Authorization": "Bearer s3cret"}), Api(service)
+    try:
+        answer = api.get("/v1/status", params={"path": status.uri, "version": '"etag"'})
+        assert answer.status_code == 200
+        assert answer.json() == {**status.to_dict(), "cached_bytes": 0}
+        refused = api.get("/v1/status", params={"path": status.uri, "version": "other"})
+        outside = api.get("/v1/status", params={"path": "s3://bucket/elsewhere"})
+        assert refused.status_code != 200  # another version: asked of the UFS, which is down
+        assert outside.status_code == 403
+        assert stranger.get("/v1/status", params={"path": status.uri}).status_code == 401
+    finally:
+        api.close()
+        stranger.close()
         service.close()

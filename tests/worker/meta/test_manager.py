@@ -264,3 +264,43 @@ def test_every_listener_hears_even_if_one_fails(manager: MetadataManager, outsid
     with pytest.raises(OSError, match="page store"):
         manager.invalidate(outside.uri("a"))
     assert len(heard) == 1
+
+
+def test_cached_status_answers_from_memory_alone_as_get_status_would(
+    manager: MetadataManager, outside: Outside, clock: FakeClock, ufs: CountingUfs
+) -> None:
+    outside.write("a", b"one")
+    assert manager.cached_status(outside.uri("a")) is None  # not loaded: no UFS call either
+    assert ufs.calls == 0
+    loaded = manager.get_status(outside.uri("a"))
+    assert manager.cached_status(outside.uri("a") + "/") == loaded
+    assert manager.cached_status(outside.uri("a"), version=loaded.version) == loaded
+    assert manager.cached_status(outside.uri("a"), version="other") is None
+    assert manager.cached_status(outside.uri("a"), sync_interval=0) is None
+    clock.advance(5 * SECOND + 1)
+    assert manager.cached_status(outside.uri("a"), sync_interval=5 * SECOND) is None
+    assert manager.cached_status(outside.uri("a"), sync_interval=-1) == loaded
+    assert ufs.calls == 1
+    assert manager.counters()["memory_hits"] == 3
+
+
+def test_cached_status_of_a_cached_negative_entry_is_not_found(
+    manager: MetadataManager, outside: Outside, ufs: CountingUfs
+) -> None:
+    with pytest.raises(UfsNotFound):
+        manager.get_status(outside.uri("a"))
+    with pytest.raises(UfsNotFound):
+        manager.cached_status(outside.uri("a"))
+    with pytest.raises(ValueError, match="sync interval"):
+        manager.cached_status(outside.uri("a"), sync_interval=-2)
+    assert ufs.calls == 1
+
+
+def test_cached_status_leaves_the_metastore_tier_to_get_status(
+    make_manager: ManagerFactory, outside: Outside, clock: FakeClock
+) -> None:
+    manager = make_manager(status_ttl_ms=HOUR)
+    outside.write("a", b"one")
+    manager.get_status(outside.uri("a"))
+    clock.advance(HOUR)  # out of memory, still in the metastore
+    assert manager.cached_status(outside.uri("a")) is None
