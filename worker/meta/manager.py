@@ -27,6 +27,7 @@ from worker.meta.counters import Counters
 from worker.meta.entry import MetaEntry, Operation, needs_sync, wall_clock_ms
 from worker.meta.errors import MetastoreError, VersionMismatch
 from worker.meta.fence import MutationFence
+from worker.meta.generations import GenerationFile
 from worker.meta.listeners import Listener, Listeners
 from worker.meta.memory import Listing, ListingCache, StatusCache
 from worker.meta.metastore import Metastore
@@ -98,6 +99,7 @@ class MetadataManager:
         # sync interval: the cluster feed lost events it cannot replay.
         self._fresh_after = 0
         self._counters = Counters(_COUNTERS)
+        self._generations: GenerationFile | None = None
         # Canonicalizing costs microseconds (percent-decoding rounds, segment checks), more than
         # a memory hit: remember recent answers. Errors are not cached, so a bad URI always
         # raises. lru_cache is thread-safe.
@@ -123,11 +125,23 @@ class MetadataManager:
         with self._lock:
             self._sync_listeners = (*self._sync_listeners, fn)
 
+    def count_changes(self, generations: GenerationFile) -> None:
+        """Bump ``generations`` whenever a cached status or listing changes or goes, once the
+        cache holds the new state (same-host clients' near-caches check them). Call before
+        serving."""
+        self._generations = generations
+
+    def _bump(self, uri: str) -> None:
+        if self._generations is not None:
+            self._generations.bump(uri)
+
     def require_sync_before(self, epoch_ms: int) -> None:
         """Re-check with the UFS, once, every status and listing loaded before ``epoch_ms``,
         whatever the sync interval (a re-check that finds the same version keeps the pages)."""
         with self._lock:
             self._fresh_after = max(self._fresh_after, epoch_ms)
+            if self._generations is not None:
+                self._generations.bump_all()
 
     def load_marker(self, name: str) -> bytes | None:
         """A marker kept in the metastore (see :meth:`Metastore.load_marker`)."""
@@ -315,6 +329,7 @@ class MetadataManager:
             if status is not None:
                 self._forget_missing_ancestors(uri)
             gone += self._settle(uri, entry, token=None)
+            self._bump(uri)
         self._counters.add("writes")
         self._listeners.notify(gone)
 
@@ -339,6 +354,7 @@ class MetadataManager:
                 self._fence.mark(ancestor)
                 self._statuses.pop(ancestor)
                 self._store.pop(ancestor)
+                self._bump(ancestor)
             ancestor = uris.parent(ancestor)
 
     def _known_file(self, uri: str) -> bool:
@@ -352,15 +368,19 @@ class MetadataManager:
             self._fence.mark_under(uri)
             removed = self._statuses.pop_under(uri) + self._store.pop_under(uri)
             self._listings.pop_under(uri)
+            if self._generations is not None:
+                self._generations.bump_all()
         else:
             self._fence.mark(uri)
             found = (self._statuses.pop(uri), self._store.pop(uri))
             removed = [(uri, entry) for entry in found if entry is not None]
             self._listings.pop(uri)
+            self._bump(uri)
         parent = uris.parent(uri)
         if parent is not None:
             self._fence.mark(parent)
             self._listings.pop(parent)
+            self._bump(parent)
         gone = {
             (u, e.status.version)
             for u, e in removed
@@ -378,6 +398,8 @@ class MetadataManager:
             return []
         self._fence.mark(uri)
         old = self._peek_old(uri)
+        if old is None or old.status != entry.status:
+            self._bump(uri)
         old_file = None if old is None or old.status is None or old.status.is_dir else old.status
         gone = (
             []
@@ -417,7 +439,10 @@ class MetadataManager:
                     negative = MetaEntry(None, now, Operation.LOADED)
                     gone += self._settle(old.uri, negative, token)
         if not self._fence.is_stale(uri, token):
-            self._listings.put(uri, Listing.of(children, now))
+            listing = Listing.of(children, now)
+            if previous is None or previous.versions != listing.versions:
+                self._bump(uri)
+            self._listings.put(uri, listing)
         return gone
 
     def _settle_vanished_dir(self, uri: str, token: int) -> list[_Gone]:
