@@ -1,0 +1,221 @@
+"""Short-circuit reads against a real worker (service, page store and REST app in process):
+right bytes from page files when cached, over HTTP otherwise, and never wrong bytes whatever
+happens to a page file meanwhile."""
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from pagestore.shortcircuit import PageFile, PageLocations
+from tests.worker.conftest import Api, page_files
+from worker.api.locate import answer
+from worker.client.shortcircuit import ShortCircuitReader
+from worker.service import WorkerService
+
+PAGE = 64 * 1024
+
+
+class Remote:
+    """The reader's two calls over the worker's REST API; raises on an error answer."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.fetched: list[tuple[int, int]] = []
+
+    def locate(self, path: str, version: str, offset: int, length: int) -> dict[str, Any]:
+        answer = self.api.get(
+            "/v1/locate",
+            params={"path": path, "version": version, "offset": offset, "length": length},
+        )
+        answer.raise_for_status()
+        data: dict[str, Any] = answer.json()
+        return data
+
+    def fetch(self, path: str, version: str, offset: int, buffer: memoryview) -> None:
+        params = {"path": path, "version": version, "offset": offset, "length": len(buffer)}
+        answer = self.api.get("/v1/read", params=params)
+        answer.raise_for_status()
+        self.fetched.append((offset, len(buffer)))
+        buffer[:] = answer.content
+
+
+@pytest.fixture
+def content(data_dir: Path) -> bytes:
+    data = os.urandom(5 * PAGE + 1000)
+    (data_dir / "f.bin").write_bytes(data)
+    return data
+
+
+@pytest.fixture
+def uri(data_dir: Path, content: bytes) -> str:
+    return f"file://{data_dir}/f.bin"
+
+
+@pytest.fixture
+def remote(api: Api) -> Remote:
+    return Remote(api)
+
+
+@pytest.fixture
+def reader(remote: Remote) -> Iterator[ShortCircuitReader]:
+    yield ShortCircuitReader(PAGE, remote.locate, remote.fetch, window_pages=4)
+
+
+def warm(service: WorkerService, uri: str) -> str:
+    result = service.read(uri)
+    b"".join(result.chunks)
+    return result.status.version
+
+
+def read(reader: ShortCircuitReader, uri: str, version: str, offset: int, length: int) -> bytes:
+    buffer = bytearray(length)
+    reader.read_into(uri, version, offset, buffer)
+    return bytes(buffer)
+
+
+def test_warm_reads_come_from_page_files(
+    service: WorkerService, reader: ShortCircuitReader, remote: Remote, uri: str, content: bytes
+) -> None:
+    version = warm(service, uri)
+    for offset, length in [(0, PAGE), (PAGE - 10, 20), (3 * PAGE + 5, 2 * PAGE + 995), (0, 1)]:
+        assert read(reader, uri, version, offset, length) == content[offset : offset + length]
+    assert remote.fetched == []
+    stats = reader.stats()
+    assert stats["locates"] == 2  # two windows of four pages, each located once
+    assert stats["short_circuit_bytes"] == PAGE + 20 + 2 * PAGE + 995 + 1
+
+
+def test_missing_pages_are_read_over_http_then_from_files(
+    service: WorkerService, reader: ShortCircuitReader, remote: Remote, uri: str, content: bytes
+) -> None:
+    version = service.status(uri).version
+    assert read(reader, uri, version, 10, 100) == content[10:110]
+    assert remote.fetched == [(10, 100)]  # not cached: over HTTP, and the worker keeps it
+    assert read(reader, uri, version, 200, 100) == content[200:300]
+    assert remote.fetched == [(10, 100)]  # located again: now from the file
+    assert reader.stats()["short_circuit_bytes"] == 100
+
+
+def test_an_evicted_page_is_a_miss_not_wrong_bytes(
+    service: WorkerService,
+    reader: ShortCircuitReader,
+    remote: Remote,
+    uri: str,
+    content: bytes,
+    tmp_path: Path,
+) -> None:
+    version = warm(service, uri)
+    assert read(reader, uri, version, 0, 10) == content[:10]
+    for path in page_files(tmp_path / "work", uri):
+        path.unlink()  # as eviction does, after the reader located the pages
+    assert read(reader, uri, version, PAGE, PAGE) == content[PAGE : 2 * PAGE]
+    assert reader.stats()["miss_vanished"] == 1
+    assert remote.fetched == [(PAGE, PAGE)]
+
+
+def test_a_file_unlinked_while_open_is_still_read_whole(
+    service: WorkerService, uri: str, content: bytes, tmp_path: Path
+) -> None:
+    version = warm(service, uri)
+    located = PageLocations.from_dict(answer(service, service.locate(uri, version)))
+    with PageFile(located, located.pages[1]) as opened:
+        service.invalidate(uri)  # the worker unlinks the page files under the open reader
+        buffer = bytearray(PAGE)
+        opened.read_into(0, buffer)
+    assert bytes(buffer) == content[PAGE : 2 * PAGE]
+    assert page_files(tmp_path / "work", uri) == []
+
+
+def test_a_replaced_page_file_is_caught(
+    service: WorkerService,
+    reader: ShortCircuitReader,
+    remote: Remote,
+    uri: str,
+    content: bytes,
+    tmp_path: Path,
+) -> None:
+    version = warm(service, uri)
+    assert read(reader, uri, version, 0, 10) == content[:10]
+    files = sorted(page_files(tmp_path / "work", uri), key=lambda p: int(p.name.rsplit(".")[-1]))
+    shutil.copyfile(files[2], files[1])  # another page's file, under page 1's name
+    assert read(reader, uri, version, PAGE, 100) == content[PAGE : PAGE + 100]
+    assert reader.stats()["miss_wrong_page"] == 1
+    assert remote.fetched == [(PAGE, 100)]
+
+
+def test_a_corrupt_block_is_a_miss(
+    service: WorkerService,
+    reader: ShortCircuitReader,
+    remote: Remote,
+    uri: str,
+    content: bytes,
+    tmp_path: Path,
+) -> None:
+    version = warm(service, uri)
+    [page_two] = [p for p in page_files(tmp_path / "work", uri) if p.name.endswith(".2")]
+    raw = bytearray(page_two.read_bytes())
+    raw[-5] ^= 0xFF  # a byte of the data, past the header
+    page_two.write_bytes(raw)
+    assert read(reader, uri, version, 2 * PAGE, PAGE) == content[2 * PAGE : 3 * PAGE]
+    assert reader.stats()["miss_corrupt"] == 1
+    assert remote.fetched == [(2 * PAGE, PAGE)]
+
+
+def test_a_version_gone_is_refused_not_served(
+    service: WorkerService,
+    reader: ShortCircuitReader,
+    api: Api,
+    uri: str,
+    content: bytes,
+) -> None:
+    version = warm(service, uri)
+    assert read(reader, uri, version, 0, 10) == content[:10]
+    api.request("PUT", "/v1/write", params={"path": uri}, content=b"new content").raise_for_status()
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        read(reader, uri, version, 0, 10)  # old pages evicted, the HTTP read is pinned
+    assert refused.value.response.status_code == 412
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root opens any file")
+def test_a_page_file_this_process_may_not_open_sends_reads_over_http(
+    service: WorkerService,
+    reader: ShortCircuitReader,
+    remote: Remote,
+    uri: str,
+    content: bytes,
+    tmp_path: Path,
+) -> None:
+    version = warm(service, uri)
+    for path in page_files(tmp_path / "work", uri):
+        path.chmod(0)
+    assert read(reader, uri, version, 0, 10) == content[:10]
+    assert read(reader, uri, version, PAGE, 10) == content[PAGE : PAGE + 10]
+    assert reader.stats()["miss_denied"] == 1  # then no more tries
+    assert len(remote.fetched) == 2
+
+
+def test_locate_answers_and_errors(service: WorkerService, api: Api, uri: str) -> None:
+    version = warm(service, uri)
+    service.invalidate(uri)
+    version = warm(service, uri)
+    found = api.get("/v1/locate", params={"path": uri, "offset": PAGE + 1, "length": PAGE})
+    assert found.status_code == 200
+    data = found.json()
+    assert data["version"] == version and data["status"]["version"] == version
+    assert [p[0] for p in data["pages"]] == [1, 2] and data["missing"] == []
+    cases = [
+        ({"path": uri, "version": "other"}, 412),
+        ({"path": "file:///etc/passwd"}, 403),
+        ({"path": uri, "offset": 10**9}, 416),
+        ({"path": uri, "offset": "x"}, 400),
+        ({"path": uri.rsplit("/", 1)[0]}, 400),
+    ]
+    for params, code in cases:
+        assert api.get("/v1/locate", params=params).status_code == code, params
+    local = api.get("/v1/local").json()
+    assert local["page_size"] == PAGE and Path(local["generations"]).is_file()

@@ -1,0 +1,175 @@
+"""Short-circuit reads for a client on the worker's host (DESIGN.md, "The same-host fast path").
+
+The worker names, for a pinned file version, where its cached pages are (``GET /v1/locate``);
+this reader opens those page files itself and reads straight into the caller's buffer, checking
+the 64 KiB block checksums it touches (:mod:`pagestore.shortcircuit`), and reads over HTTP what
+is not cached (the worker then fills it) or cannot be read right: a page evicted, replaced,
+corrupt or not openable by this process is a miss, never wrong bytes.
+
+The page paths are the worker's own: the client must see the page directory at the same path
+(the same host, or the Helm chart's read-only mount of the page volume at the worker's path,
+named in ``DORACACHE_SHORT_CIRCUIT_ROOT``) and be allowed to read it (page files are 0644).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pagestore.shortcircuit import Miss, PageFile, PageLocation, PageLocations, PageMiss
+
+Locate = Callable[[str, str, int, int], Mapping[str, Any]]
+"""``locate(path, version, offset, length)``: the worker's ``/v1/locate`` answer for a pinned
+version (raises what the client raises for the worker's errors, e.g. a version mismatch)."""
+
+Fetch = Callable[[str, str, int, memoryview], None]
+"""``fetch(path, version, offset, buffer)``: fill ``buffer`` with the file's bytes from
+``offset`` over HTTP, pinned to ``version`` (raises what the client's HTTP read raises)."""
+
+DEFAULT_WINDOW_PAGES = 256
+DEFAULT_MAX_WINDOWS = 1024
+
+
+@dataclass
+class _Window:
+    """The located pages of one window of a file version; ``fetched``: missing pages read over
+    HTTP since (the worker has probably cached them: locate again when one is needed again)."""
+
+    locations: PageLocations
+    pages: dict[int, PageLocation]
+    missing: frozenset[int]
+    fetched: set[int] = field(default_factory=set)
+
+
+class ShortCircuitReader:
+    """Reads of pinned file versions, from page files where cached, over HTTP otherwise.
+
+    Locations are asked for per window of ``window_pages`` pages and kept per ``(path, version,
+    window)`` in a bounded LRU (``max_windows``): a warm read makes no call at all. After a page
+    file of this worker cannot be opened for want of permission, every read goes over HTTP.
+
+    Thread-safe: the cache and counters are under one lock, never held during I/O; each read
+    opens its own page files."""
+
+    def __init__(
+        self,
+        page_size: int,
+        locate: Locate,
+        fetch: Fetch,
+        window_pages: int = DEFAULT_WINDOW_PAGES,
+        max_windows: int = DEFAULT_MAX_WINDOWS,
+    ) -> None:
+        if page_size <= 0 or window_pages <= 0 or max_windows <= 0:
+            raise ValueError("page size, window pages and max windows must be positive")
+        self.page_size = page_size
+        self._locate = locate
+        self._fetch = fetch
+        self._window_bytes = window_pages * page_size
+        self._max_windows = max_windows
+        self._windows: OrderedDict[tuple[str, str, int], _Window] = OrderedDict()
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._denied = False
+
+    def read_into(
+        self, path: str, version: str, offset: int, buffer: memoryview | bytearray
+    ) -> None:
+        """Fill ``buffer`` with the bytes of ``path`` at ``version`` from ``offset``; the
+        range must lie within the file. Raises what ``locate`` and ``fetch`` raise."""
+        target = memoryview(buffer).cast("B")
+        done = 0
+        while done < len(target):
+            at = offset + done
+            index, within = divmod(at, self.page_size)
+            size = min(len(target) - done, self.page_size - within)
+            self._read_page(path, version, index, within, target[done : done + size])
+            done += size
+
+    def _read_page(
+        self, path: str, version: str, index: int, within: int, part: memoryview
+    ) -> None:
+        page = None if self._denied else self._page(path, version, index)
+        if page is not None:
+            locations, location = page
+            try:
+                with PageFile(locations, location) as opened:
+                    opened.read_into(within, part)
+                self._count("short_circuit_bytes", len(part))
+                return
+            except PageMiss as miss:
+                self._missed(path, version, index, miss.reason)
+        self._fetch(path, version, index * self.page_size + within, part)
+        self._count("http_bytes", len(part))
+
+    def _page(
+        self, path: str, version: str, index: int
+    ) -> tuple[PageLocations, PageLocation] | None:
+        """The location of a page, locating its window if need be; None: read it over HTTP."""
+        key = (path, version, index * self.page_size // self._window_bytes)
+        with self._lock:
+            window = self._windows.get(key)
+            if window is not None:
+                self._windows.move_to_end(key)
+                if index in window.fetched:
+                    window = None  # read over HTTP before, so probably cached by now
+        if window is None:
+            window = self._load(key)
+        with self._lock:
+            if index in window.missing:
+                window.fetched.add(index)
+                return None
+        location = window.pages.get(index)
+        return None if location is None else (window.locations, location)
+
+    def _load(self, key: tuple[str, str, int]) -> _Window:
+        path, version, number = key
+        answer = self._locate(path, version, number * self._window_bytes, self._window_bytes)
+        self._count("locates")
+        try:
+            locations = PageLocations.from_dict(answer)
+            missing = frozenset(_typed_ints(answer.get("missing")))
+        except ValueError:
+            # A worker of another page format: everything of this window over HTTP.
+            locations = PageLocations("", version, self.page_size, ())
+            missing = frozenset()
+        window = _Window(locations, {p.index: p for p in locations.pages}, missing)
+        with self._lock:
+            self._windows[key] = window
+            self._windows.move_to_end(key)
+            while len(self._windows) > self._max_windows:
+                self._windows.popitem(last=False)
+        return window
+
+    def _missed(self, path: str, version: str, index: int, reason: Miss) -> None:
+        """A located page could not be read: forget its window (locate again next time)."""
+        with self._lock:
+            self._counts[f"miss_{reason.value}"] += 1
+            self._windows.pop((path, version, index * self.page_size // self._window_bytes), None)
+            if reason is Miss.DENIED:
+                self._denied = True
+
+    def forget(self, path: str) -> None:
+        """Drop every location of ``path`` (after a write or an invalidation through this
+        client; a stale location only costs a miss, never wrong bytes)."""
+        with self._lock:
+            for key in [k for k in self._windows if k[0] == path]:
+                del self._windows[key]
+
+    def _count(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += amount
+
+    def stats(self) -> dict[str, int]:
+        """Counts since start: ``short_circuit_bytes``, ``http_bytes``, ``locates`` and
+        ``miss_<reason>`` per :class:`~pagestore.shortcircuit.Miss`."""
+        with self._lock:
+            return dict(self._counts)
+
+
+def _typed_ints(value: Any) -> list[int]:
+    if not isinstance(value, list) or any(type(v) is not int for v in value):
+        raise ValueError(f"malformed missing pages: {value!r}")
+    return value
