@@ -104,9 +104,10 @@ class GenerationView:
     def __init__(self, path: Path) -> None:
         with open(path, "rb") as f:
             self._map = mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)
-        if len(self._map) < 8 * _HEADER_WORDS or len(self._map) % 8:
+        size = len(self._map)
+        if size < 8 * _HEADER_WORDS or size % 8:
             self._map.close()
-            raise ValueError(f"{path} is not a generation file (size {len(self._map)})")
+            raise ValueError(f"{path} is not a generation file (size {size})")
         self._words = memoryview(self._map).cast("Q")
         if self._words[0] != MAGIC or len(self._words) != _HEADER_WORDS + self._words[1]:
             self._words.release()

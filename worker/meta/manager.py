@@ -398,7 +398,11 @@ class MetadataManager:
             return []
         self._fence.mark(uri)
         old = self._peek_old(uri)
-        if old is None or old.status != entry.status:
+        if old is not None and old.status != entry.status:
+            # A first load changes nothing a client can have kept: a client keeps only what
+            # the worker answered, and what it keeps outlives no worker entry (its TTL is
+            # shorter); an entry forgotten and loaded anew is like an outside write, which a
+            # sync interval governs.
             self._bump(uri)
         old_file = None if old is None or old.status is None or old.status.is_dir else old.status
         gone = (
@@ -440,7 +444,7 @@ class MetadataManager:
                     gone += self._settle(old.uri, negative, token)
         if not self._fence.is_stale(uri, token):
             listing = Listing.of(children, now)
-            if previous is None or previous.versions != listing.versions:
+            if previous is not None and previous.versions != listing.versions:
                 self._bump(uri)
             self._listings.put(uri, listing)
         return gone

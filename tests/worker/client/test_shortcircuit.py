@@ -5,6 +5,7 @@ happens to a page file meanwhile."""
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,38 @@ def reader(remote: Remote) -> Iterator[ShortCircuitReader]:
     yield ShortCircuitReader(PAGE, remote.locate, remote.fetch, window_pages=4)
 
 
+@dataclass
+class Case:
+    """A file of five and a bit pages, the worker, and a reader over its REST API."""
+
+    service: WorkerService
+    reader: ShortCircuitReader
+    remote: Remote
+    uri: str
+    content: bytes
+    work: Path
+
+    def pages(self) -> list[Path]:
+        """The file's page files, by page index."""
+        found = page_files(self.work, self.uri)
+        return sorted(found, key=lambda p: int(p.name.rsplit(".")[-1]))
+
+    def read(self, version: str, offset: int, length: int) -> bytes:
+        return read(self.reader, self.uri, version, offset, length)
+
+
+@pytest.fixture
+def case(
+    service: WorkerService,
+    reader: ShortCircuitReader,
+    remote: Remote,
+    uri: str,
+    content: bytes,
+    tmp_path: Path,
+) -> Case:
+    return Case(service, reader, remote, uri, content, tmp_path / "work")
+
+
 def warm(service: WorkerService, uri: str) -> str:
     result = service.read(uri)
     b"".join(result.chunks)
@@ -101,102 +134,68 @@ def test_missing_pages_are_read_over_http_then_from_files(
     assert reader.stats()["short_circuit_bytes"] == 100
 
 
-def test_an_evicted_page_is_a_miss_not_wrong_bytes(
-    service: WorkerService,
-    reader: ShortCircuitReader,
-    remote: Remote,
-    uri: str,
-    content: bytes,
-    tmp_path: Path,
-) -> None:
-    version = warm(service, uri)
-    assert read(reader, uri, version, 0, 10) == content[:10]
-    for path in page_files(tmp_path / "work", uri):
+def test_an_evicted_page_is_a_miss_not_wrong_bytes(case: Case) -> None:
+    version = warm(case.service, case.uri)
+    assert case.read(version, 0, 10) == case.content[:10]
+    for path in case.pages():
         path.unlink()  # as eviction does, after the reader located the pages
-    assert read(reader, uri, version, PAGE, PAGE) == content[PAGE : 2 * PAGE]
-    assert reader.stats()["miss_vanished"] == 1
-    assert remote.fetched == [(PAGE, PAGE)]
+    assert case.read(version, PAGE, PAGE) == case.content[PAGE : 2 * PAGE]
+    assert case.reader.stats()["miss_vanished"] == 1
+    assert case.remote.fetched == [(PAGE, PAGE)]
 
 
-def test_a_file_unlinked_while_open_is_still_read_whole(
-    service: WorkerService, uri: str, content: bytes, tmp_path: Path
-) -> None:
-    version = warm(service, uri)
-    located = PageLocations.from_dict(answer(service, service.locate(uri, version)))
+def test_a_file_unlinked_while_open_is_still_read_whole(case: Case) -> None:
+    version = warm(case.service, case.uri)
+    located = PageLocations.from_dict(answer(case.service, case.service.locate(case.uri, version)))
     with PageFile(located, located.pages[1]) as opened:
-        service.invalidate(uri)  # the worker unlinks the page files under the open reader
+        for path in case.pages():
+            path.unlink()  # as eviction does, under the open reader
         buffer = bytearray(PAGE)
         opened.read_into(0, buffer)
-    assert bytes(buffer) == content[PAGE : 2 * PAGE]
-    assert page_files(tmp_path / "work", uri) == []
+    assert bytes(buffer) == case.content[PAGE : 2 * PAGE]
+    assert case.pages() == []
 
 
-def test_a_replaced_page_file_is_caught(
-    service: WorkerService,
-    reader: ShortCircuitReader,
-    remote: Remote,
-    uri: str,
-    content: bytes,
-    tmp_path: Path,
-) -> None:
-    version = warm(service, uri)
-    assert read(reader, uri, version, 0, 10) == content[:10]
-    files = sorted(page_files(tmp_path / "work", uri), key=lambda p: int(p.name.rsplit(".")[-1]))
+def test_a_replaced_page_file_is_caught(case: Case) -> None:
+    version = warm(case.service, case.uri)
+    assert case.read(version, 0, 10) == case.content[:10]
+    files = case.pages()
     shutil.copyfile(files[2], files[1])  # another page's file, under page 1's name
-    assert read(reader, uri, version, PAGE, 100) == content[PAGE : PAGE + 100]
-    assert reader.stats()["miss_wrong_page"] == 1
-    assert remote.fetched == [(PAGE, 100)]
+    assert case.read(version, PAGE, 100) == case.content[PAGE : PAGE + 100]
+    assert case.reader.stats()["miss_wrong_page"] == 1
+    assert case.remote.fetched == [(PAGE, 100)]
 
 
-def test_a_corrupt_block_is_a_miss(
-    service: WorkerService,
-    reader: ShortCircuitReader,
-    remote: Remote,
-    uri: str,
-    content: bytes,
-    tmp_path: Path,
-) -> None:
-    version = warm(service, uri)
-    [page_two] = [p for p in page_files(tmp_path / "work", uri) if p.name.endswith(".2")]
+def test_a_corrupt_block_is_a_miss(case: Case) -> None:
+    version = warm(case.service, case.uri)
+    page_two = case.pages()[2]
     raw = bytearray(page_two.read_bytes())
     raw[-5] ^= 0xFF  # a byte of the data, past the header
     page_two.write_bytes(raw)
-    assert read(reader, uri, version, 2 * PAGE, PAGE) == content[2 * PAGE : 3 * PAGE]
-    assert reader.stats()["miss_corrupt"] == 1
-    assert remote.fetched == [(2 * PAGE, PAGE)]
+    assert case.read(version, 2 * PAGE, PAGE) == case.content[2 * PAGE : 3 * PAGE]
+    assert case.reader.stats()["miss_corrupt"] == 1
+    assert case.remote.fetched == [(2 * PAGE, PAGE)]
 
 
-def test_a_version_gone_is_refused_not_served(
-    service: WorkerService,
-    reader: ShortCircuitReader,
-    api: Api,
-    uri: str,
-    content: bytes,
-) -> None:
-    version = warm(service, uri)
-    assert read(reader, uri, version, 0, 10) == content[:10]
-    api.request("PUT", "/v1/write", params={"path": uri}, content=b"new content").raise_for_status()
+def test_a_version_gone_is_refused_not_served(case: Case, api: Api) -> None:
+    version = warm(case.service, case.uri)
+    assert case.read(version, 0, 10) == case.content[:10]
+    written = api.request("PUT", "/v1/write", params={"path": case.uri}, content=b"new")
+    written.raise_for_status()
     with pytest.raises(httpx.HTTPStatusError) as refused:
-        read(reader, uri, version, 0, 10)  # old pages evicted, the HTTP read is pinned
+        case.read(version, 0, 10)  # old pages evicted, the HTTP read is pinned
     assert refused.value.response.status_code == 412
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root opens any file")
-def test_a_page_file_this_process_may_not_open_sends_reads_over_http(
-    service: WorkerService,
-    reader: ShortCircuitReader,
-    remote: Remote,
-    uri: str,
-    content: bytes,
-    tmp_path: Path,
-) -> None:
-    version = warm(service, uri)
-    for path in page_files(tmp_path / "work", uri):
+def test_a_page_file_this_process_may_not_open_sends_reads_over_http(case: Case) -> None:
+    version = warm(case.service, case.uri)
+    for path in case.pages():
         path.chmod(0)
-    assert read(reader, uri, version, 0, 10) == content[:10]
-    assert read(reader, uri, version, PAGE, 10) == content[PAGE : PAGE + 10]
-    assert reader.stats()["miss_denied"] == 1  # then no more tries
-    assert len(remote.fetched) == 2
+    assert case.read(version, 0, 10) == case.content[:10]
+    assert case.read(version, PAGE, 10) == case.content[PAGE : PAGE + 10]
+    assert case.reader.stats()["miss_denied"] == 1  # then no more tries
+    assert len(case.remote.fetched) == 2
 
 
 def test_locate_answers_and_errors(service: WorkerService, api: Api, uri: str) -> None:
