@@ -176,6 +176,16 @@ class PageFile:
         except (OSError, CorruptPageError) as exc:
             raise _miss(exc, self.page.path) from exc
 
+    def unlinked(self) -> bool:
+        """Whether the file was removed since it was opened (evicted, or replaced by a rename):
+        a reader keeping it open checks this to miss as one opening it anew would."""
+        if self._fd is None:
+            raise ValueError("the page file is closed")
+        try:
+            return os.fstat(self._fd).st_nlink == 0
+        except OSError as exc:
+            raise _miss(exc, self.page.path) from exc
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

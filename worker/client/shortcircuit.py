@@ -31,6 +31,7 @@ Fetch = Callable[[str, str, int, memoryview], None]
 
 DEFAULT_WINDOW_PAGES = 256
 DEFAULT_MAX_WINDOWS = 1024
+DEFAULT_MAX_OPEN = 64
 
 
 @dataclass
@@ -48,7 +49,8 @@ class ShortCircuitReader:
     """Reads of pinned file versions, from page files where cached, over HTTP otherwise.
 
     Locations are asked for per window of ``window_pages`` pages and kept per ``(path, version,
-    window)`` in a bounded LRU (``max_windows``): a warm read makes no call at all. After a page
+    window)`` in a bounded LRU (``max_windows``): a warm read makes no call at all;
+    up to ``max_open`` page files stay open between reads (:meth:`close` closes them). After a page
     file of this worker cannot be opened for want of permission, every read goes over HTTP.
 
     Thread-safe: the cache and counters are under one lock, never held during I/O; each read
@@ -61,8 +63,9 @@ class ShortCircuitReader:
         fetch: Fetch,
         window_pages: int = DEFAULT_WINDOW_PAGES,
         max_windows: int = DEFAULT_MAX_WINDOWS,
+        max_open: int = DEFAULT_MAX_OPEN,
     ) -> None:
-        if page_size <= 0 or window_pages <= 0 or max_windows <= 0:
+        if min(page_size, window_pages, max_windows) <= 0 or max_open < 0:
             raise ValueError("page size, window pages and max windows must be positive")
         self.page_size = page_size
         self._locate = locate
@@ -73,6 +76,11 @@ class ShortCircuitReader:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._denied = False
+        # Page files kept open between reads (checked out while in use, so no two threads
+        # share one): saves an open and a header check per read; holds at most max_open
+        # evicted files' space until they are closed.
+        self._open: OrderedDict[str, PageFile] = OrderedDict()
+        self._max_open = max_open
 
     def read_into(
         self, path: str, version: str, offset: int, buffer: memoryview | bytearray
@@ -94,15 +102,40 @@ class ShortCircuitReader:
         page = None if self._denied else self._page(path, version, index)
         if page is not None:
             locations, location = page
+            opened = None
             try:
-                with PageFile(locations, location) as opened:
-                    opened.read_into(within, part)
+                opened = self._checkout(locations, location)
+                opened.read_into(within, part)
+                self._checkin(opened)
                 self._count("short_circuit_bytes", len(part))
                 return
             except PageMiss as miss:
+                if opened is not None:
+                    opened.close()
                 self._missed(path, version, index, miss.reason)
         self._fetch(path, version, index * self.page_size + within, part)
         self._count("http_bytes", len(part))
+
+    def _checkout(self, locations: PageLocations, location: PageLocation) -> PageFile:
+        """An open page file, from the pool if one is there and its file was not removed
+        since (then it misses, as opening it anew would). Raises PageMiss."""
+        with self._lock:
+            pooled = self._open.pop(location.path, None)
+        if pooled is not None:
+            if not pooled.unlinked():
+                return pooled
+            pooled.close()
+        return PageFile(locations, location)
+
+    def _checkin(self, opened: PageFile) -> None:
+        with self._lock:
+            previous = self._open.pop(opened.page.path, None)
+            self._open[opened.page.path] = opened
+            excess = max(0, len(self._open) - self._max_open)
+            surplus = [self._open.popitem(last=False)[1] for _ in range(excess)]
+        for extra in (previous, *surplus):
+            if extra is not None:
+                extra.close()
 
     def _page(
         self, path: str, version: str, index: int
@@ -157,6 +190,13 @@ class ShortCircuitReader:
         with self._lock:
             for key in [k for k in self._windows if k[0] == path]:
                 del self._windows[key]
+
+    def close(self) -> None:
+        """Close the page files kept open. The reader stays usable. Idempotent."""
+        with self._lock:
+            pooled, self._open = list(self._open.values()), OrderedDict()
+        for opened in pooled:
+            opened.close()
 
     def _count(self, name: str, amount: int = 1) -> None:
         with self._lock:

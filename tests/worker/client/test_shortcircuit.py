@@ -166,6 +166,23 @@ def test_a_replaced_page_file_is_caught(case: Case) -> None:
     assert case.remote.fetched == [(PAGE, 100)]
 
 
+@pytest.mark.parametrize("how", ["renamed over", "overwritten in place"])
+def test_a_page_file_kept_open_and_then_replaced_is_caught(case: Case, how: str) -> None:
+    version = warm(case.service, case.uri)
+    assert case.read(version, PAGE, 10) == case.content[PAGE : PAGE + 10]  # kept open now
+    files = case.pages()
+    if how == "renamed over":
+        temp = files[1].with_name("other")
+        shutil.copyfile(files[2], temp)
+        temp.replace(files[1])
+    else:
+        shutil.copyfile(files[2], files[1])
+    assert case.read(version, PAGE, 100) == case.content[PAGE : PAGE + 100]
+    stats = case.reader.stats()
+    assert stats.get("miss_wrong_page", 0) + stats.get("miss_corrupt", 0) == 1
+    assert case.remote.fetched == [(PAGE, 100)]
+
+
 def test_a_corrupt_block_is_a_miss(case: Case) -> None:
     version = warm(case.service, case.uri)
     page_two = case.pages()[2]
