@@ -31,7 +31,7 @@ Fetch = Callable[[str, str, int, memoryview], None]
 
 DEFAULT_WINDOW_PAGES = 256
 DEFAULT_MAX_WINDOWS = 1024
-DEFAULT_MAX_OPEN = 64
+DEFAULT_MAX_OPEN = 256
 
 
 @dataclass
