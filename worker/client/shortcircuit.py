@@ -86,35 +86,91 @@ class ShortCircuitReader:
         self, path: str, version: str, offset: int, buffer: memoryview | bytearray
     ) -> None:
         """Fill ``buffer`` with the bytes of ``path`` at ``version`` from ``offset``; the
-        range must lie within the file. Raises what ``locate`` and ``fetch`` raise."""
+        range must lie within the file. Raises what ``locate`` and ``fetch`` raise. (The
+        three steps it takes are public for a caller that makes its calls itself.)"""
         target = memoryview(buffer).cast("B")
+        for at, length in self.to_locate(path, version, offset, len(target)):
+            self.located(path, version, at, self._locate(path, version, at, length))
+        for at, length in self.read_local(path, version, offset, target):
+            self._fetch(path, version, at, target[at - offset : at - offset + length])
+
+    def to_locate(self, path: str, version: str, offset: int, length: int) -> list[tuple[int, int]]:
+        """The windows (offset, length) of ``[offset, offset + length)`` to ask the worker
+        where their pages are (``locate``, then :meth:`located`): those not known, and those
+        with a page needed now that was read over HTTP since they were located (the worker
+        has probably cached it by now)."""
+        if self._denied or length <= 0:
+            return []
+        first, last = offset // self.page_size, (offset + length - 1) // self.page_size
+        wanted: dict[int, None] = {}
+        with self._lock:
+            for index in range(first, last + 1):
+                number = index * self.page_size // self._window_bytes
+                window = self._windows.get((path, version, number))
+                if window is None or index in window.fetched:
+                    wanted[number] = None
+        return [(n * self._window_bytes, self._window_bytes) for n in wanted]
+
+    def located(self, path: str, version: str, offset: int, answer: Mapping[str, Any]) -> None:
+        """Keep the worker's ``/v1/locate`` answer for the window at ``offset``."""
+        self._count("locates")
+        try:
+            locations = PageLocations.from_dict(answer)
+            missing = frozenset(_typed_ints(answer.get("missing")))
+        except ValueError:
+            # A worker of another page format: everything of this window over HTTP.
+            locations = PageLocations("", version, self.page_size, ())
+            missing = frozenset()
+        window = _Window(locations, {p.index: p for p in locations.pages}, missing)
+        key = (path, version, offset // self._window_bytes)
+        with self._lock:
+            self._windows[key] = window
+            self._windows.move_to_end(key)
+            while len(self._windows) > self._max_windows:
+                self._windows.popitem(last=False)
+
+    def read_local(
+        self, path: str, version: str, offset: int, buffer: memoryview | bytearray
+    ) -> list[tuple[int, int]]:
+        """Fill what it can of ``buffer`` (the bytes from ``offset``) from page files; the
+        ranges (file offset, length) left to read over HTTP, adjacent ones merged. Blocks (disk
+        I/O); raises nothing for a cache failure."""
+        target = memoryview(buffer).cast("B")
+        gaps: list[tuple[int, int]] = []
         done = 0
         while done < len(target):
             at = offset + done
             index, within = divmod(at, self.page_size)
             size = min(len(target) - done, self.page_size - within)
-            self._read_page(path, version, index, within, target[done : done + size])
+            if self._read_page(path, version, index, within, target[done : done + size]):
+                self._count("short_circuit_bytes", size)
+            elif gaps and sum(gaps[-1]) == at:
+                gaps[-1] = (gaps[-1][0], gaps[-1][1] + size)
+            else:
+                gaps.append((at, size))
             done += size
+        self._count("http_bytes", sum(length for _, length in gaps))
+        return gaps
 
     def _read_page(
         self, path: str, version: str, index: int, within: int, part: memoryview
-    ) -> None:
+    ) -> bool:
+        """Whether ``part`` was read from the page's file."""
         page = None if self._denied else self._page(path, version, index)
-        if page is not None:
-            locations, location = page
-            opened = None
-            try:
-                opened = self._checkout(locations, location)
-                opened.read_into(within, part)
-                self._checkin(opened)
-                self._count("short_circuit_bytes", len(part))
-                return
-            except PageMiss as miss:
-                if opened is not None:
-                    opened.close()
-                self._missed(path, version, index, miss.reason)
-        self._fetch(path, version, index * self.page_size + within, part)
-        self._count("http_bytes", len(part))
+        if page is None:
+            return False
+        locations, location = page
+        opened = None
+        try:
+            opened = self._checkout(locations, location)
+            opened.read_into(within, part)
+        except PageMiss as miss:
+            if opened is not None:
+                opened.close()
+            self._missed(path, version, index, miss.reason)
+            return False
+        self._checkin(opened)
+        return True
 
     def _checkout(self, locations: PageLocations, location: PageLocation) -> PageFile:
         """An open page file, from the pool if one is there and its file was not removed
@@ -140,41 +196,19 @@ class ShortCircuitReader:
     def _page(
         self, path: str, version: str, index: int
     ) -> tuple[PageLocations, PageLocation] | None:
-        """The location of a page, locating its window if need be; None: read it over HTTP."""
+        """The location of a page; None: read it over HTTP (not cached when located, or its
+        window not located)."""
         key = (path, version, index * self.page_size // self._window_bytes)
         with self._lock:
             window = self._windows.get(key)
-            if window is not None:
-                self._windows.move_to_end(key)
-                if index in window.fetched:
-                    window = None  # read over HTTP before, so probably cached by now
-        if window is None:
-            window = self._load(key)
-        with self._lock:
+            if window is None:
+                return None
+            self._windows.move_to_end(key)
             if index in window.missing:
                 window.fetched.add(index)
                 return None
         location = window.pages.get(index)
         return None if location is None else (window.locations, location)
-
-    def _load(self, key: tuple[str, str, int]) -> _Window:
-        path, version, number = key
-        answer = self._locate(path, version, number * self._window_bytes, self._window_bytes)
-        self._count("locates")
-        try:
-            locations = PageLocations.from_dict(answer)
-            missing = frozenset(_typed_ints(answer.get("missing")))
-        except ValueError:
-            # A worker of another page format: everything of this window over HTTP.
-            locations = PageLocations("", version, self.page_size, ())
-            missing = frozenset()
-        window = _Window(locations, {p.index: p for p in locations.pages}, missing)
-        with self._lock:
-            self._windows[key] = window
-            self._windows.move_to_end(key)
-            while len(self._windows) > self._max_windows:
-                self._windows.popitem(last=False)
-        return window
 
     def _missed(self, path: str, version: str, index: int, reason: Miss) -> None:
         """A located page could not be read: forget its window (locate again next time)."""
