@@ -32,7 +32,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: etcd alluxiofs-venvs lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 # Unit tests only: no real servers (integration), no reliability scenarios.
 test-fast: lint typecheck

@@ -87,6 +87,30 @@ class Config:
     def settings(self) -> list[Setting]:
         return [self._settings[key.name] for key in self.registry]
 
+    def sources(self) -> str:
+        """Where the effective values came from, for the line a process logs at start: the site
+        file (with how many keys it set), the environment variables and the ``-D`` keys that set
+        something, by name only (never a value), and how many keys kept their default."""
+        site_files: dict[str, int] = {}
+        environment: list[str] = []
+        defines: list[str] = []
+        defaults = 0
+        for setting in self.settings():
+            if setting.source is Source.SITE_FILE:
+                path = setting.origin.rpartition(":")[0]
+                site_files[path] = site_files.get(path, 0) + 1
+            elif setting.source is Source.ENVIRONMENT:
+                environment.append(setting.origin)
+            elif setting.source is Source.COMMAND_LINE:
+                defines.append(setting.key.name)
+            elif setting.source is Source.DEFAULT:
+                defaults += 1
+        parts = [f"site file {path} ({_keys(count)})" for path, count in site_files.items()]
+        parts += [f"environment {', '.join(sorted(environment))}"] if environment else []
+        parts += [f"-D {', '.join(sorted(defines))}"] if defines else []
+        parts.append(f"defaults for {_keys(defaults)}" if parts else "defaults only")
+        return "; ".join(parts)
+
     def with_call_options(self, options: Mapping[str, str]) -> Config:
         """A Config with per-call options applied; only ``dora.user.*`` keys may be set per call."""
         updated = dict(self._settings)
@@ -99,6 +123,10 @@ class Config:
                 )
             updated[key.name] = _setting(key, text, Source.CALL, "")
         return Config(self.registry, updated)
+
+
+def _keys(count: int) -> str:
+    return f"{count} key" if count == 1 else f"{count} keys"
 
 
 def _setting(key: PropertyKey[Any], text: str, source: Source, origin: str) -> Setting:

@@ -17,6 +17,7 @@ from pagestore.api import Lookup, PageRead, PageStore, PutResult, StoreStats
 from pagestore.base import BasePageStore, Count, Invalidation, check_pages, check_range
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
+from pagestore.evict.storm import StormWatch
 from pagestore.files import uri_under
 from pagestore.index import PageEntry, PageIndex
 from pagestore.options import PageStoreOptions
@@ -38,6 +39,12 @@ logger = logging.getLogger(__name__)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _DELETE_BATCH = 1024
 _T = TypeVar("_T")
+
+# An eviction storm: a tenth of the store's pages evicted within STORM_WINDOW seconds, and at
+# least STORM_MIN_PAGES (a tiny store churns without it meaning much). Warned about at most once
+# a minute.
+STORM_WINDOW = 10.0
+STORM_MIN_PAGES = 100
 
 
 @dataclass
@@ -85,6 +92,10 @@ class LocalPageStore(BasePageStore):
             StoreDir(n, d, options.page_size, options.evictor) for n, d in enumerate(options.dirs)
         ]
         self._index = PageIndex()
+        capacity_pages = sum(d.capacity for d in self._dirs) // options.page_size
+        self._storms = StormWatch(
+            max(STORM_MIN_PAGES, capacity_pages // 10), STORM_WINDOW, clock=clock
+        )
         self._busy: set[PageKey] = set()
         self._ready = threading.Event()
         self._stop = threading.Event()
@@ -150,15 +161,18 @@ class LocalPageStore(BasePageStore):
             self._restore_prefixes = []
             self._restored_pages = report.pages
             self._restore_seconds = report.seconds
+        outcome = "page store ready" if report.complete else "page store restore stopped"
+        # Dropped: pages and URI records the restore found unusable, orphaned or over capacity.
+        logger.info(
+            "%s: %d pages restored, %d files dropped in %.2fs",
+            outcome,
+            report.pages,
+            report.removed,
+            report.seconds,
+        )
         if not report.complete:
             return
         self._ready.set()
-        logger.info(
-            "page store ready: %d pages restored in %.2fs, %d files removed",
-            report.pages,
-            report.seconds,
-            report.removed,
-        )
         remove_other_layouts(dirs)
 
     def _admit(self, number: int, found: list[ScanEntry], uris: dict[str, str]) -> list[ScanEntry]:
@@ -318,6 +332,17 @@ class LocalPageStore(BasePageStore):
             self._busy.add(key)
         if reservation.victims:
             self._counters.add(Count.EVICTIONS, len(reservation.victims))
+            storm = self._storms.record(len(reservation.victims))
+            if storm is not None:
+                logger.warning(
+                    "eviction storm: %d pages evicted in %.1fs (%d since the last such warning; "
+                    "a storm is %d in %.0fs): the data read through the cache does not fit it",
+                    storm.pages,
+                    storm.seconds,
+                    storm.since_last,
+                    self._storms.threshold,
+                    STORM_WINDOW,
+                )
         return reservation
 
     def _commit(self, d: StoreDir, key: PageKey, size: int, uri: str, since: int) -> PutResult:

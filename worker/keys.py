@@ -10,6 +10,7 @@ import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
 from worker.api import alluxio_keys
 from worker.cluster import keys as cluster_keys
+from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
 
 BIND_HOST: PropertyKey[str] = PropertyKey(
@@ -139,6 +140,7 @@ def build_registry() -> Registry:
         ufs.keys.KEYS,
         pagestore.keys.KEYS,
         meta_keys.KEYS,
+        load_keys.KEYS,
         cluster_keys.KEYS,
         alluxio_keys.KEYS,
     ):

@@ -146,6 +146,8 @@ class WorkerService:
             opened.callback(generations.close)
             service = cls(config, ufs, meta, pages, options.page_size, generations)
             opened.pop_all()
+        # Once started: a refused start says only what was wrong, in one line.
+        log.info("configuration: %s", config.sources())
         return service
 
     def close(self) -> None:
@@ -222,13 +224,17 @@ class WorkerService:
         lookup's errors, and UfsVersionChanged when the file changed under a caller-given
         ``version``.
 
-        A change found while reading is evidence: the new status is recorded at once (a sync,
-        which also evicts the old version's pages and drops the parent's listing). Found before
+        A change found while reading is evidence, and so is the file found gone: the new status
+        is recorded at once (a sync, which also evicts the old version's pages and drops the
+        parent's listing). Found before
         the first byte, with no ``version`` asked for, the new version is served instead; found
         later, the chunks end with UfsVersionChanged (a caller cuts its answer short)."""
         status = self.status(uri, sync_interval, version)
         try:
             return self._open(status, span)
+        except UfsNotFound:
+            self._record_change(status.uri)
+            raise
         except UfsVersionChanged:
             if version is not None:
                 self._record_change(status.uri)
@@ -247,7 +253,7 @@ class WorkerService:
     def _watched(self, uri: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
         try:
             yield from chunks
-        except UfsVersionChanged:
+        except (UfsVersionChanged, UfsNotFound):
             self._record_change(uri)
             raise
 
@@ -313,8 +319,11 @@ class WorkerService:
         """Delete through to the UFS; the canonical URI deleted."""
         uri = self.roots.check(uri)
         self.ufs.delete(uri, recursive)
-        # A deleted directory's entries go too: record_write drops everything under it.
+        # A deleted directory's entries go too: record_write drops everything under it, and
+        # the page store drops pages of files under it that no cached status names.
         self.meta.record_write(uri, None, Operation.DELETED)
+        if recursive:
+            self.pages.delete_prefix(uri)
         self._changed(Event(Op.DELETED, uri, prefix=recursive))
         return uri
 
@@ -360,10 +369,12 @@ class WorkerService:
         metastore is open (the socket already listens when a probe gets here), until it
         closes. The page restore is reported (``pages``: ``restoring`` / ``ready``), never
         waited for: reads treat unrestored pages as misses (DESIGN.md). ``metastore`` is the
-        metastore's state."""
+        metastore's persistence state: ``persisting``, or ``memory-only`` once a commit failed
+        (the worker still answers, from memory and the UFS, so it stays ready; the state says
+        why its metadata will not survive a restart)."""
         return {
             "ready": not self._closed,
-            "metastore": "open",
+            "metastore": self.meta.persistence_state().value,
             "pages": "ready" if self.pages.ready else "restoring",
         }
 

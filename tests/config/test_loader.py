@@ -141,3 +141,15 @@ def test_a_site_file_holding_a_secret_should_be_private(
     assert bool(warnings) == warned
     if warned:
         assert f"chmod 600 {conf}" in warnings[0] and f"mode {mode:o}" in warnings[0]
+
+
+def test_sources_name_where_the_values_came_from_and_never_a_value(tmp_path: Path) -> None:
+    assert load_config(REGISTRY, environ={}).sources() == "defaults only"
+    conf = site(tmp_path, f"{PAGE}=2MB\ndora.worker.security.token=s3cr3t\n")
+    env = {"DORA_WORKER_HTTP_PORT": "1234", "DORA_CONF_DIR": "/ignored"}
+    config = load_config(REGISTRY, conf_file=conf, environ=env, defines=[f"{PAGE}=4MB"])
+    # The page size is counted once, where its value came from (-D beats the site file).
+    assert config.sources() == (
+        f"site file {conf} (1 key); environment DORA_WORKER_HTTP_PORT; -D {PAGE}; "
+        f"defaults for {len(REGISTRY) - 3} keys"
+    )

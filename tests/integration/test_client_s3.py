@@ -1,7 +1,9 @@
 """The ``dora`` filesystem against a worker fronting a real S3 server (SeaweedFS): fsspec's
 abstract suite (with SeaweedFS's known quirk marked xfail, with the reason), outside changes,
-pandas/pyarrow, DuckDB and Polars through dora URLs, and the UFS fallback's version pinning."""
+pandas/pyarrow, DuckDB, Polars, zarr and xarray through dora URLs, the asynchronous API, and the
+UFS fallback's version pinning."""
 
+import asyncio
 import os
 import re
 import time
@@ -12,12 +14,15 @@ from typing import Any
 
 import fsspec
 import httpx
+import numpy as np
 import pandas as pd
 import polars as pl
 import polars.testing
 import pyarrow.dataset as ds
 import pytest
 import s3fs
+import xarray as xr
+import zarr
 from fsspec.tests.abstract import (
     AbstractCopyTests,
     AbstractFixtures,
@@ -237,6 +242,74 @@ def test_polars_with_string_storage_options_against_a_worker_process(
         polars.testing.assert_frame_equal(csv, direct_csv)
     finally:
         worker.stop()
+
+
+@pytest.fixture
+def worker_process(
+    tmp_path: Path, seaweedfs: LocalS3, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """A ``dora worker start`` process in front of SeaweedFS; its address."""
+    for name in [name for name in os.environ if name.startswith("DORA_")]:
+        monkeypatch.delenv(name)
+    worker = WorkerProcess(
+        tmp_path, f"dora.worker.ufs.roots=s3://{BUCKET}", *seaweedfs.storage_defines()
+    )
+    try:
+        yield worker.address
+    finally:
+        worker.stop()
+
+
+def test_zarr_and_xarray_through_dora_urls_store_what_s3_holds(
+    worker_process: str, s3_raw: s3fs.S3FileSystem, plain_root: str
+) -> None:
+    """zarr 3 builds the filesystem itself from the ``dora::`` URL (``asynchronous=True``)."""
+    options = {"workers": worker_process, "sync_interval": "0"}
+    url = f"dora::{plain_root}/a.zarr"
+    values = np.random.default_rng(5).normal(size=(120, 90))
+    array = zarr.open_array(
+        url, mode="w", shape=values.shape, chunks=(40, 30), dtype="float64",
+        storage_options=options,
+    )  # fmt: skip
+    array[:] = values
+    np.testing.assert_array_equal(
+        zarr.open_array(url, mode="r", storage_options=options)[:], values
+    )
+    keys = s3_raw.find(f"{plain_root}/a.zarr".removeprefix("s3://"))
+    assert len(keys) == 1 + 3 * 3  # zarr.json and the chunks
+    dora = DoraFileSystem(workers=worker_process, skip_instance_cache=True)
+    assert dora.cat([f"s3://{key}" for key in keys]) == {
+        f"s3://{key}": data for key, data in s3_raw.cat(keys).items()
+    }
+
+    dataset = xr.Dataset({"t": (("time", "x"), values)}, coords={"time": np.arange(120)})
+    dataset.to_zarr(
+        f"dora::{plain_root}/d.zarr", mode="w", storage_options=options, consolidated=False
+    )
+    through = xr.open_zarr(
+        f"dora::{plain_root}/d.zarr", storage_options=options, consolidated=False
+    ).load()
+    xr.testing.assert_identical(through, dataset)
+
+
+def test_the_asynchronous_api_reads_what_s3_holds(
+    worker_process: str, s3_raw: s3fs.S3FileSystem, plain_root: str
+) -> None:
+    contents = {f"{plain_root}/f{i:02d}.bin": os.urandom(50_000 + i) for i in range(24)}
+    for uri, data in contents.items():
+        s3_raw.pipe_file(uri.removeprefix("s3://"), data)
+    uris = list(contents)
+
+    async def scenario() -> None:
+        afs = DoraFileSystem(workers=worker_process, asynchronous=True, skip_instance_cache=True)
+        assert await afs._cat(uris) == contents
+        ranges = await afs._cat_ranges(uris, [10] * len(uris), [1010] * len(uris))
+        assert ranges == [contents[uri][10:1010] for uri in uris]
+        assert sorted(await afs._find(plain_root)) == uris
+        info = await afs._info(uris[0])
+        assert (info["size"], info["type"]) == (50_000, "file")
+
+    asyncio.run(scenario())
 
 
 def test_put_file_into_a_prefix_keeps_the_file_name(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from pagestore.disk import PageDir
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId, PageKey
 from pagestore.pagefile import header_size
-from pagestore.store import LocalPageStore
+from pagestore.store import STORM_MIN_PAGES, LocalPageStore
 from tests.pagestore.support import (
     FILE_A,
     FILE_B,
@@ -87,6 +88,30 @@ def test_the_restore_is_timed_with_the_injected_clock(tmp_path: Path) -> None:
         assert store.stats().restore_seconds == 7.0
     finally:
         store.close()
+
+
+def test_an_eviction_storm_is_warned_about_once_with_its_counts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = LocalPageStore(make_options(tmp_path, pages=8), clock=lambda: 0.0)
+    store.start()
+    pages = [PageId(FILE_A, "v", i) for i in range(8 + 3 * STORM_MIN_PAGES)]
+    try:
+        assert store.wait_ready(30)
+        with caplog.at_level(logging.WARNING, logger="pagestore.store"):
+            for page_id in pages[: 8 + STORM_MIN_PAGES - 1]:
+                assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
+            assert "eviction storm" not in caplog.text
+            for page_id in pages[8 + STORM_MIN_PAGES - 1 :]:
+                assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
+    finally:
+        store.close()
+    storms = [r.getMessage() for r in caplog.records if "eviction storm" in r.getMessage()]
+    assert len(storms) == 1
+    assert storms[0].startswith(
+        f"eviction storm: {STORM_MIN_PAGES} pages evicted in 0.0s "
+        f"({STORM_MIN_PAGES} since the last such warning; a storm is {STORM_MIN_PAGES} in 10s)"
+    )
 
 
 def test_puts_spread_over_dirs_and_are_counted_per_dir_capacity(

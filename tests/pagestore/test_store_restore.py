@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -221,6 +223,16 @@ def test_a_smaller_capacity_drops_the_pages_that_no_longer_fit(
     assert len(names(tmp_path)) == 3
 
 
+def test_the_restores_outcome_is_logged_once(
+    tmp_path: Path, local_stores: LocalStores, caplog: pytest.LogCaptureFixture
+) -> None:
+    fill(make_options(tmp_path, pages=8), [PageId(FILE_A, "v", i) for i in range(8)])
+    with caplog.at_level(logging.INFO, logger="pagestore.store"):
+        local_stores(make_options(tmp_path, pages=3))
+    (line,) = [r.getMessage() for r in caplog.records if "restore" in r.getMessage()]
+    assert re.fullmatch(r"page store ready: 3 pages restored, 5 files dropped in [0-9.]+s", line)
+
+
 def test_a_page_found_in_two_dirs_is_kept_once(tmp_path: Path, local_stores: LocalStores) -> None:
     options = make_options(tmp_path, dirs=2)
     page_id = PageId(FILE_A, "v", 0)
@@ -242,17 +254,24 @@ def test_a_new_page_size_starts_empty(tmp_path: Path, local_stores: LocalStores)
     assert store.get(page_id) is None and store.page_count == 0
 
 
-def test_closing_during_the_restore_stops_it(tmp_path: Path, gate: threading.Event) -> None:
+def test_closing_during_the_restore_stops_it(
+    tmp_path: Path, gate: threading.Event, caplog: pytest.LogCaptureFixture
+) -> None:
     options = make_options(tmp_path)
     gate.set()
     fill(options, [PageId(FILE_A, "v", 0)])
     gate.clear()
     store = LocalPageStore(options)
-    store.start()
-    closer = threading.Thread(target=store.close)
-    closer.start()
-    gate.set()
-    closer.join()
+    with caplog.at_level(logging.INFO, logger="pagestore.store"):
+        store.start()
+        closer = threading.Thread(target=store.close)
+        closer.start()
+        gate.set()
+        closer.join()
+    (line,) = [r.getMessage() for r in caplog.records if "restore" in r.getMessage()]
+    assert re.fullmatch(
+        r"page store restore stopped: 0 pages restored, 0 files dropped in .*s", line
+    )
     assert (
         store.put(PageId(FILE_A, "v", 1), b"x", uri(PageId(FILE_A, "v", 1))) is PutResult.REJECTED
     )

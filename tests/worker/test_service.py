@@ -1,5 +1,6 @@
 """The worker service over a local directory: the invalidation chain, restart, faults."""
 
+import logging
 import os
 import subprocess
 import threading
@@ -11,6 +12,7 @@ import pytest
 from config import ConfigError
 from tests.worker.chain import TTL_DEFINES, InvalidationChain, read_all
 from tests.worker.conftest import open_service, page_files
+from tests.worker.meta.support import wait_until
 from worker.service import WorkerService
 
 PAGE = 64 * 1024
@@ -115,3 +117,36 @@ def test_a_bad_mount_root_is_refused_before_anything_opens(tmp_path: Path, data_
     assert set(threading.enumerate()) == threads
     assert not (tmp_path / "work").exists()
     open_service(tmp_path / "work", f"file://{data_dir}").close()  # no lock was left held
+
+
+def test_a_starting_service_logs_where_its_configuration_came_from(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="worker.service"):
+        service = open_service(tmp_path / "work", f"file://{data_dir}")
+    service.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "worker.service"]
+    assert lines == [f"configuration: {service.config.sources()}"]
+    assert "-D dora.work.dir, dora.worker.ufs.roots" in lines[0]
+
+
+def test_readiness_reports_a_metastore_that_stopped_persisting(
+    make_service: Callable[..., WorkerService], data_dir: Path, tiny_disk: Path
+) -> None:
+    service = make_service(
+        f"dora.worker.metastore.rocksdb.dir={tiny_disk / 'metastore'}",
+        "dora.worker.metastore.flush.interval=5ms",
+    )
+    assert service.readiness()["metastore"] == "persisting"
+    with (tiny_disk / "filler").open("ab", buffering=0) as out:
+        for size in (65536, 4096, 1):  # take every free byte, big writes first
+            try:
+                while True:
+                    out.write(b"\0" * size)
+            except OSError:
+                continue
+    for n in range(200):  # statuses to persist: their commits fail on the full disk
+        (data_dir / f"s{n}.bin").write_bytes(b"x")
+        service.status(f"file://{data_dir}/s{n}.bin")
+    wait_until(lambda: service.readiness()["metastore"] == "memory-only")
+    assert service.readiness() == {"ready": True, "metastore": "memory-only", "pages": "ready"}

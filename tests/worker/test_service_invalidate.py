@@ -38,11 +38,12 @@ def cached(tmp_path: Path, data_dir: Path) -> Iterator[dict[str, str]]:
     yield versions
 
 
-def test_a_prefix_invalidation_drops_pages_whose_metadata_is_gone(
-    tmp_path: Path, data_dir: Path, cached: dict[str, str]
+@pytest.mark.parametrize("drop", ["invalidate", "delete"])
+def test_a_prefix_invalidation_or_deletion_drops_pages_whose_metadata_is_gone(
+    tmp_path: Path, data_dir: Path, cached: dict[str, str], drop: str
 ) -> None:
     second = worker(tmp_path, data_dir, "meta-2")
-    second.invalidate(f"file://{data_dir}/a", recursive=True)
+    getattr(second, drop)(f"file://{data_dir}/a", recursive=True)
     second.close()  # waits for the page files to be unlinked
     for uri, version in cached.items():
         left = page_files(tmp_path / "work", uri, version)

@@ -36,7 +36,6 @@ from worker.api.surface import Route as SurfaceRoute
 from worker.api.surface import Surface
 from worker.errors import InvalidRequest as BadRequest
 from worker.errors import RangeNotSatisfiable
-from worker.load import JobState
 from worker.ranges import Span, Window
 from worker.service import WorkerService
 
@@ -337,7 +336,7 @@ async def load(service: WorkerService, request: Request) -> Response:
 
     def work() -> dict[str, Any]:
         job = service.loads.latest(service.roots.check(path))
-        running = job is not None and job.state is JobState.RUNNING
+        running = job is not None and not job.state.final
         if op == "submit":
             if not running:
                 service.loads.submit(path, True, (), ())

@@ -24,6 +24,8 @@ from worker.load import JobState, LoadJob
 
 _UNITS = ("KB", "MB", "GB", "TB", "PB")
 _JOB_STATES = {
+    # Alluxio has no queued state; a queued job is reported as running so clients keep polling.
+    JobState.QUEUED: "RUNNING",
     JobState.RUNNING: "RUNNING",
     JobState.DONE: "SUCCEEDED",
     JobState.CANCELLED: "STOPPED",
@@ -105,18 +107,19 @@ def node_locations(host: str, port: int, path: str) -> list[dict[str, Any]]:
 def load_progress(job: LoadJob, verbose: bool) -> dict[str, Any]:
     """A load job as Alluxio's progress report. A finished job with failed files is FAILED
     (alluxiofs's ``load()`` then answers False instead of claiming the data is cached)."""
+    report = job.to_dict()  # one consistent snapshot of the counters
     state = _JOB_STATES[job.state]
-    if job.state is JobState.DONE and job.files_failed:
+    if job.state is JobState.DONE and report["files_failed"]:
         state = "FAILED"
     progress: dict[str, Any] = {
         "jobState": state,
         "path": job.path,
-        "filesTotal": job.files_total,
-        "filesLoaded": job.files_done,
-        "filesFailed": job.files_failed,
-        "loadedByteCount": job.bytes_done,
-        "totalByteCount": job.bytes_total,
+        "filesTotal": report["files_total"],
+        "filesLoaded": report["files_done"],
+        "filesFailed": report["files_failed"],
+        "loadedByteCount": report["bytes_done"],
+        "totalByteCount": report["bytes_total"],
     }
     if verbose:
-        progress["failures"] = list(job.errors)
+        progress["failures"] = report["errors"]
     return progress

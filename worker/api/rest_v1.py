@@ -133,7 +133,10 @@ async def load(service: WorkerService, request: Request) -> Response:
     q = request.query_params
     path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
     include, exclude = _patterns(q.getlist("include")), _patterns(q.getlist("exclude"))
-    job = await run_in_threadpool(service.loads.submit, path, recursive, include, exclude)
+    metadata_only = params.boolean(q, "metadata_only")
+    job = await run_in_threadpool(
+        service.loads.submit, path, recursive, include, exclude, metadata_only
+    )
     return json_response(job.to_dict(), 202)
 
 

@@ -1,33 +1,46 @@
-"""The ``dora`` filesystem's foundation: options, the worker client, naming (full UFS URIs, or
-the inner form for an instance built from a chained URL; see :mod:`worker.client.paths`) and
-metadata calls (status, listing, existence, keys, invalidation)."""
+"""The ``dora`` filesystem's foundation: options, the worker client and the parts that resolve
+what it reads, naming (full UFS URIs, or the inner form for an instance built from a chained URL;
+see :mod:`worker.client.paths`) and metadata calls (status, listing, existence, keys,
+invalidation), each synchronous and asynchronous over one flow (:mod:`worker.client.ops`)."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterator
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
+import fsspec.asyn
 import httpx
+from fsspec.asyn import AsyncFileSystem
 from fsspec.implementations.chained import ChainedFileSystem
 
 from config import Config, load_config
 from ufs import uri as uris
-from worker.client.errors import (
-    NotADirectory,
-)
 from worker.client.fallback import UfsFallback
+from worker.client.flow import Flow
 from worker.client.http import WorkerClient
-from worker.client.options import ClientOptions, SyncInterval, sync_interval_param
-from worker.client.paths import PROTOCOL, StripProtocol, class_strip, display_name, to_uri
+from worker.client.ops import Operations
+from worker.client.options import ClientOptions, SyncInterval
+from worker.client.paths import PROTOCOL, StripProtocol, class_strip
 from worker.client.reader import ChunkedReader
 from worker.client.remote import Remote
+from worker.client.resolvers import Metadata, Ranges
 from worker.client.stats import ClientStats, Counters
 from worker.keys import build_registry
 
+T = TypeVar("T")
 
-class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is untyped
+
+def resolvers(config: Config, remote: Remote) -> tuple[Metadata, Ranges]:
+    """What resolves statuses and listings, and what resolves byte ranges, for a filesystem
+    (see :mod:`worker.client.resolvers`): the workers' REST API for both. This is where a
+    near-cache wraps the first (subscribing to ``remote.listeners``) and a short-circuit
+    reader the second."""
+    return remote, remote
+
+
+class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[misc]  # untyped
     """Construction, naming and metadata of the ``dora`` filesystem; reads and writes are in
     :class:`worker.client.filesystem.DoraFileSystem`, the class to use. Thread-safe."""
 
@@ -52,8 +65,11 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         target_protocol: str | None = None,
         target_options: dict[str, Any] | None = None,
         fo: str | None = None,
+        asynchronous: bool = False,
+        loop: asyncio.AbstractEventLoop | None = None,
+        batch_size: int | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(asynchronous=asynchronous, loop=loop, batch_size=batch_size)
         if target_options:
             raise ValueError(
                 f"options for the UFS behind dora ({sorted(target_options)}) are not taken per "
@@ -74,15 +90,36 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         self.client = WorkerClient(self.options, transport, counters=counters)
         fallback = UfsFallback(config, counters) if self.options.fallback_to_ufs else None
         self.remote = Remote(self.client, fallback)
+        metadata, ranges = resolvers(config, self.remote)
         self.reader = ChunkedReader(
-            self.remote, self.options.read_chunk_size, self.options.read_parallelism
+            ranges, metadata, self.options.read_chunk_size, self.options.read_parallelism
         )
+        self.ops = Operations(
+            target_protocol, self.options.sync_interval, metadata, self.remote, self.reader
+        )
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """Where fsspec runs the coroutines behind the synchronous methods this class leaves to
+        it (``find``, ``glob``, ``du``, ``cat``, ``get``, ``put``...): fsspec's IO loop of this
+        process, rebuilt by fsspec after a fork. The methods this class defines run in the
+        calling thread and need no loop."""
+        given: asyncio.AbstractEventLoop | None = self._loop
+        return given if self.asynchronous else fsspec.asyn.get_loop()
+
+    def _run(self, flow: Flow[T]) -> T:
+        """Run ``flow`` in the calling thread."""
+        return self.client.sync.run(flow)
+
+    async def _arun(self, flow: Flow[T]) -> T:
+        """Run ``flow`` on the running event loop."""
+        return await self.client.aio.run(flow)
 
     # -- names ---------------------------------------------------------------------------------
 
     def _uri(self, path: Any) -> str:
         """The full UFS URI for ``path`` (what workers and the ring see)."""
-        return to_uri(path, self.target_protocol)
+        return self.ops.uri(path)
 
     def strip_path(self, path: Any) -> Any:
         """fsspec's ``_strip_protocol`` on an instance: ``path`` (or each of a list) in the form
@@ -90,14 +127,7 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         URL the inner filesystem's form (``bucket/key``)."""
         if isinstance(path, list | tuple):
             return [self.strip_path(item) for item in path]
-        return display_name(self._uri(path), self.target_protocol)
-
-    def _shown(self, info: dict[str, Any]) -> dict[str, Any]:
-        info["name"] = display_name(info["name"], self.target_protocol)
-        return info
-
-    def _sync(self, value: SyncInterval | None) -> str | None:
-        return self.options.sync_interval if value is None else sync_interval_param(value)
+        return self.ops.shown({"name": self._uri(path)})["name"]
 
     def unstrip_protocol(self, name: str) -> str:
         """The URL that names ``name`` through dora from anywhere: ``dora://<full UFS URI>``.
@@ -136,39 +166,55 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         """The status of ``path``: ``name`` (as :meth:`strip_path` shows it), ``size``,
         ``type``, ``mtime``, ``version``, ``content_hash``, ``cached_bytes``. NotFound if it
         does not exist."""
-        return self._shown(self.remote.status(self._uri(path), self._sync(sync_interval), version))
+        return self._run(self.ops.info(path, sync_interval, version))
+
+    async def _info(
+        self,
+        path: str,
+        sync_interval: SyncInterval | None = None,
+        version: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        return await self._arun(self.ops.info(path, sync_interval, version))
 
     def ls(
         self, path: str, detail: bool = True, sync_interval: SyncInterval | None = None
     ) -> list[dict[str, Any]] | list[str]:
         """The children of a directory (a file lists as itself), sorted by name."""
-        uri = self._uri(path)
-        try:
-            entries = self.remote.list(uri, self._sync(sync_interval))
-        except NotADirectory:
-            entries = [self.remote.status(uri, self._sync(sync_interval))]
-        entries = sorted((self._shown(entry) for entry in entries), key=lambda e: str(e["name"]))
-        return entries if detail else [str(entry["name"]) for entry in entries]
+        return self._run(self.ops.ls(path, detail, sync_interval))
+
+    async def _ls(
+        self,
+        path: str,
+        detail: bool = True,
+        sync_interval: SyncInterval | None = None,
+        **kwargs: Any,
+    ) -> list[dict[str, Any]] | list[str]:
+        return await self._arun(self.ops.ls(path, detail, sync_interval))
 
     def exists(self, path: str, sync_interval: SyncInterval | None = None) -> bool:
         """Whether ``path`` exists. Only "not found" is False: other errors raise."""
-        return self._type_of(path, sync_interval) is not None
+        return self._run(self.ops.type_of(path, sync_interval)) is not None
+
+    async def _exists(
+        self, path: str, sync_interval: SyncInterval | None = None, **kwargs: Any
+    ) -> bool:
+        return await self._arun(self.ops.type_of(path, sync_interval)) is not None
 
     def lexists(self, path: str, sync_interval: SyncInterval | None = None) -> bool:
         return self.exists(path, sync_interval)
 
     def isdir(self, path: str) -> bool:
-        return self._type_of(path) == "directory"
+        return self._run(self.ops.type_of(path)) == "directory"
+
+    async def _isdir(self, path: str) -> bool:
+        return await self._arun(self.ops.type_of(path)) == "directory"
 
     def isfile(self, path: str) -> bool:
-        return self._type_of(path) == "file"
+        return self._run(self.ops.type_of(path)) == "file"
 
-    def _type_of(self, path: str, sync_interval: SyncInterval | None = None) -> str | None:
-        try:
-            kind: str = self.info(path, sync_interval=sync_interval)["type"]
-        except FileNotFoundError:
-            return None
-        return kind
+    async def _isfile(self, path: str) -> bool:
+        return await self._arun(self.ops.type_of(path)) == "file"
 
     def walk(
         self,
@@ -184,11 +230,21 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         handler = _skip_only_missing if on_error == "omit" else on_error
         return super().walk(path, maxdepth, topdown, on_error=handler, **kwargs)  # type: ignore[no-any-return]
 
+    async def _walk(
+        self,
+        path: str,
+        maxdepth: int | None = None,
+        topdown: bool = True,
+        on_error: str | Callable[[BaseException], None] = "omit",
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        handler = _skip_only_missing if on_error == "omit" else on_error
+        async for item in super()._walk(path, maxdepth, topdown, on_error=handler, **kwargs):
+            yield item
+
     def ukey(self, path: str, sync_interval: SyncInterval | None = None) -> str:
         """A key that changes exactly when the file's version does."""
-        uri = self._uri(path)
-        version = self.info(uri, sync_interval=sync_interval)["version"]
-        return hashlib.sha256(f"{uri}\n{version}".encode()).hexdigest()
+        return self._run(self.ops.ukey(path, sync_interval))
 
     def checksum(self, path: str) -> int:
         """An integer from the file's version (see :meth:`ukey`)."""
@@ -205,7 +261,7 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         fsspec's generic callers of ``invalidate_cache()`` never mean "empty every worker"."""
         if path is None:
             return 0
-        return self.remote.invalidate(self._uri(path), recursive)
+        return self._run(self.ops.invalidate(path, recursive))
 
 
 def _skip_only_missing(exc: BaseException) -> None:

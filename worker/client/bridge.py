@@ -1,18 +1,20 @@
-"""A synchronous httpx transport over an asynchronous one, so the (synchronous) client can talk
-to an ASGI app in process: ``DoraFileSystem(transport=httpx.ASGITransport(app=app))``.
+"""Injected httpx transports, made usable by both drivers: a synchronous transport over an
+asynchronous one (so the synchronous client can talk to an ASGI app in process:
+``DoraFileSystem(transport=httpx.ASGITransport(app=app))``), and an asynchronous one over a
+synchronous one (so the asynchronous client can use a transport written for the synchronous one).
 
-Requests run on one event loop in a daemon thread, built once per process; bodies are read in
-full on each side (the in-process app is a test or embedding, not a data path). An app that fails
-is answered as a server would answer it: before its answer started, the call fails as a dropped
-connection; after, the answer keeps its status and headers and its body is cut short (reading it
-raises ``httpx.RemoteProtocolError``), as over a socket the connection would be cut.
+An ASGI app is answered as a server would answer it (:class:`AppTransport`): an app that fails
+before its answer started fails the call as a dropped connection; after, the answer keeps its
+status and headers and its body is cut short (reading it raises ``httpx.RemoteProtocolError``),
+as over a socket the connection would be cut. Bodies are read in full on each side (an
+in-process app is a test or an embedding, not a data path).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator, MutableMapping
+from collections.abc import AsyncIterator, Iterator, MutableMapping
 from typing import Any
 
 import httpx
@@ -72,7 +74,7 @@ class _ServerLike:
             ) from exc
 
 
-class _CutStream(httpx.SyncByteStream):
+class _CutStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A body that ends in a cut connection after ``body``."""
 
     def __init__(self, body: bytes, request: httpx.Request, reason: str) -> None:
@@ -85,32 +87,26 @@ class _CutStream(httpx.SyncByteStream):
             yield self._body
         raise httpx.RemoteProtocolError(self._reason, request=self._request)
 
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self:
+            yield chunk
 
-class SyncBridge(httpx.BaseTransport):
-    """Sends each request through ``transport`` on a private event loop and waits for it.
 
-    Thread-safe: any number of threads may wait on the one loop at once (their requests run
-    concurrently on it). Fork-safe: a child starts its own loop thread.
+class AppTransport(httpx.AsyncBaseTransport):
+    """An ``httpx.ASGITransport`` answering as a server would (see the module docstring).
+
+    Thread-safe and usable from any event loop: it keeps no state between requests.
     """
 
-    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
-        if isinstance(transport, httpx.ASGITransport):
-            transport = httpx.ASGITransport(
-                app=_ServerLike(transport.app),
-                raise_app_exceptions=transport.raise_app_exceptions,
-                root_path=transport.root_path,
-                client=transport.client,
-            )
-        self.transport = transport
-        self._loop = ProcessLocal(_Loop)
+    def __init__(self, transport: httpx.ASGITransport) -> None:
+        self.transport = httpx.ASGITransport(
+            app=_ServerLike(transport.app),
+            raise_app_exceptions=transport.raise_app_exceptions,
+            root_path=transport.root_path,
+            client=transport.client,
+        )
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        # A sync body stream cannot be iterated from the loop: make it bytes first.
-        request.read()
-        future = asyncio.run_coroutine_threadsafe(self._send(request), self._loop.get().loop)
-        return future.result()
-
-    async def _send(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
             response = await self.transport.handle_async_request(request)
             try:
@@ -127,16 +123,100 @@ class SyncBridge(httpx.BaseTransport):
             raise httpx.RemoteProtocolError(
                 f"app failed before answering: {exc!r}", request=request
             ) from exc
-        declared = response.headers.get("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) != len(body):
-            reason = f"answer cut short: {len(body)} of {declared} bytes"
-            return _cut(response.status_code, response.headers.raw, body, request, reason)
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=httpx.ByteStream(body),
-            extensions=response.extensions,
-        )
+        return _complete(response.status_code, response.headers.raw, body, request, response)
+
+
+class SyncBridge(httpx.BaseTransport):
+    """Sends each request through an asynchronous ``transport`` on a private event loop and
+    waits for it.
+
+    Thread-safe: any number of threads may wait on the one loop at once (their requests run
+    concurrently on it). Fork-safe: a child starts its own loop thread.
+    """
+
+    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+        self.transport = async_transport(transport)
+        self._loop = ProcessLocal(_Loop)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        # A sync body stream cannot be iterated from the loop: make it bytes first.
+        request.read()
+        future = asyncio.run_coroutine_threadsafe(self._send(request), self._loop.get().loop)
+        return future.result()
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        response = await self.transport.handle_async_request(request)
+        try:
+            body = await response.aread()
+        except httpx.TransportError as exc:
+            # A cut answer stays cut on this side.
+            return _cut(response.status_code, response.headers.raw, b"", request, str(exc))
+        finally:
+            await response.aclose()
+        return _complete(response.status_code, response.headers.raw, body, request, response)
+
+
+class AsyncBridge(httpx.AsyncBaseTransport):
+    """Sends each request through a synchronous ``transport`` in a worker thread.
+
+    Thread-safe if ``transport`` is (httpx's are).
+    """
+
+    def __init__(self, transport: httpx.BaseTransport) -> None:
+        self.transport = transport
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        # The async body is read here, on the loop, so the thread sees plain bytes.
+        await request.aread()
+        return await asyncio.to_thread(self._send, request)
+
+    def _send(self, request: httpx.Request) -> httpx.Response:
+        response = self.transport.handle_request(request)
+        try:
+            body = response.read()
+        except httpx.TransportError as exc:
+            # A cut answer stays cut on this side.
+            return _cut(response.status_code, response.headers.raw, b"", request, str(exc))
+        finally:
+            response.close()
+        return _complete(response.status_code, response.headers.raw, body, request, response)
+
+
+def sync_transport(
+    transport: httpx.BaseTransport | httpx.AsyncBaseTransport,
+) -> httpx.BaseTransport:
+    """``transport`` as the synchronous driver can use it."""
+    if isinstance(transport, httpx.BaseTransport):
+        return transport
+    return SyncBridge(transport)
+
+
+def async_transport(
+    transport: httpx.BaseTransport | httpx.AsyncBaseTransport,
+) -> httpx.AsyncBaseTransport:
+    """``transport`` as the asynchronous driver can use it."""
+    if isinstance(transport, httpx.ASGITransport):
+        return AppTransport(transport)
+    if isinstance(transport, httpx.AsyncBaseTransport):
+        return transport
+    return AsyncBridge(transport)
+
+
+def _complete(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    request: httpx.Request,
+    response: httpx.Response,
+) -> httpx.Response:
+    """An answer carrying ``body``, or a cut one when ``body`` is shorter than declared."""
+    declared = response.headers.get("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) != len(body):
+        reason = f"answer cut short: {len(body)} of {declared} bytes"
+        return _cut(status, headers, body, request, reason)
+    return httpx.Response(
+        status, headers=headers, stream=httpx.ByteStream(body), extensions=response.extensions
+    )
 
 
 def _cut(

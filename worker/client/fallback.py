@@ -1,9 +1,10 @@
 """Reading the UFS directly when no worker can be reached.
 
 Only reads fall back (status, listing, bytes): a write that bypassed the workers would leave
-their cached status stale. Every fallback is counted (``ufs_fallbacks``) and the first one of a
-filesystem instance is logged as a warning, so a run that silently lost its cache cannot pass
-unnoticed. The UFS is reached with the client's own properties (``dora.ufs.s3.*``).
+their cached status stale. Every fallback is counted (``ufs_fallbacks``) and logged: the first
+one of a filesystem instance as a warning, so a run that silently lost its cache cannot pass
+unnoticed, the others at INFO, so the log says which paths bypassed the cache. The UFS is
+reached with the client's own properties (``dora.ufs.s3.*``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class UfsFallback:
         self._ufs = ProcessLocal(lambda: Ufs.from_config(config))
         self._counters = counters
         self._lock = threading.Lock()
-        self._warned = False
+        self._taken = 0
 
     def status(self, uri: str, version: str | None = None) -> UfsStatus:
         """The UFS status of ``uri``; VersionMismatch if ``version`` is given and differs."""
@@ -80,9 +81,12 @@ class UfsFallback:
     def _count(self, what: str, uri: str) -> None:
         self._counters.add("ufs_fallbacks")
         with self._lock:
-            first, self._warned = not self._warned, True
-        if first:
+            self._taken += 1
+            taken = self._taken
+        if taken == 1:
             log.warning("no dora worker reachable: %s %s read from the UFS directly", what, uri)
+        else:
+            log.info("UFS fallback %d: %s %s read from the UFS directly", taken, what, uri)
 
     @staticmethod
     def _translated(call: Callable[[], T]) -> T:

@@ -9,6 +9,10 @@ before it, which would otherwise be two round trips.
 
 Writes are spooled (memory, then a temporary file) and sent as one PUT when the file is closed
 (or, inside a transaction, committed): the worker writes whole objects.
+
+:class:`DoraFile` is the buffered file of ``open``; :class:`AsyncDoraFile` the unbuffered one of
+``open_async``, for event loops. Both fetch and commit through the same flows
+(:class:`_Transfers`).
 """
 
 from __future__ import annotations
@@ -17,24 +21,92 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from fsspec.asyn import AbstractAsyncStreamedFile
 from fsspec.spec import AbstractBufferedFile
 
-from worker.client.errors import AlreadyExists, IsADirectory
+from worker.client.flow import Flow
+from worker.client.ops import UPLOAD_CHUNK
 
 if TYPE_CHECKING:
     from worker.client.filesystem import DoraFileSystem
 
 TAIL_BYTES = 64 << 10
 SPOOL_IN_MEMORY = 16 << 20
-UPLOAD_CHUNK = 1 << 20
 
 
-class DoraFile(AbstractBufferedFile):  # type: ignore[misc]  # fsspec is untyped
-    """A file of the ``dora`` filesystem in ``rb``, ``wb`` or ``xb`` mode.
+class _Transfers:
+    """What both kinds of file do, as flows: fetch a range pinned to the version of the open
+    file (the last ``TAIL_BYTES`` at once), and send the spooled bytes as one write."""
+
+    modes: tuple[str, ...] = ()
+    fs: DoraFileSystem
+    path: str
+    size: int
+    version: str | None
+    _tail: bytes | None
+    _spool: IO[bytes] | None
+
+    @classmethod
+    def check_mode(cls, mode: str) -> None:
+        """NotImplementedError for a mode this kind of file does not support."""
+        if mode not in cls.modes:
+            raise NotImplementedError(
+                f"mode {mode!r} is not supported: the worker reads ranges and writes whole "
+                f"objects ({', '.join(cls.modes)})"
+            )
+
+    def _opened(self, details: dict[str, Any] | None) -> int | None:
+        """Set up the transfer state; the size of a file opened for reading."""
+        self.version = (details["version"] or None) if details is not None else None
+        self._tail = None
+        self._spool = None
+        return None if details is None else int(details["size"])
+
+    def _fetch(self, start: int, end: int) -> Flow[bytes]:
+        end = min(end, self.size)
+        if start >= end:
+            return b""
+        reader = self.fs.reader
+        tail_start = max(0, self.size - TAIL_BYTES)
+        if start >= tail_start:
+            if self._tail is None:
+                self._tail = yield from reader.read_pinned(
+                    self.path, tail_start, self.size, self.version
+                )
+            return self._tail[start - tail_start : end - tail_start]
+        return (yield from reader.read_pinned(self.path, start, end, self.version))
+
+    def _spooled(self, data: memoryview | bytes) -> None:
+        if self._spool is None:
+            self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115
+        self._spool.write(data)
+
+    def _commit(self) -> Flow[None]:
+        """Send the spooled bytes (none if nothing was written) as one write."""
+        self._spooled(b"")
+        spool = self._spool
+        assert spool is not None
+        try:
+            size = spool.seek(0, 2)
+            yield from self.fs.remote.write(self.path, lambda: _replay(spool), size)
+        finally:
+            spool.close()
+            self._spool = None
+
+    def _discard(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+
+class DoraFile(_Transfers, AbstractBufferedFile):  # type: ignore[misc]  # fsspec is untyped
+    """A file of the ``dora`` filesystem in ``rb``, ``wb`` or ``xb`` mode. ``details`` is the
+    status at open for ``rb`` (see :meth:`worker.client.ops.Operations.open_details`).
 
     Not thread-safe (like any file object): use one per thread.
     """
 
+    modes = ("rb", "wb", "xb")
     # Declared for mypy only (no class attribute): fsspec's property behind it is untyped.
     closed: bool
 
@@ -42,85 +114,36 @@ class DoraFile(AbstractBufferedFile):  # type: ignore[misc]  # fsspec is untyped
         self,
         fs: DoraFileSystem,
         path: str,
-        mode: str = "rb",
+        mode: str,
+        details: dict[str, Any] | None,
         block_size: int | str | None = "default",
         autocommit: bool = True,
         cache_type: str = "readahead",
         cache_options: dict[str, Any] | None = None,
-        *,
-        sync_interval: str | None = None,
-        version: str | None = None,
     ) -> None:
-        if mode not in ("rb", "wb", "xb"):
-            raise NotImplementedError(
-                f"mode {mode!r} is not supported: the worker reads ranges and writes whole "
-                "objects (rb, wb, xb)"
-            )
-        size = None
-        self.version: str | None = None
-        if mode == "rb":
-            details = fs.info(path, sync_interval=sync_interval, version=version)
-            if details["type"] == "directory":
-                raise IsADirectory(f"cannot open {path} for reading: it is a directory")
+        size = self._opened(details)
+        if details is not None:
             self._details = details
-            self.version = details["version"] or None
-            size = details["size"]
-        elif mode == "xb" and fs.exists(path, sync_interval="0"):
-            # Checked at open, not atomically at commit: the REST write has no create-only form.
-            raise AlreadyExists(f"cannot create {path}: it already exists")
-        self._tail: bytes | None = None
-        self._spool: IO[bytes] | None = None
         super().__init__(
             fs, path, mode, block_size, autocommit, cache_type, cache_options, size=size
         )
 
-    # -- reading -------------------------------------------------------------------------------
-
     def _fetch_range(self, start: int, end: int) -> bytes:
-        end = min(end, self.size)
-        if start >= end:
-            return b""
-        tail_start = max(0, self.size - TAIL_BYTES)
-        if start >= tail_start:
-            if self._tail is None:
-                self._tail = self.fs.reader.read_pinned(
-                    self.path, tail_start, self.size, self.version
-                )
-            return self._tail[start - tail_start : end - tail_start]
-        data: bytes = self.fs.reader.read_pinned(self.path, start, end, self.version)
-        return data
-
-    # -- writing -------------------------------------------------------------------------------
-
-    def _initiate_upload(self) -> None:
-        self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115
+        return self.fs._run(self._fetch(start, end))
 
     def _upload_chunk(self, final: bool = False) -> bool:
-        assert self._spool is not None, "_initiate_upload runs before the first chunk"
-        self._spool.write(self.buffer.getbuffer())
+        self._spooled(self.buffer.getbuffer())
         if final and self.autocommit:
             self.commit()
         return True
 
     def commit(self) -> None:
         """Send the spooled bytes to the worker as one write."""
-        if self._spool is None:
-            # Nothing was ever flushed (an empty file closed at once).
-            self._initiate_upload()
-        spool = self._spool
-        assert spool is not None
-        try:
-            size = spool.seek(0, 2)
-            self.fs.remote.write(self.path, lambda: _replay(spool), size)
-        finally:
-            spool.close()
-            self._spool = None
+        self.fs._run(self._commit())
 
     def discard(self) -> None:
         """Drop the spooled bytes without writing them."""
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
+        self._discard()
 
     def close(self) -> None:
         """Close the file; a file opened for writing is written now (unless in a transaction).
@@ -137,6 +160,57 @@ class DoraFile(AbstractBufferedFile):  # type: ignore[misc]  # fsspec is untyped
                 self.flush(force=True)
         finally:
             self.closed = True
+
+
+class AsyncDoraFile(_Transfers, AbstractAsyncStreamedFile):  # type: ignore[misc]  # untyped
+    """A file of the ``dora`` filesystem for event loops, in ``rb`` or ``wb`` mode: ``await
+    f.read(n)`` fetches exactly what is asked (no read-ahead); writes are sent at ``close``.
+
+    Not safe to share between tasks that use it at once.
+    """
+
+    modes = ("rb", "wb")
+    closed: bool
+
+    def __init__(
+        self,
+        fs: DoraFileSystem,
+        path: str,
+        mode: str,
+        details: dict[str, Any] | None,
+        **kwargs: Any,
+    ) -> None:
+        size = self._opened(details)
+        if details is not None:
+            self._details = details
+        super().__init__(fs, path, mode, cache_type="none", size=size, **kwargs)
+
+    async def _fetch_range(self, start: int, end: int) -> bytes:
+        return await self.fs._arun(self._fetch(start, end))
+
+    async def _upload_chunk(self, final: bool = False) -> bool:
+        self._spooled(self.buffer.getbuffer())
+        if final:
+            await self.fs._arun(self._commit())
+        return True
+
+    async def close(self) -> None:
+        """Close the file; a file opened for writing is written now. As :meth:`DoraFile.close`,
+        no ``invalidate_cache``."""
+        if self.closed:
+            return
+        try:
+            if self.mode == "rb":
+                self._tail = None
+            elif not self.forced:
+                await self.flush(force=True)
+        finally:
+            self.closed = True
+
+    def __del__(self) -> None:
+        # fsspec's __del__ calls close(), a coroutine here that nobody would await: a file
+        # dropped unclosed sends nothing, so only its spool is released.
+        self._discard()
 
 
 def _replay(spool: IO[bytes]) -> Iterator[bytes]:

@@ -18,21 +18,28 @@ Error policy, in one place:
 
 When every worker has failed, :class:`NoWorkerReachable` is raised; the caller decides whether
 to fall back to the UFS.
+
+The policy is written once, as flows (:mod:`worker.client.flow`): :meth:`WorkerClient.call` and
+:meth:`WorkerClient.call_on`, run by the client's synchronous driver (``sync``) or asynchronous
+one (``aio``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import httpx
 
-from worker.client.bridge import SyncBridge
+from worker.client.bridge import async_transport, sync_transport
+from worker.client.drivers import AsyncDriver, SyncDriver
 from worker.client.errors import WorkerUnavailable, error_from_response, retry_after
-from worker.client.forksafe import ProcessLocal
+from worker.client.flow import Body, BodyCut, Exchange, Flow, exchange, pause
 from worker.client.options import ClientOptions
 from worker.client.ring import HashRing
 from worker.client.stats import Counters
@@ -47,7 +54,7 @@ DOWN_PERIOD_S = 5.0
 # Upper bound on one wait for a 503's Retry-After, so a read never stalls for long.
 MAX_RETRY_WAIT_S = 2.0
 
-Body = Callable[[], bytes | Iterator[bytes]]
+__all__ = ["Answer", "Body", "Call", "NoWorkerReachable", "WorkerClient"]
 
 
 class NoWorkerReachable(WorkerUnavailable):
@@ -97,13 +104,15 @@ class _CutRead(Exception):
 
 
 class WorkerClient:
-    """REST calls over one keep-alive httpx connection pool, routed by a consistent hash ring.
+    """REST calls routed by a consistent hash ring, as flows, and the two drivers that run them:
+    ``sync`` (keep-alive ``httpx.Client`` per process) and ``aio`` (``httpx.AsyncClient`` per
+    event loop). :meth:`send` and :meth:`send_to` are the synchronous shorthands.
 
-    Thread-safe: httpx.Client may be shared between threads; the down-list and the set of
-    workers already warned about are guarded by one lock, which is never held during I/O (the
-    counters have their own lock, taken after it). Fork-safe: a forked child builds its own
-    httpx client (:mod:`worker.client.forksafe`). An injected ``transport`` is shared as is; an
-    asynchronous-only one (``httpx.ASGITransport``) is driven through :mod:`worker.client.bridge`.
+    Thread-safe: the down-list and the set of workers already warned about are guarded by one
+    lock, which is never held during I/O (the counters have their own lock, taken after it).
+    Fork-safe: a forked child builds its own HTTP clients (:mod:`worker.client.forksafe`). An
+    injected ``transport`` is shared as is; one that works only one way (``httpx.ASGITransport``
+    is asynchronous) is bridged for the other driver (:mod:`worker.client.bridge`).
     """
 
     def __init__(
@@ -114,6 +123,7 @@ class WorkerClient:
         counters: Counters | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.options = options
         self.rings = ClusterRing(
@@ -127,34 +137,39 @@ class WorkerClient:
         # answers at least as fresh (read-your-writes, monotonic reads across workers).
         self.revision = 0
         self.counters = counters or Counters()
+        self.transport = transport
         self._urls = dict(zip(options.ring_names, options.workers, strict=True))
-        self._transport = (
-            transport
-            if transport is None or isinstance(transport, httpx.BaseTransport)
-            else SyncBridge(transport)
-        )
+        self._sync_transport = None if transport is None else sync_transport(transport)
+        self._async_transport = None if transport is None else async_transport(transport)
         self._clock = clock
-        self._sleep = sleep
-        self._http = ProcessLocal(self._build_http)
         self._lock = threading.Lock()
         self._down_until: dict[str, float] = {}
         self._warned: set[str] = set()
+        self.sync = SyncDriver(self._build_http, options.read_parallelism, sleep)
+        self.aio = AsyncDriver(self._build_async_http, async_sleep)
 
     @property
     def ring(self) -> HashRing:
         """The ring now (it follows etcd's membership when the cluster is configured)."""
         return self.rings.current()
 
-    def _build_http(self) -> httpx.Client:
+    def _settings(self) -> dict[str, Any]:
         opts = self.options
-        headers = {"Authorization": f"Bearer {opts.token}"} if opts.token else {}
         pool = max(16, 2 * opts.read_parallelism)
-        return httpx.Client(
-            transport=self._transport,
-            headers=headers,
-            timeout=httpx.Timeout(opts.timeout_s, connect=opts.connect_timeout_s),
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-        )
+        return {
+            "headers": {"Authorization": f"Bearer {opts.token}"} if opts.token else {},
+            "timeout": httpx.Timeout(opts.timeout_s, connect=opts.connect_timeout_s),
+            "limits": httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
+        }
+
+    def _build_http(self) -> httpx.Client:
+        return httpx.Client(transport=self._sync_transport, **self._settings())
+
+    def _build_async_http(self) -> httpx.AsyncClient:
+        settings = self._settings()
+        # Async callers fan out far wider than the thread pool (fsspec batches by the hundred).
+        settings["limits"] = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        return httpx.AsyncClient(transport=self._async_transport, **settings)
 
     def candidates(self, key: str) -> list[str]:
         """The workers to try for ``key``: ring order, workers that failed lately moved last."""
@@ -165,6 +180,14 @@ class WorkerClient:
         return up + [w for w in order if w not in up]
 
     def send(self, call: Call) -> Answer:
+        """:meth:`call`, run in the calling thread."""
+        return self.sync.run(self.call(call))
+
+    def send_to(self, worker: str, call: Call) -> httpx.Response:
+        """:meth:`call_on`, run in the calling thread."""
+        return self.sync.run(self.call_on(worker, call))
+
+    def call(self, call: Call) -> Flow[Answer]:
         """Send ``call`` to the first worker that takes it. Raises the translated error of a
         worker's error answer, :class:`WorkerUnavailable` for a dropped mutation, and
         :class:`NoWorkerReachable` when every worker failed."""
@@ -172,7 +195,7 @@ class WorkerClient:
         owner = self.ring.owner(call.key)
         for worker in self.candidates(call.key):
             try:
-                response = self._attempt(worker, call)
+                response = yield from self._attempt(worker, call)
             except _Unreachable as exc:
                 failures.append(str(exc))
                 continue
@@ -181,31 +204,31 @@ class WorkerClient:
             return Answer(response, worker)
         raise NoWorkerReachable(f"{call.what}: no worker reachable ({'; '.join(failures)})")
 
-    def send_to(self, worker: str, call: Call) -> httpx.Response:
-        """Send ``call`` to ``worker`` only. Raises like :meth:`send`; an unreachable worker is
+    def call_on(self, worker: str, call: Call) -> Flow[httpx.Response]:
+        """Send ``call`` to ``worker`` only. Raises like :meth:`call`; an unreachable worker is
         :class:`NoWorkerReachable`."""
         try:
-            return self._attempt(worker, call)
+            return (yield from self._attempt(worker, call))
         except _Unreachable as exc:
             raise NoWorkerReachable(f"{call.what}: {exc}") from exc
 
-    def _attempt(self, worker: str, call: Call) -> httpx.Response:
+    def _attempt(self, worker: str, call: Call) -> Flow[httpx.Response]:
         try:
-            return self._answer(worker, call)
+            return (yield from self._answer(worker, call))
         except _CutRead as cut:
             log.info("%s: worker %s %s; asking again pinned to it", call.what, worker, cut)
             pinned = replace(call, params={**call.params, "version": cut.version}, pin_on_cut=False)
             # The cut was this worker's one drop: a second one marks it down.
-            return self._answer(worker, pinned, dropped_once=True)
+            return (yield from self._answer(worker, pinned, dropped_once=True))
 
-    def _answer(self, worker: str, call: Call, dropped_once: bool = False) -> httpx.Response:
+    def _answer(self, worker: str, call: Call, dropped_once: bool = False) -> Flow[httpx.Response]:
         url = self._urls.get(worker, f"http://{worker}") + call.endpoint
         attempts = self.options.retry_attempts if call.idempotent else 1
         for attempt in range(1, attempts + 1):
-            response = self._request(worker, url, call, dropped_once)
+            response = yield from self._request(worker, url, call, dropped_once)
             if response.status_code == 503 and attempt < attempts:
                 self.counters.add("retries")
-                self._sleep(min(retry_after(response), MAX_RETRY_WAIT_S))
+                yield from pause(min(retry_after(response), MAX_RETRY_WAIT_S))
                 continue
             if response.is_error:
                 raise error_from_response(response, worker, call.what)
@@ -215,40 +238,33 @@ class WorkerClient:
 
     def _request(
         self, worker: str, url: str, call: Call, dropped_once: bool = False
-    ) -> httpx.Response:
-        http = self._http.get()
-        content = call.body() if call.body is not None else None
+    ) -> Flow[httpx.Response]:
         headers = dict(call.headers)
         if self.revision:
             headers[REVISION_HEADER] = str(self.revision)
-        request = http.build_request(
-            call.method, url, params=dict(call.params), content=content, headers=headers
-        )
         try:
-            response = http.send(request, stream=True)
+            response = yield from exchange(
+                Exchange(call.method, url, call.params, headers, call.body)
+            )
         except httpx.PoolTimeout as exc:
             # Our own pool is exhausted: not the worker's fault, so no failover.
             raise WorkerUnavailable(f"{call.what}: no free connection to {worker}") from exc
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             self._mark_down(worker, exc)
             raise _Unreachable(worker, exc) from exc
+        except BodyCut as cut:
+            version = cut.response.headers.get("X-Dora-Version")
+            if call.pin_on_cut and cut.response.is_success and version:
+                raise _CutRead(version, cut.cause) from cut.cause
+            return (yield from self._dropped(worker, url, call, cut.cause, dropped_once))
         except httpx.TransportError as exc:
-            return self._dropped(worker, url, call, exc, dropped_once)
-        try:
-            response.read()
-        except httpx.TransportError as exc:
-            version = response.headers.get("X-Dora-Version")
-            if call.pin_on_cut and response.is_success and version:
-                raise _CutRead(version, exc) from exc
-            return self._dropped(worker, url, call, exc, dropped_once)
-        finally:
-            response.close()
+            return (yield from self._dropped(worker, url, call, exc, dropped_once))
         self._saw(response)
         return response
 
     def _dropped(
         self, worker: str, url: str, call: Call, exc: httpx.TransportError, dropped_once: bool
-    ) -> httpx.Response:
+    ) -> Flow[httpx.Response]:
         """After ``worker`` dropped ``call``: ask once more if that is safe, else give up on it."""
         if not call.idempotent:
             raise WorkerUnavailable(
@@ -256,7 +272,7 @@ class WorkerClient:
                 "it may or may not have been applied"
             ) from exc
         if not dropped_once:
-            return self._request(worker, url, call, dropped_once=True)
+            return (yield from self._request(worker, url, call, dropped_once=True))
         self._mark_down(worker, exc)
         raise _Unreachable(worker, exc) from exc
 

@@ -3,61 +3,74 @@
 Reads (status, list, read) fall back to the UFS when no worker is reachable and fallback is on.
 Mutations go to the owner of the path; then the workers that may cache the path or its parent
 are told to drop them (:meth:`Remote._propagate`), so a status or listing asked of any worker
-reflects the change (read-your-writes across the ring).
+reflects the change (read-your-writes across the ring), and this client's own listeners are
+told (:attr:`Remote.listeners`: where a near-cache drops what changed).
+
+Every operation is a flow (:mod:`worker.client.flow`); :class:`Remote` is the HTTP
+implementation of both resolvers of :mod:`worker.client.resolvers`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ufs import uri as uris
 from worker.client.answers import ReadResult, to_info, ufs_info
 from worker.client.errors import AccessDenied, WorkerUnavailable
 from worker.client.fallback import UfsFallback
-from worker.client.http import Answer, Body, Call, NoWorkerReachable, WorkerClient
+from worker.client.flow import Body, Flow, blocking
+from worker.client.http import Answer, Call, NoWorkerReachable, WorkerClient
 
 log = logging.getLogger(__name__)
+
+# Told, after a mutation or an invalidation through this client, the URIs that changed and
+# whether everything under them may have changed too.
+ChangeListener = Callable[[Sequence[str], bool], None]
 
 
 class Remote:
     """Typed REST operations over a :class:`WorkerClient`, with an optional UFS fallback.
 
-    Thread-safe: it holds no state beyond its (thread-safe) parts.
+    Thread-safe: it holds no state beyond its (thread-safe) parts; ``listeners`` are added
+    while the filesystem is built, before any call, and must be thread-safe themselves.
     """
 
     def __init__(self, client: WorkerClient, fallback: UfsFallback | None) -> None:
         self.client = client
         self.fallback = fallback
+        self.listeners: list[ChangeListener] = []
 
     # -- reads ---------------------------------------------------------------------------------
 
     def status(
         self, uri: str, sync_interval: str | None = None, version: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Flow[dict[str, Any]]:
         """The info dict of ``uri``; NotFound if it does not exist."""
         params = _params(path=uri, sync_interval=sync_interval, version=version)
         call = Call("GET", "/v1/status", uri, f"status {uri}", params)
         try:
-            return to_info(self.client.send(call).response.json())
+            answer = yield from self.client.call(call)
         except NoWorkerReachable:
-            if self.fallback is None:
+            if (fallback := self.fallback) is None:
                 raise
-            return ufs_info(self.fallback.status(uri, version))
+            return ufs_info((yield from blocking(lambda: fallback.status(uri, version))))
+        return to_info(answer.response.json())
 
-    def list(self, uri: str, sync_interval: str | None = None) -> list[dict[str, Any]]:
+    def list(self, uri: str, sync_interval: str | None = None) -> Flow[list[dict[str, Any]]]:
         """The info dicts of the children of directory ``uri``."""
         call = Call(
             "GET", "/v1/list", uri, f"list {uri}", _params(path=uri, sync_interval=sync_interval)
         )
         try:
-            entries = self.client.send(call).response.json()["entries"]
+            answer = yield from self.client.call(call)
         except NoWorkerReachable:
-            if self.fallback is None:
+            if (fallback := self.fallback) is None:
                 raise
-            return [ufs_info(status) for status in self.fallback.list(uri)]
-        return [to_info(entry) for entry in entries]
+            statuses = yield from blocking(lambda: fallback.list(uri))
+            return [ufs_info(status) for status in statuses]
+        return [to_info(entry) for entry in answer.response.json()["entries"]]
 
     def read(
         self,
@@ -67,7 +80,7 @@ class Remote:
         *,
         version: str | None = None,
         sync_interval: str | None = None,
-    ) -> ReadResult:
+    ) -> Flow[ReadResult]:
         """Bytes ``[offset, offset+length)`` (to the end when ``length`` is None), cut at the end
         of the file, and the version served. RangeNotSatisfiable if ``offset`` is past the end;
         VersionMismatch if ``version`` is given and the file no longer has it."""
@@ -82,56 +95,63 @@ class Remote:
             "GET", "/v1/read", uri, f"read {uri} [{offset}+{length}]", params, pin_on_cut=True
         )
         try:
-            response = self.client.send(call).response
+            answer = yield from self.client.call(call)
         except NoWorkerReachable:
-            if self.fallback is None:
+            if (fallback := self.fallback) is None:
                 raise
-            return self.fallback.read(uri, offset, length, version)
+            return (yield from blocking(lambda: fallback.read(uri, offset, length, version)))
+        response = answer.response
         return ReadResult(response.content, response.headers.get("X-Dora-Version") or version)
 
     # -- mutations -----------------------------------------------------------------------------
 
-    def write(self, uri: str, body: Body, size: int | None = None) -> dict[str, Any]:
+    def write(self, uri: str, body: Body, size: int | None = None) -> Flow[dict[str, Any]]:
         """Create or replace ``uri`` with the bytes ``body`` builds; its new info dict."""
         headers = {"Content-Length": str(size)} if size is not None else {}
         call = Call(
             "PUT", "/v1/write", uri, f"write {uri}", _params(path=uri), False, body, headers
         )
-        answer = self.client.send(call)
-        self._propagate(answer, [uri], parents=answer.response.status_code == 201)
+        answer = yield from self.client.call(call)
+        yield from self._propagate(answer, [uri], parents=answer.response.status_code == 201)
         return to_info(answer.response.json())
 
-    def delete(self, uri: str, recursive: bool) -> None:
+    def delete(self, uri: str, recursive: bool) -> Flow[None]:
         """Delete a file, or a directory (its contents too only with ``recursive``)."""
         params = _params(path=uri, recursive=_flag(recursive))
-        answer = self.client.send(Call("DELETE", "/v1/delete", uri, f"delete {uri}", params, False))
-        self._propagate(answer, [uri], parents=True, everywhere=recursive)
+        answer = yield from self.client.call(
+            Call("DELETE", "/v1/delete", uri, f"delete {uri}", params, False)
+        )
+        yield from self._propagate(answer, [uri], parents=True, everywhere=recursive)
 
-    def rename(self, src: str, dst: str) -> dict[str, Any]:
+    def rename(self, src: str, dst: str) -> Flow[dict[str, Any]]:
         """Move a file or directory; the info dict of the destination."""
         params = _params(src=src, dst=dst)
-        answer = self.client.send(
+        answer = yield from self.client.call(
             Call("POST", "/v1/rename", src, f"rename {src} to {dst}", params, False)
         )
         info = to_info(answer.response.json())
-        self._propagate(answer, [src, dst], parents=True, everywhere=info["type"] == "directory")
+        yield from self._propagate(
+            answer, [src, dst], parents=True, everywhere=info["type"] == "directory"
+        )
         return info
 
-    def mkdir(self, uri: str) -> dict[str, Any]:
+    def mkdir(self, uri: str) -> Flow[dict[str, Any]]:
         """Create a directory and its parents (an existing one is fine); its info dict."""
         call = Call("POST", "/v1/mkdir", uri, f"mkdir {uri}", _params(path=uri), idempotent=True)
-        answer = self.client.send(call)
-        self._propagate(answer, [uri], parents=True)
+        answer = yield from self.client.call(call)
+        yield from self._propagate(answer, [uri], parents=True)
         return to_info(answer.response.json())
 
-    def invalidate(self, uri: str, recursive: bool) -> int:
+    def invalidate(self, uri: str, recursive: bool) -> Flow[int]:
         """Drop ``uri`` (with ``recursive``, everything under it) from every worker's cache: a
         file may have been cached by any worker that served it during a failover. The number of
         statuses dropped. Raises WorkerUnavailable naming the workers that could not be told."""
+        self._tell_listeners([uri], recursive)
         total, missed = 0, []
         for worker in self.client.ring.workers:
             try:
-                total += int(self._invalidate_on(worker, uri, recursive).json()["invalidated"])
+                answer = yield from self._invalidate_on(worker, uri, recursive)
+                total += int(answer.json()["invalidated"])
             except WorkerUnavailable as exc:
                 missed.append(f"{worker} ({exc})")
         if missed:
@@ -141,14 +161,18 @@ class Remote:
             )
         return total
 
-    def _invalidate_on(self, worker: str, uri: str, recursive: bool) -> Any:
+    def _invalidate_on(self, worker: str, uri: str, recursive: bool) -> Flow[Any]:
         params = _params(path=uri, recursive=_flag(recursive))
         call = Call("POST", "/v1/invalidate", uri, f"invalidate {uri} on {worker}", params)
-        return self.client.send_to(worker, call)
+        return (yield from self.client.call_on(worker, call))
+
+    def _tell_listeners(self, changed: Sequence[str], recursive: bool) -> None:
+        for listener in self.listeners:
+            listener(changed, recursive)
 
     def _propagate(
-        self, answer: Answer, changed: Iterable[str], *, parents: bool, everywhere: bool = False
-    ) -> None:
+        self, answer: Answer, changed: Sequence[str], *, parents: bool, everywhere: bool = False
+    ) -> Flow[None]:
         """After a mutation ``answer.worker`` made, have the workers that may cache what changed
         drop it:
 
@@ -160,6 +184,9 @@ class Remote:
 
         A worker that cannot be told is counted and logged: the mutation itself succeeded, so
         it is not an error to the caller."""
+        self._tell_listeners(
+            [*changed, *_parents(changed)] if parents else changed, recursive=everywhere
+        )
         ring = self.client.ring
         targets: dict[tuple[str, str], bool] = {}
         for uri in changed:
@@ -172,7 +199,7 @@ class Remote:
                 targets.setdefault((ring.owner(parent), parent), False)
         for (worker, uri), recursive in targets.items():
             try:
-                self._invalidate_on(worker, uri, recursive)
+                yield from self._invalidate_on(worker, uri, recursive)
             except AccessDenied as exc:
                 if exc.code != "OutsideMountRoots":
                     raise
@@ -180,6 +207,10 @@ class Remote:
             except WorkerUnavailable as exc:
                 self.client.counters.add("missed_invalidations")
                 log.warning("could not drop %s from worker %s after a change: %s", uri, worker, exc)
+
+
+def _parents(uris_: Iterable[str]) -> list[str]:
+    return [parent for uri in uris_ if (parent := uris.parent(uri)) is not None]
 
 
 def _params(**values: str | None) -> Mapping[str, str]:

@@ -25,6 +25,7 @@ from worker.cluster.members import Registration
 from worker.cluster.publisher import Publisher, PublisherOptions
 
 if TYPE_CHECKING:
+    from pagestore.api import PageStore
     from worker.meta.manager import MetadataManager
     from worker.service import WorkerService
 
@@ -36,14 +37,22 @@ MARKER = "cluster.feed"
 class MetaSink:
     """Applies feed events to the metadata manager: drop the path (or everything under a
     prefix) with its parent's listing, the dropped versions' pages going through the manager's
-    listeners; a creation also drops cached "not found" answers for its directories."""
+    listeners; a creation also drops cached "not found" answers for its directories.
 
-    def __init__(self, meta: MetadataManager) -> None:
+    A prefix deleted or invalidated also loses the pages of files this worker holds no status
+    for, as it did on the worker where it happened; a prefix of collapsed updates keeps them
+    (a page is served only for the version a status names, so an outdated one is never read).
+    """
+
+    def __init__(self, meta: MetadataManager, pages: PageStore) -> None:
         self._meta = meta
+        self._pages = pages
 
     def apply(self, event: Event) -> None:
         try:
             self._meta.invalidate(event.path, recursive=event.prefix)
+            if event.prefix and event.op in (Op.DELETED, Op.INVALIDATED):
+                self._pages.delete_prefix(event.path)
             if event.op is Op.CREATED:
                 ancestor = uris.parent(event.path)
                 while ancestor is not None:
@@ -98,7 +107,7 @@ class ClusterNode:
             self.etcd,
             layout.feed_key(self.cluster),
             self.info.id,
-            MetaSink(service.meta),
+            MetaSink(service.meta, service.pages),
             MetaMarkers(service.meta),
             idle_timeout_s=float(ttl_s),
         )

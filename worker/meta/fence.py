@@ -35,13 +35,16 @@ class MutationFence:
     def end(self, token: int) -> None:
         """Finish the load started with ``token``; forget marks no running load can need."""
         self._running[token] -= 1
-        if self._running[token] == 0:
-            del self._running[token]
+        if self._running[token] > 0:
+            return
+        del self._running[token]
         if not self._running:
             self._marks.clear()
             self._prefix_marks.clear()
             return
         oldest = min(self._running)
+        if oldest < token:
+            return  # the oldest running load is unchanged: every mark may still be needed
         if self._marks:
             self._marks = {uri: seq for uri, seq in self._marks.items() if seq > oldest}
         self._prefix_marks = [(p, seq) for p, seq in self._prefix_marks if seq > oldest]

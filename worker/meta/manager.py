@@ -30,7 +30,7 @@ from worker.meta.fence import MutationFence
 from worker.meta.generations import GenerationFile
 from worker.meta.listeners import Listener, Listeners
 from worker.meta.memory import Listing, ListingCache, StatusCache
-from worker.meta.metastore import Metastore
+from worker.meta.metastore import Metastore, PersistenceState
 from worker.meta.options import CacheOptions, MetastoreOptions
 from worker.meta.rocks import RocksMetastore
 
@@ -67,11 +67,12 @@ class MetadataManager:
     """Tiered, synced metadata for canonical UFS URIs.
 
     Thread-safe. Lock order: ``_lock`` (guards consistency across the tiers and the fence)
-    before the memory caches' own locks, before the metastore's locks. No lock is held while the
-    UFS is called or while listeners run; concurrent misses for one URI share one UFS call
-    (single flight), and the fence keeps a slow UFS answer from overwriting a newer write. An
-    entry the memory tier evicts stays readable from the metastore's write buffers until its
-    batch is committed.
+    before the memory caches' own locks, before the metastore's locks. ``_lock`` is never held
+    while the UFS is called, the metastore is read, or listeners run: what a change replaces is
+    read beforehand and used only if the fence shows no mutation of it landed meanwhile (else it
+    is read again). Concurrent misses for one URI share one UFS call (single flight), and the
+    fence keeps a slow UFS answer from overwriting a newer write. An entry the memory tier
+    evicts stays readable from the metastore's write buffers until its batch is committed.
     """
 
     def __init__(
@@ -135,13 +136,16 @@ class MetadataManager:
         if self._generations is not None:
             self._generations.bump(uri)
 
+    def _bump_all(self) -> None:
+        if self._generations is not None:
+            self._generations.bump_all()
+
     def require_sync_before(self, epoch_ms: int) -> None:
         """Re-check with the UFS, once, every status and listing loaded before ``epoch_ms``,
         whatever the sync interval (a re-check that finds the same version keeps the pages)."""
         with self._lock:
             self._fresh_after = max(self._fresh_after, epoch_ms)
-            if self._generations is not None:
-                self._generations.bump_all()
+            self._bump_all()
 
     def load_marker(self, name: str) -> bytes | None:
         """A marker kept in the metastore (see :meth:`Metastore.load_marker`)."""
@@ -240,16 +244,18 @@ class MetadataManager:
             self._counters.add("metastore_read_errors")
             return None
 
-    def _peek_old(self, uri: str) -> MetaEntry | None:
-        entry = self._statuses.get(uri)
-        if entry is not None:
-            return entry
-        try:
-            return self._store.peek(uri)
-        except MetastoreError as exc:
-            log.warning("metastore read of %r failed; its old version is unknown: %s", uri, exc)
-            self._counters.add("metastore_read_errors")
-            return None
+    def _peek_olds(self, names: list[str]) -> dict[str, MetaEntry | None]:
+        """What each URI holds now, expired or not (to learn the version a change replaces).
+        Reads the metastore: never called with ``_lock`` held."""
+        olds = dict(zip(names, self._statuses.get_many(names), strict=True))
+        unknown = [name for name, entry in olds.items() if entry is None]
+        if unknown:
+            try:
+                olds.update(zip(unknown, self._store.peek_many(unknown), strict=True))
+            except MetastoreError as exc:
+                log.warning("metastore read failed; old versions are unknown: %s", exc)
+                self._counters.add("metastore_read_errors")
+        return olds
 
     def _load(self, uri: str) -> MetaEntry:
         """One UFS status call for ``uri``, its answer stored (unless a write overtook it)."""
@@ -262,8 +268,10 @@ class MetadataManager:
             except UfsNotFound:
                 status = None
             entry = MetaEntry(status, self._clock(), Operation.LOADED)
+            # Read after the load began: if no mutation lands before the lock, it is current.
+            olds = self._peek_olds([uri])
             with self._lock:
-                gone = self._settle(uri, entry, token)
+                gone = self._settle(uri, entry, token, olds[uri])
         finally:
             with self._lock:
                 self._fence.end(token)
@@ -282,11 +290,17 @@ class MetadataManager:
                 children = self._ufs.list(uri)
             except UfsNotFound as exc:
                 missing = exc
-            with self._lock:
-                if missing is None:
-                    gone = self._settle_listing(uri, children, token)
-                else:
-                    gone = self._settle_vanished_dir(uri, token)
+            if missing is None:
+                previous = self._listings.get(uri)
+                named = [c.uri for c in children] + (
+                    [c.uri for c in previous.children] if previous else []
+                )
+                olds = self._peek_olds(named)
+                with self._lock:
+                    gone = self._settle_listing(uri, children, previous, olds, token)
+            else:
+                # The directory being listed does not exist: nothing under it does either.
+                gone, _ = self._drop(uri, recursive=True, missing_since=token)
         finally:
             with self._lock:
                 self._fence.end(token)
@@ -316,20 +330,27 @@ class MetadataManager:
         uri = self._canonical(uri)
         _check_write(uri, status, op)
         entry = MetaEntry(status, self._clock(), op)
-        with self._lock:
-            gone: list[_Gone] = []
-            if (status is not None and status.is_dir) or (
-                status is None and not self._known_file(uri)
-            ):
-                gone, _ = self._drop(uri, recursive=True)
-            parent = uris.parent(uri)
-            if parent is not None:
-                self._fence.mark(parent)
-                self._listings.pop(parent)
-            if status is not None:
-                self._forget_missing_ancestors(uri)
-            gone += self._settle(uri, entry, token=None)
-            self._bump(uri)
+        names = [uri, *_ancestors(uri)] if status is not None else [uri]
+        gone: list[_Gone] = []
+        dropped = False
+        while True:
+            # The old entries are read without the lock, then used under it only if no mutation
+            # of ``uri`` landed meanwhile; otherwise they are read again.
+            token, olds = self._read_olds(names)
+            try:
+                with self._lock:
+                    if self._fence.is_stale(uri, token):
+                        continue
+                    if dropped or not _drops_subtree(status, olds[uri]):
+                        gone += self._apply_write(uri, entry, olds, token)
+                        break
+            finally:
+                with self._lock:
+                    self._fence.end(token)
+            # Not under the lock: dropping a subtree reads the metastore.
+            gone += self._drop(uri, recursive=True)[0]
+            dropped = True
+        self._bump(uri)
         self._counters.add("writes")
         self._listeners.notify(gone)
 
@@ -338,123 +359,202 @@ class MetadataManager:
         both tiers, and the parent's listing; listeners hear of every file version dropped.
         Returns how many URIs' statuses were dropped."""
         uri = self._canonical(uri)
-        with self._lock:
-            gone, dropped = self._drop(uri, recursive)
+        gone, dropped = self._drop(uri, recursive)
         self._counters.add("invalidations", dropped)
         self._listeners.notify(gone)
         return dropped
 
-    def _forget_missing_ancestors(self, uri: str) -> None:
-        """A path now exists, so its directories do: drop cached "not found" answers for them
-        (``isdir(d)``, write ``d/x``, ``isdir(d)`` must see ``d``). Caller holds ``_lock``."""
-        ancestor = uris.parent(uri)
-        while ancestor is not None:
-            entry = self._peek_old(ancestor)
-            if entry is not None and entry.status is None:
-                self._fence.mark(ancestor)
-                self._statuses.pop(ancestor)
-                self._store.pop(ancestor)
-                self._bump(ancestor)
-            ancestor = uris.parent(ancestor)
+    def _read_olds(self, names: list[str]) -> tuple[int, dict[str, MetaEntry | None]]:
+        """A fence token, then what each of ``names`` holds, read without the lock. The caller
+        ends the token."""
+        with self._lock:
+            token = self._fence.begin()
+        try:
+            return token, self._peek_olds(names)
+        except BaseException:
+            with self._lock:
+                self._fence.end(token)
+            raise
 
-    def _known_file(self, uri: str) -> bool:
-        entry = self._peek_old(uri)
-        return entry is not None and entry.status is not None and not entry.status.is_dir
-
-    def _drop(self, uri: str, recursive: bool) -> tuple[list[_Gone], int]:
-        """Remove ``uri`` (and with ``recursive`` its descendants) from every tier. Caller
-        holds ``_lock``."""
-        if recursive:
-            self._fence.mark_under(uri)
-            removed = self._statuses.pop_under(uri) + self._store.pop_under(uri)
-            self._listings.pop_under(uri)
-            if self._generations is not None:
-                self._generations.bump_all()
-        else:
-            self._fence.mark(uri)
-            found = (self._statuses.pop(uri), self._store.pop(uri))
-            removed = [(uri, entry) for entry in found if entry is not None]
-            self._listings.pop(uri)
-            self._bump(uri)
+    def _apply_write(
+        self, uri: str, entry: MetaEntry, olds: dict[str, MetaEntry | None], token: int
+    ) -> list[_Gone]:
+        """Store a write whose old entries were read under ``token``. Caller holds ``_lock``."""
+        if entry.status is not None:
+            # Before the parent is marked below, which would make its entry look changed.
+            self._forget_missing_ancestors(uri, olds, token)
         parent = uris.parent(uri)
         if parent is not None:
             self._fence.mark(parent)
             self._listings.pop(parent)
-            self._bump(parent)
-        gone = {
-            (u, e.status.version)
-            for u, e in removed
-            if e.status is not None and not e.status.is_dir
-        }
-        return sorted(gone), len({u for u, _ in removed})
+        return self._settle(uri, entry, None, olds[uri])
+
+    def _forget_missing_ancestors(
+        self, uri: str, olds: dict[str, MetaEntry | None], token: int
+    ) -> None:
+        """A path now exists, so its directories do: drop cached "not found" answers for them
+        (``isdir(d)``, write ``d/x``, ``isdir(d)`` must see ``d``). Caller holds ``_lock``."""
+        for ancestor in _ancestors(uri):
+            if self._fence.is_stale(ancestor, token):
+                # Changed since it was read (a sibling's write marks it, too): memory holds the
+                # newest entry if any tier does; without one, drop whatever the metastore has.
+                entry = self._statuses.get(ancestor)
+                if entry is not None and entry.status is not None:
+                    continue
+            else:
+                entry = olds[ancestor]
+                if entry is None or entry.status is not None:
+                    continue
+            self._fence.mark(ancestor)
+            self._statuses.pop(ancestor)
+            self._store.delete(ancestor)
+            self._bump(ancestor)
+
+    def _drop(
+        self, uri: str, recursive: bool, missing_since: int | None = None
+    ) -> tuple[list[_Gone], int]:
+        """Remove ``uri`` (and with ``recursive`` its descendants) from every tier; the file
+        versions removed, and how many URIs were. Caller must not hold ``_lock``.
+
+        The metastore is read and changed without the lock, between two fence marks: a load
+        that began before the drop cannot store its older answer afterwards, and a lookup that
+        read the metastore during the drop cannot promote what the drop removes.
+
+        With ``missing_since`` (the token of a load that found ``uri`` missing), ``uri`` is then
+        recorded as not existing — unless a mutation of it landed since that load began (then
+        nothing is dropped) or during the drop.
+        """
+        with self._lock:
+            if missing_since is not None and self._fence.is_stale(uri, missing_since):
+                return [], 0
+            self._mark_dropped(uri, recursive)
+            during = self._fence.begin()
+        try:
+            removed = self._store.pop_under(uri) if recursive else _found(uri, self._store.pop(uri))
+            with self._lock:
+                missing = missing_since is not None and not self._fence.is_stale(uri, during)
+                self._mark_dropped(uri, recursive)
+                if recursive:
+                    removed += self._statuses.pop_under(uri)
+                    self._listings.pop_under(uri)
+                else:
+                    removed += _found(uri, self._statuses.pop(uri))
+                    self._listings.pop(uri)
+                parent = uris.parent(uri)
+                if parent is not None:
+                    self._fence.mark(parent)
+                    self._listings.pop(parent)
+                if recursive:
+                    self._bump_all()
+                else:
+                    self._bump(uri)  # and its parent's bucket
+                gone = sorted({(u, v) for u, e in removed if (v := _file_version(e)) is not None})
+                if missing:
+                    negative = MetaEntry(None, self._clock(), Operation.LOADED)
+                    gone += self._settle(uri, negative, None, None)
+        finally:
+            with self._lock:
+                self._fence.end(during)
+        return gone, len({u for u, _ in removed})
+
+    def _mark_dropped(self, uri: str, recursive: bool) -> None:
+        if recursive:
+            self._fence.mark_under(uri)
+        else:
+            self._fence.mark(uri)
 
     # -- storing new state ----------------------------------------------------------------------
 
-    def _settle(self, uri: str, entry: MetaEntry, token: int | None) -> list[_Gone]:
+    def _settle(
+        self, uri: str, entry: MetaEntry, token: int | None, old: MetaEntry | None
+    ) -> list[_Gone]:
         """Make ``entry`` the state of ``uri`` in both tiers, unless it comes from a load
-        (``token``) that a mutation overtook. Returns the file version that went away, if any.
+        (``token``) that a mutation overtook. ``old`` is what ``uri`` held (read since the load
+        began, or validated by the caller). Returns the file version that went away, if any.
         Caller holds ``_lock``."""
-        if token is not None and self._fence.is_stale(uri, token):
-            return []
-        self._fence.mark(uri)
-        old = self._peek_old(uri)
-        if old is not None and old.status != entry.status:
-            # A first load changes nothing a client can have kept: a client keeps only what
-            # the worker answered, and what it keeps outlives no worker entry (its TTL is
-            # shorter); an entry forgotten and loaded anew is like an outside write, which a
-            # sync interval governs.
-            self._bump(uri)
-        old_file = None if old is None or old.status is None or old.status.is_dir else old.status
-        gone = (
-            []
-            if old_file is None or old_file.version == entry.version
-            else [(uri, old_file.version)]
-        )
+        gone, settled = self._settle_siblings([(uri, entry)], token, {uri: old})
         parent = uris.parent(uri)
-        listing = None if parent is None else self._listings.get(parent)
-        if (
-            parent is not None
-            and listing is not None
-            and listing.versions.get(uri) != entry.version
-        ):
-            self._listings.pop(parent)
-        if entry.status is None:
-            self._listings.pop(uri)
-            if self._store.lifetimes.negative_ttl_ms == 0:
-                self._statuses.pop(uri)
-                self._store.pop(uri)
-                return gone
-        self._statuses.put(uri, entry)
-        self._store.put(uri, entry)
+        if parent is not None and settled:
+            self._drop_listing_if_changed(parent, settled)
         return gone
 
-    def _settle_listing(self, uri: str, children: list[UfsStatus], token: int) -> list[_Gone]:
-        """Store a fresh listing and its children's statuses; children the previous listing had
-        and this one lacks are gone. Caller holds ``_lock``."""
+    def _settle_listing(
+        self,
+        uri: str,
+        children: list[UfsStatus],
+        previous: Listing | None,
+        olds: dict[str, MetaEntry | None],
+        token: int,
+    ) -> list[_Gone]:
+        """Store a fresh listing and its children's statuses; children the ``previous`` listing
+        had and this one lacks are gone. ``olds`` holds what each child held, read since the
+        listing began. Caller holds ``_lock``."""
         now = self._clock()
-        previous = self._listings.get(uri)
-        gone: list[_Gone] = []
-        for child in children:
-            gone += self._settle(child.uri, MetaEntry(child, now, Operation.LOADED), token)
+        entries = [(child.uri, MetaEntry(child, now, Operation.LOADED)) for child in children]
         if previous is not None:
             present = {child.uri for child in children}
-            for old in previous.children:
-                if old.uri not in present:
-                    negative = MetaEntry(None, now, Operation.LOADED)
-                    gone += self._settle(old.uri, negative, token)
+            negative = MetaEntry(None, now, Operation.LOADED)
+            entries += [(c.uri, negative) for c in previous.children if c.uri not in present]
+        gone, settled = self._settle_siblings(entries, token, olds)
         if not self._fence.is_stale(uri, token):
             listing = Listing.of(children, now)
             if previous is not None and previous.versions != listing.versions:
                 self._bump(uri)
             self._listings.put(uri, listing)
+        else:
+            self._drop_listing_if_changed(uri, settled)
         return gone
 
-    def _settle_vanished_dir(self, uri: str, token: int) -> list[_Gone]:
-        """The directory being listed does not exist: nothing under it does either."""
-        if self._fence.is_stale(uri, token):
-            return []
-        gone, _ = self._drop(uri, recursive=True)
-        return gone + self._settle(uri, MetaEntry(None, self._clock(), Operation.LOADED), None)
+    def _settle_siblings(
+        self,
+        entries: list[tuple[str, MetaEntry]],
+        token: int | None,
+        olds: dict[str, MetaEntry | None],
+    ) -> tuple[list[_Gone], list[tuple[str, MetaEntry]]]:
+        """The core of :meth:`_settle` for entries of one directory, stored in one batch per
+        tier: the file versions gone, and the entries stored (those no mutation overtook).
+        Caller holds ``_lock``."""
+        gone: list[_Gone] = []
+        settled: list[tuple[str, MetaEntry]] = []
+        kept: list[tuple[str, MetaEntry]] = []
+        changed: list[str] = []
+        negative_ttl = self._store.lifetimes.negative_ttl_ms
+        for uri, entry in entries:
+            if token is not None and self._fence.is_stale(uri, token):
+                continue
+            self._fence.mark(uri)
+            settled.append((uri, entry))
+            old_version = _file_version(olds[uri])
+            if old_version is not None and old_version != entry.version:
+                gone.append((uri, old_version))
+            old = olds[uri]
+            if old is not None and old.status != entry.status:
+                # A first load changes nothing a client can have kept: a client keeps only
+                # what the worker answered, and nothing it keeps outlives the worker's entry
+                # (its TTL is shorter); an entry forgotten and loaded anew is like an outside
+                # write, which a sync interval governs.
+                changed.append(uri)
+            if entry.status is None:
+                self._listings.pop(uri)
+                if negative_ttl == 0:
+                    self._statuses.pop(uri)
+                    self._store.delete(uri)
+                    continue
+            kept.append((uri, entry))
+        self._statuses.put_many(kept)
+        self._store.put_many(kept)
+        for uri in changed:  # after the new state is stored: lookups take no lock
+            self._bump(uri)
+        return gone, settled
+
+    def _drop_listing_if_changed(self, uri: str, settled: list[tuple[str, MetaEntry]]) -> None:
+        """Drop directory ``uri``'s cached listing if it names another version of any of the
+        children just settled. Caller holds ``_lock``."""
+        listing = self._listings.get(uri)
+        if listing is not None and any(
+            listing.versions.get(child) != entry.version for child, entry in settled
+        ):
+            self._listings.pop(uri)
 
     # -- metrics and lifecycle ------------------------------------------------------------------
 
@@ -469,8 +569,14 @@ class MetadataManager:
         counts.update(self._store.stats())
         return counts
 
+    def persistence_state(self) -> PersistenceState:
+        """Whether the metastore persists what the worker learns: PERSISTING, or MEMORY_ONLY (a
+        commit failed; until a restart, lookups are served from memory and the UFS only). For
+        readiness probes; thread-safe and cheap."""
+        return self._store.persistence_state()
+
     def close(self) -> None:
-        """Commit pending metastore writes and close it. Raises MetastoreError if that fails."""
+        """Commit pending metastore writes (a failure is logged) and close the metastore."""
         self._store.close()
 
 
@@ -480,6 +586,34 @@ def _answer(uri: str, entry: MetaEntry, version: str | None) -> UfsStatus:
     if version is not None and entry.status.version != version:
         raise VersionMismatch(uri, version, entry.status.version)
     return entry.status
+
+
+def _ancestors(uri: str) -> list[str]:
+    found = []
+    ancestor = uris.parent(uri)
+    while ancestor is not None:
+        found.append(ancestor)
+        ancestor = uris.parent(ancestor)
+    return found
+
+
+def _file_version(entry: MetaEntry | None) -> str | None:
+    """The version ``entry`` names if it is a file's status; None otherwise."""
+    if entry is None or entry.status is None or entry.status.is_dir:
+        return None
+    return entry.status.version
+
+
+def _found(uri: str, entry: MetaEntry | None) -> list[tuple[str, MetaEntry]]:
+    return [] if entry is None else [(uri, entry)]
+
+
+def _drops_subtree(status: UfsStatus | None, old: MetaEntry | None) -> bool:
+    """Whether a write of ``status`` (None: a delete) over ``old`` must drop every entry under
+    the path: a directory written, or a delete of anything not known to be a file."""
+    if status is not None:
+        return status.is_dir
+    return _file_version(old) is None
 
 
 def _check_write(uri: str, status: UfsStatus | None, op: Operation) -> None:

@@ -5,12 +5,25 @@ The real one is :class:`worker.meta.rocks.RocksMetastore`; both pass the same co
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Callable
 from typing import Protocol
 
 from ufs import uri as uris
 from worker.meta.entry import Lifetimes, MetaEntry
+
+
+class PersistenceState(enum.Enum):
+    """Whether the metastore is persisting what the worker learns.
+
+    PERSISTING: commits succeed. MEMORY_ONLY: a commit failed, so the metastore dropped its
+    buffers and is neither read nor written until the worker restarts; the worker serves from
+    memory and the UFS, and the next start discards the persisted entries (they may miss writes).
+    """
+
+    PERSISTING = "persisting"
+    MEMORY_ONLY = "memory-only"
 
 
 class Metastore(Protocol):
@@ -37,13 +50,25 @@ class Metastore(Protocol):
         """Like :meth:`get` but also returns an expired entry (to learn an old version)."""
         ...
 
+    def peek_many(self, uris: list[str]) -> list[MetaEntry | None]:
+        """:meth:`peek` of each URI, in one pass over the store; an undecodable entry is None."""
+        ...
+
     def put(self, uri: str, entry: MetaEntry) -> None:
         """Store ``entry``; visible to reads at once, durable once its batch is committed."""
+        ...
+
+    def put_many(self, items: list[tuple[str, MetaEntry]]) -> None:
+        """:meth:`put` of each item."""
         ...
 
     def pop(self, uri: str) -> MetaEntry | None:
         """Remove ``uri``'s entry; return it (even if expired), None if there was none or it
         could not be decoded."""
+        ...
+
+    def delete(self, uri: str) -> None:
+        """Remove ``uri``'s entry without reading it (no I/O: callable under a caller's lock)."""
         ...
 
     def pop_under(self, prefix: str) -> list[tuple[str, MetaEntry]]:
@@ -61,6 +86,10 @@ class Metastore(Protocol):
 
     def stats(self) -> dict[str, int]:
         """Counters for metrics (flushes, flush errors, pending entries)."""
+        ...
+
+    def persistence_state(self) -> PersistenceState:
+        """Whether writes are being persisted (see :class:`PersistenceState`)."""
         ...
 
     def load_marker(self, name: str) -> bytes | None:
@@ -99,13 +128,25 @@ class MemoryMetastore:
         with self._lock:
             return self._entries.get(uri)
 
+    def peek_many(self, uris: list[str]) -> list[MetaEntry | None]:
+        with self._lock:
+            return [self._entries.get(uri) for uri in uris]
+
     def put(self, uri: str, entry: MetaEntry) -> None:
         with self._lock:
             self._entries[uri] = entry
 
+    def put_many(self, items: list[tuple[str, MetaEntry]]) -> None:
+        with self._lock:
+            self._entries.update(items)
+
     def pop(self, uri: str) -> MetaEntry | None:
         with self._lock:
             return self._entries.pop(uri, None)
+
+    def delete(self, uri: str) -> None:
+        with self._lock:
+            self._entries.pop(uri, None)
 
     def pop_under(self, prefix: str) -> list[tuple[str, MetaEntry]]:
         with self._lock:
@@ -120,7 +161,16 @@ class MemoryMetastore:
             self._entries.clear()
 
     def stats(self) -> dict[str, int]:
-        return {"metastore_pending": 0, "metastore_flushes": 0, "metastore_flush_errors": 0}
+        return {
+            "metastore_pending": 0,
+            "metastore_flushes": 0,
+            "metastore_flush_errors": 0,
+            "metastore_memory_only": 0,
+            "metastore_dropped_writes": 0,
+        }
+
+    def persistence_state(self) -> PersistenceState:
+        return PersistenceState.PERSISTING
 
     def load_marker(self, name: str) -> bytes | None:
         with self._lock:

@@ -2,12 +2,19 @@
 from a directory that cannot be opened (``dora.worker.metastore.rocksdb.recover``).
 
 A directory the worker may wipe is recognised by a marker file, ``DORACACHE``, written before
-RocksDB first creates its files there. A non-empty directory with neither the marker nor
-RocksDB's ``CURRENT`` is somebody else's data: it is never wiped, whatever the policy.
+RocksDB first creates its files there. Anything else at the path (a file, a symlink to none, a
+non-empty directory without the marker, a RocksDB database included) is somebody else's data:
+it is refused before anything is created beside it, and never wiped, whatever the policy. A
+wipe empties the directory and keeps it (it may be a mount point, or reached by a symlink).
+
+A second marker, ``UNCOMMITTED``, is written when a commit fails: the store may then lack writes
+the worker made, so its entries may be stale. A directory holding it cannot be opened
+(recovery applies: by default it is wiped and the worker starts cold).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import math
@@ -24,6 +31,7 @@ log = logging.getLogger(__name__)
 
 MARKER = "DORACACHE"
 MARKER_TEXT = b"doracache metastore, value format 1\n"
+UNCOMMITTED = "UNCOMMITTED"
 
 
 class _CannotOpen(Exception):
@@ -33,35 +41,75 @@ class _CannotOpen(Exception):
 class DirLock:
     """An exclusive ``flock`` on ``.<name>.lock`` beside the metastore directory, held while the
     store is open. It tells "another worker has it open" (never wipe) apart from corruption,
-    which RocksDB's own LOCK error does not do except by message text. Not thread-safe; owned by
-    one metastore."""
+    which RocksDB's own LOCK error does not do except by message text. A lock file this lock
+    created is removed again if the open fails. Not thread-safe; owned by one metastore.
+
+    Raises MetastoreBusy if another store holds the lock, OSError if the file cannot be made.
+    """
 
     def __init__(self, path: Path) -> None:
-        lock_path = path.parent / f".{path.name}.lock"
-        self._fd: int | None = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        self._path = path.parent / f".{path.name}.lock"
+        while True:
+            self._fd, self._created = _open_lock_file(self._path)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(self._fd)
+                raise MetastoreBusy(
+                    f"metastore {str(path)!r} is in use by another worker "
+                    f"(lock {str(self._path)!r})"
+                ) from None
+            # A failed open that created the file removes it while holding it: if that happened
+            # before we got the flock, ours is on a removed file; take the one now in place.
+            if _same_file(self._fd, self._path):
+                return
             os.close(self._fd)
-            self._fd = None
-            raise MetastoreBusy(
-                f"metastore {str(path)!r} is in use by another worker (lock {str(lock_path)!r})"
-            ) from None
 
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor drops the flock
-            self._fd = None
+    def release(self, remove_if_created: bool = False) -> None:
+        """Drop the lock; with ``remove_if_created``, first remove the lock file if this lock
+        created it (an open that failed leaves nothing behind). Idempotent."""
+        if self._fd < 0:
+            return
+        if remove_if_created and self._created:
+            with contextlib.suppress(FileNotFoundError):
+                self._path.unlink()  # while holding the flock: see __init__
+        os.close(self._fd)  # closing the descriptor drops the flock
+        self._fd = -1
+
+
+def _open_lock_file(path: Path) -> tuple[int, bool]:
+    """The lock file's descriptor, and whether this call created it."""
+    while True:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+        except FileExistsError:
+            pass
+        try:
+            return os.open(path, os.O_RDWR), False
+        except FileNotFoundError:
+            continue  # removed by a failed open in between: create it
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        named = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
 
 
 def open_store(path: str, ttl_ms: int, recover: RecoverPolicy) -> tuple[Rdict, DirLock]:
     """Lock and open the metastore at ``path`` (creating it if missing).
 
-    If the directory cannot be opened (corrupt, wrong format, a file in its place): with
-    ``WIPE``, log an ERROR, delete it and start cold; with ``FAIL``, raise MetastoreOpenError
-    naming the directory and the cause. Raises MetastoreBusy if another store holds it.
+    If the cache's directory cannot be opened (corrupt, wrong format, a failed commit): with
+    ``WIPE``, log an ERROR, empty it and start cold; with ``FAIL``, raise MetastoreOpenError
+    naming the directory and the cause. Raises MetastoreOpenError, whatever the policy, if
+    something the cache did not create is at the path, and MetastoreBusy if another store
+    holds it.
     """
     where = Path(path)
+    _refuse_foreign(where)  # before the lock file is created beside it
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         lock = DirLock(where)
@@ -70,7 +118,7 @@ def open_store(path: str, ttl_ms: int, recover: RecoverPolicy) -> tuple[Rdict, D
     try:
         return _open_or_recover(where, ttl_ms, recover), lock
     except BaseException:
-        lock.release()
+        lock.release(remove_if_created=True)
         raise
 
 
@@ -114,30 +162,58 @@ def _open(path: Path, ttl_ms: int) -> Rdict:
 
 
 def _check_format(path: Path) -> None:
-    if path.exists() and not path.is_dir():
-        raise _CannotOpen("it exists and is not a directory")
+    """Make a missing or empty directory the cache's (the marker first); raise _CannotOpen if
+    the cache's directory is of another format or may miss writes."""
+    _refuse_foreign(path)  # again, now that the lock is held
     if not path.exists() or not any(path.iterdir()):
         path.mkdir(parents=True, exist_ok=True)
         (path / MARKER).write_bytes(MARKER_TEXT)
         return
-    marker = path / MARKER
-    if marker.is_file():
-        if marker.read_bytes() != MARKER_TEXT:
-            raise _CannotOpen(f"its {MARKER} marker names another format")
-        return
-    if (path / "CURRENT").exists():
-        raise _CannotOpen(f"it is a RocksDB database without the {MARKER} marker")
+    if (path / MARKER).read_bytes() != MARKER_TEXT:
+        raise _CannotOpen(f"its {MARKER} marker names another format")
+    if (path / UNCOMMITTED).exists():
+        raise _CannotOpen(f"its {UNCOMMITTED} marker says a commit failed, so it may miss writes")
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Raise MetastoreOpenError unless ``path`` is missing, an empty directory, or a directory
+    holding the cache's marker: anything else was not created by the cache."""
+    try:
+        if not path.exists() and not path.is_symlink():
+            return
+        if not path.is_dir():
+            why = "it is not a directory"
+        elif (path / MARKER).is_file() or not any(path.iterdir()):
+            return
+        elif (path / "CURRENT").exists():
+            why = f"it is a RocksDB database without the {MARKER} marker"
+        else:
+            why = f"it is not empty and has no {MARKER} marker"
+    except OSError as exc:
+        why = f"cannot inspect it: {exc}"
     raise MetastoreOpenError(
-        f"metastore directory {str(path)!r} is not empty and is not a metastore; "
-        "refusing to use or wipe it (point dora.worker.metastore.rocksdb.dir elsewhere)"
+        f"metastore {str(path)!r}: {why}, so the cache did not create it; refusing to use or "
+        "delete it (point dora.worker.metastore.rocksdb.dir elsewhere)"
     )
 
 
 def _wipe(path: Path) -> None:
+    """Empty the cache's directory (its marker is there: everything in it is the cache's)."""
     try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
+        for child in path.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
     except OSError as exc:
         raise MetastoreOpenError(f"cannot wipe metastore {str(path)!r}: {exc}") from exc
+
+
+def mark_uncommitted(path: str) -> None:
+    """Create the ``UNCOMMITTED`` marker. Best effort: an empty file needs no data block, so a
+    full disk takes it, but a failing one may not; a failure is logged."""
+    marker = Path(path) / UNCOMMITTED
+    try:
+        marker.touch()
+    except OSError as exc:
+        log.error("cannot mark metastore %r as missing writes (%s): %s", path, marker, exc)

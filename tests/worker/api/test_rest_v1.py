@@ -183,9 +183,28 @@ def test_load_job_with_globs_and_progress(api: Api, service: WorkerService, data
     assert api.get("/v1/load/load-999").status_code == 404
 
 
+def test_a_metadata_only_load_job_caches_no_data(
+    api: Api, service: WorkerService, data_dir: Path
+) -> None:
+    (data_dir / "m").mkdir()
+    (data_dir / "m" / "a.bin").write_bytes(os.urandom(PAGE))
+    params = {"path": uri(data_dir, "m"), "metadata_only": "true"}
+    job = api.request("POST", "/v1/load", params=params).json()
+    assert job["metadata_only"] is True
+    done = service.loads.wait(job["id"], timeout=60)
+    assert done is not None
+    assert (done.to_dict()["files_done"], done.to_dict()["bytes_done"]) == (1, 0)
+    status = api.get("/v1/status", params={"path": uri(data_dir, "m/a.bin")}).json()
+    assert status["cached_bytes"] == 0
+
+
 def test_probes_metrics_and_stats(api: Api, data_dir: Path) -> None:
     assert api.get("/healthz").json() == {"status": "ok"}
-    assert api.get("/readyz").json() == {"ready": True, "metastore": "open", "pages": "ready"}
+    assert api.get("/readyz").json() == {
+        "ready": True,
+        "metastore": "persisting",
+        "pages": "ready",
+    }
     (data_dir / "m.bin").write_bytes(b"x" * 100)
     api.get("/v1/read", params={"path": uri(data_dir, "m.bin")})
     api.get("/v1/read", params={"path": uri(data_dir, "m.bin")})
@@ -335,6 +354,21 @@ def test_a_file_replaced_since_its_status_was_cached_is_served_new(
     assert answer.headers["x-dora-version"] != old
 
 
+@pytest.mark.parametrize("pinned", [True, False], ids=["version-given", "no-version"])
+def test_a_file_deleted_since_its_status_was_cached_is_recorded_by_the_read(
+    api: Api, data_dir: Path, pinned: bool
+) -> None:
+    (data_dir / "d.bin").write_bytes(b"a" * (3 * PAGE))
+    path = uri(data_dir, "d.bin")
+    version = api.get("/v1/status", params={"path": path}).json()["version"]
+    (data_dir / "d.bin").unlink()
+    asked = {"path": path, "sync_interval": "-1"} | ({"version": version} if pinned else {})
+    assert api.get("/v1/read", params=asked).status_code == 404
+    # The read found the file gone: the cached status must not answer for it any more.
+    later = api.get("/v1/status", params=asked)
+    assert (later.status_code, later.json()["error"]) == (404, "NotFound")
+
+
 def test_ready_while_the_page_restore_runs(tmp_path: Path, data_dir: Path) -> None:
     config = load_config(
         build_registry(),
@@ -350,7 +384,7 @@ def test_ready_while_the_page_restore_runs(tmp_path: Path, data_dir: Path) -> No
     try:
         answer = client.get("/readyz")
         assert answer.status_code == 200
-        assert answer.json() == {"ready": True, "metastore": "open", "pages": "restoring"}
+        assert answer.json() == {"ready": True, "metastore": "persisting", "pages": "restoring"}
     finally:
         client.close()
         service.close()

@@ -48,6 +48,22 @@ def test_reads_fall_back_to_the_ufs_counted_and_logged_once(
     assert fs.failover_count >= stats.ufs_fallbacks
 
 
+def test_every_fallback_is_logged_once_the_first_as_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "f.bin").write_bytes(b"x" * 100)
+    fs = offline()
+    uri = f"file://{tmp_path}/f.bin"
+    with caplog.at_level(logging.INFO, logger="worker.client.fallback"):
+        fs.info(uri)
+        fs.cat_file(uri)
+    records = [r for r in caplog.records if r.name == "worker.client.fallback"]
+    assert len(records) == fs.fallback_stats().ufs_fallbacks >= 2
+    assert [r.levelno for r in records] == [logging.WARNING] + [logging.INFO] * (len(records) - 1)
+    assert records[1].getMessage().startswith("UFS fallback 2: ")
+    assert all(uri in r.getMessage() for r in records)
+
+
 def test_a_pinned_version_is_honoured_in_fallback(tmp_path: Path) -> None:
     (tmp_path / "f").write_bytes(b"abc")
     fs = offline()
@@ -117,16 +133,16 @@ def test_a_forked_child_builds_its_own_connection_pool() -> None:
     config = client_config()
     fs = fsspec.filesystem("dora", transport=httpx.MockTransport(handler), config=config)
     fs.info("s3://b/k")
-    parent_pool = fs.client._http.peek()
+    parent_pool = fs.client.sync.http.peek()
     assert parent_pool is not None
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - runs in the child
         try:
-            fresh = fs.client._http.peek() is None
+            fresh = fs.client.sync.http.peek() is None
             fs.info("s3://b/k")
-            rebuilt = fs.client._http.peek() is not parent_pool
-            again = fsspec.filesystem("dora", transport=fs.client._transport, config=config)
+            rebuilt = fs.client.sync.http.peek() is not parent_pool
+            again = fsspec.filesystem("dora", transport=fs.client.transport, config=config)
             separate = again is not fs
             os.write(write_end, f"{fresh} {rebuilt} {separate} {pids[-1] == os.getpid()}".encode())
         finally:
@@ -135,4 +151,4 @@ def test_a_forked_child_builds_its_own_connection_pool() -> None:
     answer = os.read(read_end, 100).decode()
     os.waitpid(child, 0)
     assert answer == "True True True True"
-    assert fs.client._http.peek() is parent_pool  # the parent's pool is untouched
+    assert fs.client.sync.http.peek() is parent_pool  # the parent's pool is untouched

@@ -1,9 +1,10 @@
 """Routing, failover, retries and error translation of the HTTP layer, against scripted workers
 (``httpx.MockTransport``)."""
 
+import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
@@ -13,6 +14,7 @@ from worker.client import errors
 from worker.client.http import (
     DOWN_PERIOD_S,
     MAX_RETRY_WAIT_S,
+    Answer,
     Call,
     NoWorkerReachable,
     WorkerClient,
@@ -22,6 +24,16 @@ from worker.client.options import ClientOptions
 WORKERS = "w1:1,w2:1,w3:1"
 KEY = "s3://bucket/a.parquet"
 Script = Callable[[httpx.Request], httpx.Response]
+Send = Callable[[WorkerClient, Call], Answer]
+
+
+@pytest.fixture(params=["sync", "async"])
+def send(request: pytest.FixtureRequest) -> Send:
+    """Sends a call through the client's synchronous or asynchronous driver: the policy is one
+    flow, and must hold under both."""
+    if request.param == "sync":
+        return lambda client, call: client.send(call)
+    return lambda client, call: asyncio.run(client.aio.run(client.call(call)))
 
 
 class Clock:
@@ -35,6 +47,9 @@ class Clock:
     def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
 
+    async def async_sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
 
 def make_client(script: Script, *defines: str) -> tuple[WorkerClient, Clock, list[str]]:
     """A client over three scripted workers; the list records the host of every request."""
@@ -46,7 +61,13 @@ def make_client(script: Script, *defines: str) -> tuple[WorkerClient, Clock, lis
 
     clock = Clock()
     options = ClientOptions.resolve(client_config(*defines, workers=WORKERS))
-    client = WorkerClient(options, httpx.MockTransport(handler), clock=clock, sleep=clock.sleep)
+    client = WorkerClient(
+        options,
+        httpx.MockTransport(handler),
+        clock=clock,
+        sleep=clock.sleep,
+        async_sleep=clock.async_sleep,
+    )
     return client, clock, seen
 
 
@@ -71,24 +92,25 @@ def write_call(key: str = KEY) -> Call:
     return Call("PUT", "/v1/write", key, f"write {key}", {"path": key}, False, lambda: b"x")
 
 
-def test_the_owner_serves_and_nothing_is_counted() -> None:
+def test_the_owner_serves_and_nothing_is_counted(send: Send) -> None:
     client, _, seen = make_client(ok)
-    answer = client.send(status_call())
+    answer = send(client, status_call())
     assert answer.worker == client.ring.owner(KEY)
     assert seen == [answer.worker]
     assert client.counters.snapshot().failovers == 0
 
 
 def test_unreachable_owner_fails_over_along_the_ring_and_logs_once(
+    send: Send,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     probe, _, _ = make_client(ok)
     owner, second, _ = probe.ring.owners(KEY)
     client, clock, seen = make_client(refuse(owner.split(":")[0]))
     with caplog.at_level(logging.WARNING, logger="worker.client.http"):
-        first = client.send(status_call())
+        first = send(client, status_call())
         clock.now += DOWN_PERIOD_S + 1
-        client.send(status_call())
+        send(client, status_call())
     assert first.worker == second
     assert seen == [owner, second, owner, second]
     stats = client.counters.snapshot()
@@ -99,6 +121,7 @@ def test_unreachable_owner_fails_over_along_the_ring_and_logs_once(
 
 
 def test_a_failed_worker_is_tried_last_until_its_down_period_ends(
+    send: Send,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     probe, _, _ = make_client(ok)
@@ -111,32 +134,32 @@ def test_a_failed_worker_is_tried_last_until_its_down_period_ends(
         return ok(request)
 
     client, clock, seen = make_client(script)
-    client.send(status_call())
+    send(client, status_call())
     seen.clear()
-    client.send(status_call())
+    send(client, status_call())
     assert seen == [second]  # no new connect attempt to the failed owner
     down.clear()
     clock.now += DOWN_PERIOD_S + 1
     seen.clear()
     with caplog.at_level(logging.WARNING, logger="worker.client.http"):
-        assert client.send(status_call()).worker == owner
+        assert send(client, status_call()).worker == owner
     assert seen == [owner]
     assert any("reachable again" in r.getMessage() for r in caplog.records)
 
 
-def test_every_worker_unreachable_raises_no_worker_reachable() -> None:
+def test_every_worker_unreachable_raises_no_worker_reachable(send: Send) -> None:
     client, _, seen = make_client(refuse("w1", "w2", "w3"))
     with pytest.raises(NoWorkerReachable, match="no worker reachable") as info:
-        client.send(status_call())
+        send(client, status_call())
     assert isinstance(info.value, ConnectionError)
     assert sorted(seen) == ["w1:1", "w2:1", "w3:1"]
 
 
-def test_a_mutation_also_fails_over_when_the_owner_refuses_connections() -> None:
+def test_a_mutation_also_fails_over_when_the_owner_refuses_connections(send: Send) -> None:
     probe, _, _ = make_client(ok)
     owner, second, _ = probe.ring.owners(KEY)
     client, _, _ = make_client(refuse(owner.split(":")[0]))
-    assert client.send(write_call()).worker == second
+    assert send(client, write_call()).worker == second
 
 
 def dropping(hosts: set[str]) -> Script:
@@ -148,29 +171,33 @@ def dropping(hosts: set[str]) -> Script:
     return script
 
 
-def test_a_dropped_read_is_asked_again_then_fails_over() -> None:
+def test_a_dropped_read_is_asked_again_then_fails_over(send: Send) -> None:
     probe, _, _ = make_client(ok)
     owner, second, _ = probe.ring.owners(KEY)
     client, _, seen = make_client(dropping({owner.split(":")[0]}))
-    assert client.send(status_call()).worker == second
+    assert send(client, status_call()).worker == second
     assert seen == [owner, owner, second]
 
 
-def test_a_dropped_mutation_is_not_repeated() -> None:
+def test_a_dropped_mutation_is_not_repeated(send: Send) -> None:
     probe, _, _ = make_client(ok)
     owner = probe.ring.owner(KEY)
     client, _, seen = make_client(dropping({owner.split(":")[0]}))
     with pytest.raises(errors.WorkerUnavailable, match="may or may not have been applied"):
-        client.send(write_call())
+        send(client, write_call())
     assert seen == [owner]
 
 
-class CutBody(httpx.SyncByteStream):
+class CutBody(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A body that stops after a few bytes, as when the worker cuts the connection."""
 
     def __iter__(self) -> Iterator[bytes]:
         yield b"old"
         raise httpx.RemoteProtocolError("peer closed connection without sending complete body")
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self:
+            yield chunk
 
 
 def read_call(key: str = KEY) -> Call:
@@ -203,10 +230,12 @@ def version_mismatch(request: httpx.Request) -> httpx.Response:
     return httpx.Response(412, json={"error": "VersionMismatch", "message": "changed"})
 
 
-def test_a_read_cut_after_the_headers_is_asked_again_pinned_and_412_is_a_version_mismatch() -> None:
+def test_a_read_cut_after_the_headers_is_asked_again_pinned_and_412_is_a_version_mismatch(
+    send: Send,
+) -> None:
     client, _, seen = make_client(cut_then(pinned_to_v1(version_mismatch)))
     with pytest.raises(errors.VersionMismatch, match="changed"):
-        client.send(read_call())
+        send(client, read_call())
     owner = client.ring.owner(KEY)
     assert seen == [owner, owner]  # no failover: every worker would see the same change
     stats = client.counters.snapshot()
@@ -214,24 +243,24 @@ def test_a_read_cut_after_the_headers_is_asked_again_pinned_and_412_is_a_version
     assert client.candidates(KEY)[0] == owner  # not marked down
 
 
-def test_a_read_cut_then_answered_in_full_was_a_transient_drop() -> None:
+def test_a_read_cut_then_answered_in_full_was_a_transient_drop(send: Send) -> None:
     client, _, seen = make_client(cut_then(pinned_to_v1(lambda r: httpx.Response(200, text="x"))))
-    answer = client.send(read_call())
+    answer = send(client, read_call())
     assert answer.response.content == b"x"
     assert seen == [client.ring.owner(KEY)] * 2
     assert client.counters.snapshot().unreachable == {}
 
 
-def test_a_read_cut_by_a_worker_that_then_refuses_connections_fails_over() -> None:
+def test_a_read_cut_by_a_worker_that_then_refuses_connections_fails_over(send: Send) -> None:
     probe, _, _ = make_client(ok)
     owner, second, _ = probe.ring.owners(KEY)
     client, _, seen = make_client(cut_then(refuse(owner.split(":")[0])))
-    assert client.send(read_call()).worker == second
+    assert send(client, read_call()).worker == second
     assert seen == [owner, owner, second]
     assert client.counters.snapshot().unreachable == {owner: 1}
 
 
-def test_a_read_cut_twice_marks_the_worker_down_and_fails_over() -> None:
+def test_a_read_cut_twice_marks_the_worker_down_and_fails_over(send: Send) -> None:
     probe, _, _ = make_client(ok)
     owner, second, _ = probe.ring.owners(KEY)
 
@@ -241,12 +270,12 @@ def test_a_read_cut_twice_marks_the_worker_down_and_fails_over() -> None:
         return ok(request)
 
     client, _, seen = make_client(cut_then(second_ask))
-    assert client.send(read_call()).worker == second
+    assert send(client, read_call()).worker == second
     assert seen == [owner, owner, second]
     assert client.counters.snapshot().unreachable == {owner: 1}
 
 
-def test_a_status_cut_after_the_headers_is_a_drop() -> None:
+def test_a_status_cut_after_the_headers_is_a_drop(send: Send) -> None:
     probe, _, _ = make_client(ok)
     owner, second, _ = probe.ring.owners(KEY)
 
@@ -257,7 +286,7 @@ def test_a_status_cut_after_the_headers_is_a_drop() -> None:
         return ok(request)
 
     client, _, seen = make_client(script)
-    assert client.send(status_call()).worker == second
+    assert send(client, status_call()).worker == second
     assert seen == [owner, owner, second]
 
 
@@ -274,29 +303,29 @@ def unavailable_then_ok(failures: int, retry_after: str = "5") -> Script:
     return script
 
 
-def test_503_is_retried_on_the_same_worker_with_a_capped_wait() -> None:
+def test_503_is_retried_on_the_same_worker_with_a_capped_wait(send: Send) -> None:
     client, clock, seen = make_client(unavailable_then_ok(2))
-    answer = client.send(status_call())
+    answer = send(client, status_call())
     assert seen == [answer.worker] * 3
     assert clock.slept == [MAX_RETRY_WAIT_S, MAX_RETRY_WAIT_S]
     assert client.counters.snapshot().retries == 2
 
 
-def test_503_retries_are_bounded() -> None:
+def test_503_retries_are_bounded(send: Send) -> None:
     client, _, seen = make_client(
         unavailable_then_ok(10, "0"), "dora.user.client.retry.max.attempts=2"
     )
     with pytest.raises(errors.UfsUnavailable, match="s3 down") as info:
-        client.send(status_call())
+        send(client, status_call())
     assert isinstance(info.value, ConnectionError)
     assert info.value.retry_after == 0
     assert len(seen) == 2
 
 
-def test_503_on_a_mutation_is_not_retried() -> None:
+def test_503_on_a_mutation_is_not_retried(send: Send) -> None:
     client, _, seen = make_client(unavailable_then_ok(1))
     with pytest.raises(errors.UfsUnavailable):
-        client.send(write_call())
+        send(client, write_call())
     assert len(seen) == 1
 
 
@@ -318,30 +347,30 @@ def test_503_on_a_mutation_is_not_retried() -> None:
     ],
 )
 def test_error_answers_become_python_errors(
-    status: int, code: str, kind: type[Exception], builtin: type[Exception]
+    send: Send, status: int, code: str, kind: type[Exception], builtin: type[Exception]
 ) -> None:
     def script(request: httpx.Request) -> httpx.Response:
         return httpx.Response(status, json={"error": code, "message": "the worker says no"})
 
     client, _, seen = make_client(script)
     with pytest.raises(kind, match="the worker says no") as info:
-        client.send(status_call())
+        send(client, status_call())
     assert isinstance(info.value, builtin)
     assert isinstance(info.value, errors.DoraError)
     assert (info.value.status, info.value.code) == (status, code)
     assert len(seen) == 1  # an answer is final: no failover
 
 
-def test_an_error_without_a_json_body_maps_by_status() -> None:
+def test_an_error_without_a_json_body_maps_by_status(send: Send) -> None:
     def script(request: httpx.Request) -> httpx.Response:
         return httpx.Response(404, text="<html>not here</html>")
 
     client, _, _ = make_client(script)
     with pytest.raises(errors.NotFound, match="not here"):
-        client.send(status_call())
+        send(client, status_call())
 
 
-def test_token_and_params_are_sent() -> None:
+def test_token_and_params_are_sent(send: Send) -> None:
     captured: list[httpx.Request] = []
 
     def script(request: httpx.Request) -> httpx.Response:
@@ -349,6 +378,6 @@ def test_token_and_params_are_sent() -> None:
         return httpx.Response(200, content=json.dumps({}).encode())
 
     client, _, _ = make_client(script, "dora.user.client.token=s3cret")
-    client.send(status_call())
+    send(client, status_call())
     assert captured[0].headers["Authorization"] == "Bearer s3cret"
     assert captured[0].url.params["path"] == KEY

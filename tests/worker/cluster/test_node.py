@@ -5,15 +5,19 @@ pages whose version a re-check confirms; the revision middleware waits, or syncs
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 
+from pagestore.page import PageId
 from tests.worker.conftest import open_service, page_files
+from ufs.status import file_id
 from worker.api.app import create_app
+from worker.cluster.events import Event, Op
 from worker.cluster.localetcd import LocalEtcd
-from worker.cluster.node import MARKER, ClusterNode
+from worker.cluster.node import MARKER, ClusterNode, MetaSink
 
 from .support import wait_for
 
@@ -135,3 +139,27 @@ def test_a_reset_rechecks_but_keeps_confirmed_pages(
     assert a.service.status(uri).size == 1000
     assert a.service.meta.counters()["ufs_calls"] == calls + 1
     assert page_files(tmp_path / "work0", uri)
+
+
+@pytest.mark.parametrize(
+    ("event", "kept"),
+    [
+        (Event(Op.DELETED, "/t", prefix=True), False),
+        (Event(Op.INVALIDATED, "/t", prefix=True), False),
+        # Collapsed updates: a page is served only for the version a status names.
+        (Event(Op.UPDATED, "/t", prefix=True), True),
+    ],
+)
+def test_a_prefix_event_drops_pages_no_status_names(
+    tmp_path: Path, data_dir: Path, event: Event, kept: bool
+) -> None:
+    service = open_service(tmp_path / "work", f"file://{data_dir}")
+    try:
+        uri = f"file://{data_dir}/t/f"
+        # Pages whose status this worker no longer holds (expired, or lost with a metastore).
+        service.pages.put(PageId(file_id(uri), "v1", 0), b"y" * 100, uri)
+        sink = MetaSink(service.meta, service.pages)
+        sink.apply(replace(event, path=f"file://{data_dir}{event.path}"))
+    finally:
+        service.close()  # waits for the page files to be unlinked
+    assert bool(page_files(tmp_path / "work", uri)) is kept

@@ -48,6 +48,17 @@ def test_a_promoted_status_never_outlives_its_persisted_life(clock: FakeClock) -
     assert cache.get("s3://b/b") is None
 
 
+def test_many_at_once_is_like_one_at_a_time(clock: FakeClock) -> None:
+    cache = StatusCache(2, HOUR, LIFETIMES, clock)
+    cache.put_many([(f"s3://b/{n}", entry(f"s3://b/{n}", clock.now)) for n in "abc"])
+    assert cache.get_many(["s3://b/a", "s3://b/b", "s3://b/c"]) == [
+        None,
+        entry("s3://b/b", clock.now),
+        entry("s3://b/c", clock.now),
+    ]
+    assert cache.evictions == 1
+
+
 def test_the_least_recently_used_status_is_evicted_and_counted(clock: FakeClock) -> None:
     cache = StatusCache(2, HOUR, LIFETIMES, clock)
     for name in ("a", "b"):

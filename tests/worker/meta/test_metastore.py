@@ -71,6 +71,34 @@ def test_pop_returns_the_entry_and_removes_it(store: Metastore, clock: FakeClock
     assert store.peek("s3://b/a") is None
 
 
+def test_many_at_once_reads_and_writes_like_one_at_a_time(
+    store: Metastore, clock: FakeClock
+) -> None:
+    store.put_many([("s3://b/a", entry("s3://b/a", clock.now))])
+    store.flush()
+    store.put_many([("s3://b/b", entry("s3://b/b", clock.now)), ("s3://b/c", entry("s3://b/c", 1))])
+    store.delete("s3://b/c")
+    found = store.peek_many(["s3://b/a", "s3://b/b", "s3://b/c", "s3://b/never"])
+    assert found == [entry("s3://b/a", clock.now), entry("s3://b/b", clock.now), None, None]
+    store.flush()
+    assert store.peek_many(["s3://b/b", "s3://b/a"]) == [
+        entry("s3://b/b", clock.now),
+        entry("s3://b/a", clock.now),
+    ]
+
+
+def test_delete_removes_a_committed_or_pending_entry(store: Metastore, clock: FakeClock) -> None:
+    store.put("s3://b/a", entry("s3://b/a", clock.now))
+    store.flush()
+    store.put("s3://b/p", entry("s3://b/p", clock.now))
+    store.delete("s3://b/a")
+    store.delete("s3://b/p")
+    store.delete("s3://b/never")
+    assert (store.peek("s3://b/a"), store.peek("s3://b/p")) == (None, None)
+    store.flush()
+    assert (store.peek("s3://b/a"), store.peek("s3://b/p")) == (None, None)
+
+
 def test_pop_under_removes_a_prefix_committed_or_pending(
     store: Metastore, clock: FakeClock
 ) -> None:

@@ -1,5 +1,6 @@
 """Opening a metastore directory that cannot be opened: recover=wipe starts cold, recover=fail
-raises an error naming the directory and the cause; a busy or foreign directory is never wiped."""
+raises an error naming the directory and the cause; a busy directory, or anything at the path
+that the cache did not create, is never wiped."""
 
 from __future__ import annotations
 
@@ -62,13 +63,10 @@ def contents(path: Path) -> dict[str, bytes]:
     }
 
 
-DAMAGE: list[Callable[[Path], None]] = [
-    garbage_current,
-    garbage_manifest,
-    file_instead_of_dir,
-    foreign_rocksdb,
-    other_format,
-]
+# Damage to a metastore the cache created (its marker is there): recovery applies.
+DAMAGE: list[Callable[[Path], None]] = [garbage_current, garbage_manifest, other_format]
+# Something at the path that the cache did not create: refused whatever the policy.
+FOREIGN: list[Callable[[Path], None]] = [file_instead_of_dir, foreign_rocksdb]
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
@@ -118,6 +116,23 @@ def test_a_directory_in_use_is_busy_and_never_wiped(tmp_path: Path, clock: FakeC
     first.close()
 
 
+@pytest.mark.parametrize("policy", list(RecoverPolicy))
+@pytest.mark.parametrize("foreign", FOREIGN)
+def test_what_the_cache_did_not_create_is_refused_and_left_as_it_was(
+    foreign: Callable[[Path], None], policy: RecoverPolicy, tmp_path: Path, clock: FakeClock
+) -> None:
+    path = tmp_path / "ms"
+    filled(path, clock)
+    foreign(path)
+    (tmp_path / ".ms.lock").unlink()  # as if the cache had never been here
+    before = contents(path)
+    with pytest.raises(MetastoreOpenError, match="refusing") as caught:
+        RocksMetastore.open(rocks_options(path, recover=policy), clock)
+    assert str(path) in str(caught.value)
+    assert contents(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ms"]
+
+
 def test_a_foreign_non_empty_directory_is_refused_not_wiped(
     tmp_path: Path, clock: FakeClock
 ) -> None:
@@ -133,3 +148,16 @@ def test_a_missing_directory_is_created_with_its_parents(tmp_path: Path, clock: 
     path = tmp_path / "deep" / "er" / "ms"
     RocksMetastore.open(rocks_options(path), clock).close()
     assert (path / "DORACACHE").is_file()
+
+
+def test_wipe_empties_a_directory_reached_by_a_symlink_and_keeps_the_link(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    real, link = tmp_path / "ssd" / "ms", tmp_path / "ms"
+    filled(real, clock)
+    garbage_current(real)
+    link.symlink_to(real)
+    store = RocksMetastore.open(rocks_options(link, recover=RecoverPolicy.WIPE), clock)
+    assert store.get(URI) is None
+    store.close()
+    assert link.is_symlink() and (real / "DORACACHE").is_file()

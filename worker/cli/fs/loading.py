@@ -54,7 +54,7 @@ def load_path(session: Session, args: argparse.Namespace) -> int:
     started, redraw = time.monotonic(), sys.stderr.isatty()
     try:
         job = jobs.call("POST", "/v1/load", params)
-        while job["state"] == "running":
+        while job["state"] in ("queued", "running"):
             if redraw:
                 _show(job, time.monotonic() - started, redraw=True)
             time.sleep(POLL_S)

@@ -1,0 +1,63 @@
+"""The two places where the client resolves what it reads, so a faster source can be put in
+front of the workers' REST API without touching any filesystem method:
+
+- :class:`Ranges`: the bytes of a range of a file, at a version when one is pinned. Every read
+  of file content goes through one (``cat_file``, ``cat_ranges``, open files, ``get_file``,
+  copies; sync and async alike). A short-circuit reader that serves cached pages from the
+  worker's page files wraps the HTTP one and asks it for what it cannot serve.
+- :class:`Metadata`: the status of a path and the listing of a directory. Every status or
+  listing the filesystem needs goes through one. A per-process near-cache wraps the HTTP one; it
+  learns of the changes made through this client from :attr:`worker.client.remote.Remote.
+  listeners`.
+
+Both return flows (:mod:`worker.client.flow`), so one implementation serves the synchronous and
+the asynchronous API; blocking work (opening page files) goes in a ``Blocking`` effect. Which
+implementation a filesystem uses is decided in one place,
+:func:`worker.client.base.resolvers`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from worker.client.answers import ReadResult
+from worker.client.flow import Flow
+
+
+class Ranges(Protocol):
+    """Resolves byte ranges. Implementations are thread-safe."""
+
+    def read(
+        self,
+        uri: str,
+        offset: int,
+        length: int | None,
+        *,
+        version: str | None = None,
+        sync_interval: str | None = None,
+    ) -> Flow[ReadResult]:
+        """Bytes ``[offset, offset+length)`` of ``uri`` (to the end when ``length`` is None), cut
+        at the end of the file, with the version they belong to and, when known, the file's
+        size. With ``version`` the bytes must be of that version: VersionMismatch if the file
+        no longer has it. RangeNotSatisfiable if ``offset`` is past the end; NotFound,
+        IsADirectory and the other :class:`worker.client.errors.DoraError` as the worker
+        answers them."""
+        ...
+
+
+class Metadata(Protocol):
+    """Resolves statuses and listings (fsspec info dicts with full URIs as names).
+    Implementations are thread-safe."""
+
+    def status(
+        self, uri: str, sync_interval: str | None = None, version: str | None = None
+    ) -> Flow[dict[str, Any]]:
+        """The info dict of ``uri``, no older than ``sync_interval`` allows (None: the worker's
+        default); with ``version``, VersionMismatch if the file no longer has it. NotFound if
+        it does not exist."""
+        ...
+
+    def list(self, uri: str, sync_interval: str | None = None) -> Flow[list[dict[str, Any]]]:
+        """The info dicts of the children of directory ``uri``; NotADirectory for a file,
+        NotFound if it does not exist."""
+        ...

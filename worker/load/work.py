@@ -1,0 +1,142 @@
+"""What one load job does: list the directories under its path and read each file through the
+cache (or, for a metadata-only job, only list), with a bounded number of listings and fills
+running at once (``dora.worker.load.parallelism``), so a slow UFS call holds up only one of them.
+
+A file or subdirectory that fails (outside the mount roots through a symlink, vanished, denied,
+unreadable) is counted and noted on the job, and the job goes on; only a failure to list the
+job's own path ends it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
+
+from ufs.errors import UfsError
+from ufs.status import UfsStatus, file_id
+from worker.load.job import LoadJob
+from worker.meta.errors import MetaError
+
+if TYPE_CHECKING:
+    from worker.service import WorkerService
+
+log = logging.getLogger(__name__)
+
+# Failures of one file or directory that a job expects and records; anything else is a bug,
+# recorded as well but logged with its traceback.
+_EXPECTED = (UfsError, MetaError, OSError, ValueError)
+# Files one fill task reads: enough to amortise handing work to a pool thread, few enough that
+# the fills of a large directory still spread over the pool.
+FILL_BATCH = 32
+
+
+class JobWork:
+    """Runs one job's listings and fills on a pool of ``parallelism`` threads. The pool lives
+    as long as :meth:`run`; everything else is touched by the calling thread only."""
+
+    def __init__(
+        self, service: WorkerService, job: LoadJob, root: UfsStatus, parallelism: int
+    ) -> None:
+        self._service = service
+        self._job = job
+        self._root = root
+        self._parallelism = parallelism
+        self._dirs: deque[str] = deque()
+        self._files: deque[UfsStatus] = deque()
+        self._listing: dict[Future[list[UfsStatus]], str] = {}
+
+    def run(self) -> None:
+        """Load the job's path until done or cancelled. Raises what listing the path raises."""
+        if not self._root.is_dir:
+            self._found([self._root])
+        else:
+            self._dirs.append(self._root.uri)
+        pool = ThreadPoolExecutor(self._parallelism, thread_name_prefix=self._job.id)
+        try:
+            pending: set[Future[list[UfsStatus]]] = set()
+            while not self._job.cancel.is_set():
+                while len(pending) < 2 * self._parallelism:
+                    task = self._next_task(pool)
+                    if task is None:
+                        break
+                    pending.add(task)
+                if not pending:
+                    return
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for task in done:
+                    self._finished(task)
+        finally:
+            # Queued tasks are dropped; running ones end at their next file.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _next_task(self, pool: ThreadPoolExecutor) -> Future[list[UfsStatus]] | None:
+        # Fill before listing further once a batch is ready, so found files stay few.
+        if len(self._files) >= FILL_BATCH or (self._files and not self._dirs):
+            batch = [self._files.popleft() for _ in range(min(FILL_BATCH, len(self._files)))]
+            return pool.submit(self._fill, batch)
+        if self._dirs:
+            directory = self._dirs.popleft()
+            task = pool.submit(self._service.list, directory, 0)
+            self._listing[task] = directory
+            return task
+        return None
+
+    def _finished(self, task: Future[list[UfsStatus]]) -> None:
+        directory = self._listing.pop(task, None)
+        if directory is None:
+            task.result()  # a fill: it counted its files itself
+            return
+        try:
+            children = task.result()
+        except Exception as exc:
+            if directory == self._root.uri:
+                raise
+            _note_failure(self._job, directory, exc)
+            self._job.count(dirs_failed=1)
+            return
+        if self._job.recursive:
+            self._dirs.extend(child.uri for child in children if child.is_dir)
+        self._found(c for c in children if not c.is_dir and self._job.wants(c.uri))
+
+    def _found(self, files: Iterable[UfsStatus]) -> None:
+        found = list(files)
+        if self._job.metadata_only:
+            # Listing cached their statuses already (and submit cached a file root's).
+            self._job.count(files_total=len(found), files_done=len(found))
+            return
+        self._job.count(files_total=len(found), bytes_total=sum(f.size for f in found))
+        self._files.extend(found)
+
+    def _fill(self, files: list[UfsStatus]) -> list[UfsStatus]:
+        for status in files:
+            if self._job.cancel.is_set():
+                break
+            _load_file(self._service, self._job, status)
+        return []
+
+
+def _load_file(service: WorkerService, job: LoadJob, status: UfsStatus) -> None:
+    # Already cached (a job run again, a file read meanwhile): nothing to read.
+    if service.pages.cached_bytes(file_id(status.uri), status.version) >= status.size:
+        job.count(files_done=1, bytes_done=status.size)
+        return
+    try:
+        result = service.read(status.uri, 0, None, sync_interval=-1)
+        for chunk in result.chunks:
+            job.count(bytes_done=len(chunk))
+            if job.cancel.is_set():
+                return
+    except Exception as exc:  # noqa: BLE001 - one file's failure is counted, the job goes on
+        _note_failure(job, status.uri, exc)
+        job.count(files_failed=1)
+    else:
+        job.count(files_done=1)
+
+
+def _note_failure(job: LoadJob, uri: str, exc: Exception) -> None:
+    if not isinstance(exc, _EXPECTED):
+        log.warning("load job %s: unexpected failure on %s", job.id, uri, exc_info=exc)
+    job.note_error(f"{uri}: {exc}")
