@@ -59,8 +59,8 @@ class ShortCircuitReader:
     def __init__(
         self,
         page_size: int,
-        locate: Locate,
-        fetch: Fetch,
+        locate: Locate | None = None,
+        fetch: Fetch | None = None,
         window_pages: int = DEFAULT_WINDOW_PAGES,
         max_windows: int = DEFAULT_MAX_WINDOWS,
         max_open: int = DEFAULT_MAX_OPEN,
@@ -88,6 +88,8 @@ class ShortCircuitReader:
         """Fill ``buffer`` with the bytes of ``path`` at ``version`` from ``offset``; the
         range must lie within the file. Raises what ``locate`` and ``fetch`` raise. (The
         three steps it takes are public for a caller that makes its calls itself.)"""
+        if self._locate is None or self._fetch is None:
+            raise ValueError("read_into needs the reader built with locate and fetch")
         target = memoryview(buffer).cast("B")
         for at, length in self.to_locate(path, version, offset, len(target)):
             self.located(path, version, at, self._locate(path, version, at, length))
