@@ -49,7 +49,14 @@ def resolvers(
 
 class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[misc]  # untyped
     """Construction, naming and metadata of the ``dora`` filesystem; reads and writes are in
-    :class:`worker.client.filesystem.DoraFileSystem`, the class to use. Thread-safe."""
+    :class:`worker.client.filesystem.DoraFileSystem`, the class to use. Thread-safe.
+
+    ``short_circuit`` and ``near_cache`` turn on the same-host fast path
+    (:mod:`worker.client.fastpath`): reads of cached pages straight from the worker's page
+    files, and statuses and listings kept in this process while the worker's generation
+    counters say nothing changed. Both take effect only with one worker whose ``/v1/local``
+    names a generation file this process can read; otherwise calls go over HTTP as without
+    them. Off by default for now: the fast path is new, and a caller opts in."""
 
     protocol = PROTOCOL
     root_marker = ""
