@@ -32,6 +32,8 @@ from pagestore.pagefile import (
     verify,
 )
 
+_SCRATCH = 2 * BLOCK_SIZE
+
 
 @dataclass(frozen=True, slots=True)
 class PageLocation:
@@ -139,6 +141,7 @@ class PageFile:
         self.page = page
         self._header_size = locations.header_size
         key = PageKey(locations.file_id, version_key(locations.version), page.index)
+        self._scratch: memoryview | None = None
         try:
             self._fd: int | None = os.open(page.path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
@@ -163,6 +166,9 @@ class PageFile:
         if not len(target):
             return
         start, end = self._header.blocks(offset, len(target))
+        if end - start != len(target) and end - start <= _SCRATCH:
+            self._read_small(offset, target, start, end)
+            return
         pieces = [target]
         if offset > start:
             pieces.insert(0, memoryview(bytearray(offset - start)))
@@ -174,6 +180,32 @@ class PageFile:
                 raise ShortPageError(f"read {got} of {end - start} bytes")
             verify(self._header, start, pieces)
         except (OSError, CorruptPageError) as exc:
+            raise _miss(exc, self.page.path) from exc
+
+    def _read_small(self, offset: int, target: memoryview, start: int, end: int) -> None:
+        """A read within a few blocks but not aligned to them: read and verify the blocks
+        whole in this file's scratch buffer, then copy out (cheaper than a scratch piece at
+        each end, for reads this small)."""
+        if self._scratch is None:
+            self._scratch = memoryview(bytearray(_SCRATCH))
+        span = self._scratch[: end - start]
+        try:
+            got = os.preadv(self._fd, [span], self._header_size + start)  # type: ignore[arg-type]
+            if got != end - start:
+                raise ShortPageError(f"read {got} of {end - start} bytes")
+            verify(self._header, start, [span])
+        except (OSError, CorruptPageError) as exc:
+            raise _miss(exc, self.page.path) from exc
+        target[:] = span[offset - start : offset - start + len(target)]
+
+    def unlinked(self) -> bool:
+        """Whether the file was removed since it was opened (evicted, or replaced by a rename):
+        a reader keeping it open checks this to miss as one opening it anew would."""
+        if self._fd is None:
+            raise ValueError("the page file is closed")
+        try:
+            return os.fstat(self._fd).st_nlink == 0
+        except OSError as exc:
             raise _miss(exc, self.page.path) from exc
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from config.core_keys import WORK_DIR
 from pagestore import keys as page_keys
 from pagestore.api import PageStore
 from pagestore.options import PageStoreOptions
+from pagestore.shortcircuit import PageLocations
 from pagestore.store import ForeignPageDirError, LocalPageStore
 from ufs import keys as ufs_keys
 from ufs import uri as uris
@@ -34,6 +35,8 @@ from worker.load import LoadManager
 from worker.meta import keys as meta_keys
 from worker.meta.entry import Operation
 from worker.meta.errors import MetastoreOpenError
+from worker.meta.generations import FILE_NAME as GENERATIONS_FILE
+from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.ranges import Span, Window
@@ -70,6 +73,17 @@ class ReadResult:
     chunks: Iterator[bytes]
 
 
+@dataclass(frozen=True)
+class Located:
+    """Where the cached pages of a range of one pinned file version are (``locations``) and
+    which page indices of the range are not cached (``missing``: read those through the worker,
+    which fills them)."""
+
+    status: UfsStatus
+    locations: PageLocations
+    missing: tuple[int, ...]
+
+
 class WorkerService:
     """The cache agent's operations. Thread-safe: its parts are, and it holds no state of its
     own beyond them. ``close()`` stops load jobs, then flushes the metastore and page store."""
@@ -81,6 +95,7 @@ class WorkerService:
         meta: MetadataManager,
         pages: PageStore,
         page_size: int,
+        generations: GenerationFile | None = None,
     ) -> None:
         self.config = config
         self.ufs = ufs
@@ -92,6 +107,10 @@ class WorkerService:
         exclude: list[str] = config.get(keys.CACHE_EXCLUDE)
         policy = CachePolicy(tuple(include), tuple(exclude))
         self.reader = Reader(ufs, pages, page_size, policy, self.metrics)
+        self.page_size = page_size
+        self.generations = generations
+        if generations is not None:
+            meta.count_changes(generations)
         self.loads = LoadManager(self)
         self._closed = False
         self._change_listeners: list[Callable[[list[Event]], None]] = []
@@ -120,7 +139,12 @@ class WorkerService:
                 pages.start()
             except ForeignPageDirError as exc:
                 raise _refused(config, page_keys.DIRS, exc) from exc
-            service = cls(config, ufs, meta, pages, options.page_size)
+            try:
+                generations = GenerationFile(options.dirs[0].path / GENERATIONS_FILE)
+            except OSError as exc:
+                raise _refused(config, page_keys.DIRS, exc) from exc
+            opened.callback(generations.close)
+            service = cls(config, ufs, meta, pages, options.page_size, generations)
             opened.pop_all()
         # Once started: a refused start says only what was wrong, in one line.
         log.info("configuration: %s", config.sources())
@@ -135,6 +159,8 @@ class WorkerService:
         self.reader.close()
         self.meta.close()
         self.pages.close()
+        if self.generations is not None:
+            self.generations.close()
 
     def _drop_pages(self, uri: str, version: str) -> None:
         self.pages.delete_file(file_id(uri), version)
@@ -251,6 +277,38 @@ class WorkerService:
             self.meta.get_status(uri, sync_interval=0)
         except UfsError as exc:
             log.info("could not record the change of %s found by a read: %s", uri, exc)
+
+    def locate(
+        self, uri: str, version: str | None, offset: int = 0, length: int | None = None
+    ) -> Located:
+        """Where the cached pages of ``[offset, offset + length)`` (None: to the end) of one
+        file version are, for a same-host client's short-circuit read. ``version`` pins it
+        (None: the current one, as a status call with the default sync interval finds it).
+        Raises what :meth:`status` raises (VersionMismatch when the file is not at
+        ``version``), IsADirectory, RangeNotSatisfiable for an offset past the end. A page
+        listed may be evicted at any time after: the client's read of it then misses."""
+        status = self.status(uri, None, version)
+        if status.is_dir:
+            raise IsADirectory(f"cannot locate pages of {status.uri!r}: it is a directory")
+        start, count = Window(offset, length).resolve(status.size)
+        if count == 0:
+            empty = PageLocations(file_id(status.uri), status.version, self.page_size, ())
+            return Located(status, empty, ())
+        first, last = start // self.page_size, (start + count - 1) // self.page_size
+        locations = self.pages.locate(file_id(status.uri), status.version, first, last)
+        found = {page.index for page in locations.pages}
+        missing = tuple(i for i in range(first, last + 1) if i not in found)
+        return Located(status, locations, missing)
+
+    def same_host(self) -> dict[str, Any]:
+        """What a client on this host needs for its fast path: the generation file its
+        near-cache checks (None: none, so no near-cache), the page size and the default sync
+        interval (ms) a call without one gets."""
+        return {
+            "generations": None if self.generations is None else str(self.generations.path),
+            "page_size": self.page_size,
+            "sync_interval_ms": self.config.get(meta_keys.SYNC_INTERVAL),
+        }
 
     # -- mutations -----------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from worker import keys
-from worker.api import params
+from worker.api import locate, params
 from worker.api.body import Batch, PagedBody, file_chunks, pull, spool_body
 from worker.api.errors import error_response
 from worker.api.surface import Route, Surface
@@ -186,6 +186,7 @@ SURFACE = Surface(
         Route("POST", "/v1/load", load),
         Route("GET", "/v1/load/{job_id}", load_progress),
         Route("DELETE", "/v1/load/{job_id}", load_cancel),
+        *locate.ROUTES,
     ),
     render_error=error_response,
 )

@@ -18,6 +18,7 @@ from fsspec.implementations.chained import ChainedFileSystem
 from config import Config, load_config
 from ufs import uri as uris
 from worker.client.fallback import UfsFallback
+from worker.client.fastpath import LocalWorker, NearCacheMetadata, ShortCircuitRanges
 from worker.client.flow import Flow
 from worker.client.http import WorkerClient
 from worker.client.ops import Operations
@@ -32,17 +33,30 @@ from worker.keys import build_registry
 T = TypeVar("T")
 
 
-def resolvers(config: Config, remote: Remote) -> tuple[Metadata, Ranges]:
+def resolvers(
+    config: Config, remote: Remote, short_circuit: bool = False, near_cache: bool = False
+) -> tuple[Metadata, Ranges]:
     """What resolves statuses and listings, and what resolves byte ranges, for a filesystem
-    (see :mod:`worker.client.resolvers`): the workers' REST API for both. This is where a
-    near-cache wraps the first (subscribing to ``remote.listeners``) and a short-circuit
-    reader the second."""
-    return remote, remote
+    (see :mod:`worker.client.resolvers`): the workers' REST API, with the same-host fast path
+    (:mod:`worker.client.fastpath`) in front where asked for."""
+    if not (short_circuit or near_cache):
+        return remote, remote
+    local = LocalWorker(remote, short_circuit, near_cache)
+    metadata: Metadata = NearCacheMetadata(local) if near_cache else remote
+    ranges: Ranges = ShortCircuitRanges(local, metadata) if short_circuit else remote
+    return metadata, ranges
 
 
 class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[misc]  # untyped
     """Construction, naming and metadata of the ``dora`` filesystem; reads and writes are in
-    :class:`worker.client.filesystem.DoraFileSystem`, the class to use. Thread-safe."""
+    :class:`worker.client.filesystem.DoraFileSystem`, the class to use. Thread-safe.
+
+    ``short_circuit`` and ``near_cache`` turn on the same-host fast path
+    (:mod:`worker.client.fastpath`): reads of cached pages straight from the worker's page
+    files, and statuses and listings kept in this process while the worker's generation
+    counters say nothing changed. Both take effect only with one worker whose ``/v1/local``
+    names a generation file this process can read; otherwise calls go over HTTP as without
+    them. Off by default for now: the fast path is new, and a caller opts in."""
 
     protocol = PROTOCOL
     root_marker = ""
@@ -68,6 +82,8 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         asynchronous: bool = False,
         loop: asyncio.AbstractEventLoop | None = None,
         batch_size: int | None = None,
+        short_circuit: bool = False,
+        near_cache: bool = False,
     ) -> None:
         super().__init__(asynchronous=asynchronous, loop=loop, batch_size=batch_size)
         if target_options:
@@ -90,7 +106,7 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         self.client = WorkerClient(self.options, transport, counters=counters)
         fallback = UfsFallback(config, counters) if self.options.fallback_to_ufs else None
         self.remote = Remote(self.client, fallback)
-        metadata, ranges = resolvers(config, self.remote)
+        metadata, ranges = resolvers(config, self.remote, short_circuit, near_cache)
         self.reader = ChunkedReader(
             ranges, metadata, self.options.read_chunk_size, self.options.read_parallelism
         )

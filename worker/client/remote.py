@@ -103,6 +103,23 @@ class Remote:
         response = answer.response
         return ReadResult(response.content, response.headers.get("X-Dora-Version") or version)
 
+    def locate(self, uri: str, version: str, offset: int, length: int) -> Flow[dict[str, Any]]:
+        """The worker's ``/v1/locate`` answer for a range of ``uri`` at ``version`` (where its
+        cached pages are, for a short-circuit read); VersionMismatch if the file no longer has
+        it."""
+        params = _params(path=uri, version=version, offset=str(offset), length=str(length))
+        answer = yield from self.client.call(
+            Call("GET", "/v1/locate", uri, f"locate {uri} [{offset}+{length}]", params)
+        )
+        data: dict[str, Any] = answer.response.json()
+        return data
+
+    def local(self, uri: str) -> Flow[dict[str, Any]]:
+        """The same-host facts (``/v1/local``) of the worker that owns ``uri``."""
+        answer = yield from self.client.call(Call("GET", "/v1/local", uri, "same-host facts"))
+        data: dict[str, Any] = answer.response.json()
+        return data
+
     # -- mutations -----------------------------------------------------------------------------
 
     def write(self, uri: str, body: Body, size: int | None = None) -> Flow[dict[str, Any]]:

@@ -27,6 +27,7 @@ from worker.meta.counters import Counters
 from worker.meta.entry import MetaEntry, Operation, needs_sync, wall_clock_ms
 from worker.meta.errors import MetastoreError, VersionMismatch
 from worker.meta.fence import MutationFence
+from worker.meta.generations import GenerationFile
 from worker.meta.listeners import Listener, Listeners
 from worker.meta.memory import Listing, ListingCache, StatusCache
 from worker.meta.metastore import Metastore, PersistenceState
@@ -99,6 +100,7 @@ class MetadataManager:
         # sync interval: the cluster feed lost events it cannot replay.
         self._fresh_after = 0
         self._counters = Counters(_COUNTERS)
+        self._generations: GenerationFile | None = None
         # Canonicalizing costs microseconds (percent-decoding rounds, segment checks), more than
         # a memory hit: remember recent answers. Errors are not cached, so a bad URI always
         # raises. lru_cache is thread-safe.
@@ -124,11 +126,26 @@ class MetadataManager:
         with self._lock:
             self._sync_listeners = (*self._sync_listeners, fn)
 
+    def count_changes(self, generations: GenerationFile) -> None:
+        """Bump ``generations`` whenever a cached status or listing changes or goes, once the
+        cache holds the new state (same-host clients' near-caches check them). Call before
+        serving."""
+        self._generations = generations
+
+    def _bump(self, uri: str) -> None:
+        if self._generations is not None:
+            self._generations.bump(uri)
+
+    def _bump_all(self) -> None:
+        if self._generations is not None:
+            self._generations.bump_all()
+
     def require_sync_before(self, epoch_ms: int) -> None:
         """Re-check with the UFS, once, every status and listing loaded before ``epoch_ms``,
         whatever the sync interval (a re-check that finds the same version keeps the pages)."""
         with self._lock:
             self._fresh_after = max(self._fresh_after, epoch_ms)
+            self._bump_all()
 
     def load_marker(self, name: str) -> bytes | None:
         """A marker kept in the metastore (see :meth:`Metastore.load_marker`)."""
@@ -349,6 +366,7 @@ class MetadataManager:
             # Not under the lock: dropping a subtree reads the metastore.
             gone += self._drop(uri, recursive=True)[0]
             dropped = True
+        self._bump(uri)
         self._counters.add("writes")
         self._listeners.notify(gone)
 
@@ -406,6 +424,7 @@ class MetadataManager:
             self._fence.mark(ancestor)
             self._statuses.pop(ancestor)
             self._store.delete(ancestor)
+            self._bump(ancestor)
 
     def _drop(
         self, uri: str, recursive: bool, missing_since: int | None = None
@@ -441,6 +460,10 @@ class MetadataManager:
                 if parent is not None:
                     self._fence.mark(parent)
                     self._listings.pop(parent)
+                if recursive:
+                    self._bump_all()
+                else:
+                    self._bump(uri)  # and its parent's bucket
                 gone = sorted({(u, v) for u, e in removed if (v := _file_version(e)) is not None})
                 if missing:
                     negative = MetaEntry(None, self._clock(), Operation.LOADED)
@@ -490,7 +513,10 @@ class MetadataManager:
             entries += [(c.uri, negative) for c in previous.children if c.uri not in present]
         gone, settled = self._settle_siblings(entries, token, olds)
         if not self._fence.is_stale(uri, token):
-            self._listings.put(uri, Listing.of(children, now))
+            listing = Listing.of(children, now)
+            if previous is not None and previous.versions != listing.versions:
+                self._bump(uri)
+            self._listings.put(uri, listing)
         else:
             self._drop_listing_if_changed(uri, settled)
         return gone
@@ -507,6 +533,7 @@ class MetadataManager:
         gone: list[_Gone] = []
         settled: list[tuple[str, MetaEntry]] = []
         kept: list[tuple[str, MetaEntry]] = []
+        changed: list[str] = []
         negative_ttl = self._store.lifetimes.negative_ttl_ms
         for uri, entry in entries:
             if token is not None and self._fence.is_stale(uri, token):
@@ -516,6 +543,13 @@ class MetadataManager:
             old_version = _file_version(olds[uri])
             if old_version is not None and old_version != entry.version:
                 gone.append((uri, old_version))
+            old = olds[uri]
+            if old is not None and old.status != entry.status:
+                # A first load changes nothing a client can have kept: a client keeps only
+                # what the worker answered, and nothing it keeps outlives the worker's entry
+                # (its TTL is shorter); an entry forgotten and loaded anew is like an outside
+                # write, which a sync interval governs.
+                changed.append(uri)
             if entry.status is None:
                 self._listings.pop(uri)
                 if negative_ttl == 0:
@@ -525,6 +559,8 @@ class MetadataManager:
             kept.append((uri, entry))
         self._statuses.put_many(kept)
         self._store.put_many(kept)
+        for uri in changed:  # after the new state is stored: lookups take no lock
+            self._bump(uri)
         return gone, settled
 
     def _drop_listing_if_changed(self, uri: str, settled: list[tuple[str, MetaEntry]]) -> None:

@@ -1,0 +1,39 @@
+"""The ``dora`` filesystem with the same-host fast path on, against a real worker in process:
+the same answers as without it, reads from page files once cached, and a write through the
+filesystem seen at once by its next ``info``."""
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from worker.client.fastpath import NearCacheMetadata, ShortCircuitRanges
+from worker.client.filesystem import DoraFileSystem
+from worker.service import WorkerService
+
+PAGE = 64 * 1024
+
+
+def test_reads_info_and_ls_with_the_fast_path(
+    make_fs: Callable[..., DoraFileSystem], service: WorkerService, data_dir: Path
+) -> None:
+    content = os.urandom(3 * PAGE + 7)
+    (data_dir / "f.bin").write_bytes(content)
+    uri = f"file://{data_dir}/f.bin"
+    fs = make_fs(short_circuit=True, near_cache=True)
+    ranges, metadata = fs.reader.ranges, fs.reader.metadata
+    assert isinstance(ranges, ShortCircuitRanges) and isinstance(metadata, NearCacheMetadata)
+    assert fs.cat_file(uri) == content  # cold: over HTTP, and the worker keeps the pages
+    assert fs.cat_file(uri, PAGE - 5, 2 * PAGE + 9) == content[PAGE - 5 : 2 * PAGE + 9]
+    facts = ranges.local._found
+    assert facts is not None and facts.reader is not None and facts.near is not None
+    assert facts.reader.stats()["short_circuit_bytes"] == PAGE + 14
+    with fs.open(uri, "rb") as f:
+        f.seek(2 * PAGE)
+        assert f.read(PAGE + 7) == content[2 * PAGE :]
+    assert fs.info(uri)["size"] == len(content)
+    names = [e["name"] for e in fs.ls(f"file://{data_dir}")]
+    assert names == [uri]
+    assert fs.ls(f"file://{data_dir}") == fs.ls(f"file://{data_dir}")
+    fs.pipe_file(uri, b"new")
+    assert fs.info(uri)["size"] == 3
+    assert fs.cat_file(uri) == b"new"

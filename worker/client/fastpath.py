@@ -1,0 +1,179 @@
+"""The same-host fast path as the filesystem's resolvers (:mod:`worker.client.resolvers`): a
+:class:`NearCacheMetadata` in front of the REST statuses and listings, and a
+:class:`ShortCircuitRanges` in front of the REST reads.
+
+Both find out on first use, from the worker's ``/v1/local``, whether it is on this host: its
+generation file must open here (the near-cache needs it), and page files are then opened at the
+paths the worker names (a page this process cannot open is read over HTTP). Only a filesystem
+with exactly one worker uses them (the sidecar case): with several, another worker's changes
+would need its counters too. When the worker is not local, or does not answer ``/v1/local``,
+every call goes to the REST API as without them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from config.units import parse_duration
+from worker.client.answers import ReadResult
+from worker.client.errors import DoraError, WorkerFailure
+from worker.client.flow import Flow, blocking
+from worker.client.nearcache import NearCache
+from worker.client.remote import Remote
+from worker.client.shortcircuit import ShortCircuitReader
+from worker.meta.generations import GenerationView
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Local:
+    near: NearCache | None
+    reader: ShortCircuitReader | None
+
+
+class LocalWorker:
+    """What the fast path knows of the filesystem's one worker, found out once. Thread-safe."""
+
+    def __init__(self, remote: Remote, short_circuit: bool, near_cache: bool) -> None:
+        self.remote = remote
+        self._wanted = (short_circuit, near_cache)
+        self._lock = threading.Lock()
+        self._found: _Local | None = None
+        self.sizes: dict[tuple[str, str], int] = {}
+
+    def facts(self, uri: str) -> Flow[_Local]:
+        """The near-cache and reader to use (None: not here), asking ``/v1/local`` once."""
+        if self._found is not None:
+            return self._found
+        try:
+            answer = yield from self.remote.local(uri)
+        except DoraError as exc:
+            log.info("no same-host fast path: the worker does not describe it: %s", exc)
+            answer = {}
+        found = yield from blocking(lambda: self._open(answer))
+        with self._lock:
+            if self._found is None:
+                self._found = found
+            return self._found
+
+    def _open(self, answer: dict[str, Any]) -> _Local:
+        short_circuit, near_cache = self._wanted
+        path = answer.get("generations")
+        if not path or len(self.remote.client.ring.workers) != 1:
+            return _Local(None, None)
+        try:
+            view = GenerationView(Path(path))
+        except (OSError, ValueError) as exc:
+            log.info("no same-host fast path: %s cannot be read here: %s", path, exc)
+            return _Local(None, None)
+        near = NearCache(view, int(answer["sync_interval_ms"])) if near_cache else None
+        reader = ShortCircuitReader(int(answer["page_size"])) if short_circuit else None
+        if near is not None:
+            self.remote.listeners.append(self._changed)
+        return _Local(near, reader)
+
+    def _changed(self, uris: Sequence[str], recursive: bool) -> None:
+        found = self._found
+        if found is None or found.near is None:
+            return
+        if recursive:
+            found.near.clear()
+        for uri in uris:
+            key = found.near.key(uri)
+            if key is not None:
+                found.near.forget(key)
+
+
+def _interval_ms(sync_interval: str | None) -> int | None:
+    return None if sync_interval is None else parse_duration(sync_interval, allow_never=True)
+
+
+class NearCacheMetadata:
+    """Statuses and listings from the near-cache when it may answer, else from the worker
+    (kept for next time). Thread-safe."""
+
+    def __init__(self, local: LocalWorker) -> None:
+        self.local = local
+        self.remote = local.remote
+
+    def status(
+        self, uri: str, sync_interval: str | None = None, version: str | None = None
+    ) -> Flow[dict[str, Any]]:
+        near = (yield from self.local.facts(uri)).near
+        key = None if near is None else near.key(uri)
+        if near is None or key is None:
+            return (yield from self.remote.status(uri, sync_interval, version))
+        kept = near.status(key, _interval_ms(sync_interval), version)
+        if kept is not None:
+            return dict(kept)  # callers rename what they get
+        stamp = near.stamp(key)
+        answer = yield from self.remote.status(uri, sync_interval, version)
+        near.put_status(key, stamp, dict(answer))
+        return answer
+
+    def list(self, uri: str, sync_interval: str | None = None) -> Flow[list[dict[str, Any]]]:
+        near = (yield from self.local.facts(uri)).near
+        key = None if near is None else near.key(uri)
+        if near is None or key is None:
+            return (yield from self.remote.list(uri, sync_interval))
+        kept = near.listing(key, _interval_ms(sync_interval))
+        if kept is not None:
+            return [dict(entry) for entry in kept]
+        stamp = near.stamp(key)
+        entries = yield from self.remote.list(uri, sync_interval)
+        near.put_listing(key, stamp, [(str(e["name"]), dict(e)) for e in entries])
+        return entries
+
+
+class ShortCircuitRanges:
+    """Reads of a pinned version from the worker's page files where they are cached, over
+    HTTP for the rest; an unpinned read is pinned by a status (from ``metadata``: the
+    near-cache when there is one) first. Thread-safe."""
+
+    def __init__(self, local: LocalWorker, metadata: Any) -> None:
+        self.local = local
+        self.remote = local.remote
+        self.metadata = metadata
+
+    def read(
+        self,
+        uri: str,
+        offset: int,
+        length: int | None,
+        *,
+        version: str | None = None,
+        sync_interval: str | None = None,
+    ) -> Flow[ReadResult]:
+        reader = (yield from self.local.facts(uri)).reader
+        if reader is None:
+            return (yield from self.remote.read(uri, offset, length, version=version))
+        if version is None:
+            status = yield from self.metadata.status(uri, sync_interval)
+            version = str(status["version"])
+            self.local.sizes[(uri, version)] = int(status["size"])
+        size = self.local.sizes.get((uri, version))
+        if size is None:
+            answer = yield from self.remote.locate(uri, version, offset, reader.page_size)
+            reader.located(uri, version, offset // reader.page_size * reader.page_size, answer)
+            size = self.local.sizes[(uri, version)] = int(answer["status"]["size"])
+        if offset >= size:
+            # Past the end (or at it): the worker's answer, empty or RangeNotSatisfiable.
+            return (yield from self.remote.read(uri, offset, length, version=version))
+        length = size - offset if length is None else min(length, size - offset)
+        for at, span in reader.to_locate(uri, version, offset, length):
+            answer = yield from self.remote.locate(uri, version, at, span)
+            reader.located(uri, version, at, answer)
+        buffer = bytearray(length)
+        gaps = yield from blocking(lambda: reader.read_local(uri, version, offset, buffer))
+        for at, span in gaps:
+            got = yield from self.remote.read(uri, at, span, version=version)
+            if len(got.data) != span:
+                raise WorkerFailure(f"read {uri} [{at}+{span}]: got {len(got.data)} bytes")
+            buffer[at - offset : at - offset + span] = got.data
+        return ReadResult(bytes(buffer), version, size)

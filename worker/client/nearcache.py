@@ -1,0 +1,156 @@
+"""A per-process near-cache of statuses and listings for a client on the worker's host
+(DESIGN.md, "The same-host fast path"): a warm ``info()`` or ``ls()`` is a dictionary lookup and
+a few memory reads, no call.
+
+An answer is kept with the generation counters that cover it (:mod:`worker.meta.generations`),
+read *before* the call that fetched it, and served only while they are unchanged, so a change
+made through the worker by any process on the host is seen at once. A child's status taken from
+a listing is covered by its directory's counter, which every change to a child bumps.
+
+Freshness against the UFS follows the caller's sync interval (the worker's default when None):
+``-1`` (never re-check) serves a kept answer for up to ``ttl_ms``; ``0`` never serves one; a
+positive interval is left to the worker, whose answers do not say how old its entries are. A
+``version=`` ask is served when the kept status names that version.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ufs import uri as uris
+from ufs.errors import UfsInvalidPath
+from worker.meta.generations import GenerationView, Stamp
+
+DEFAULT_MAX_ENTRIES = 100_000
+DEFAULT_TTL_MS = 10_000
+_CANONICAL_CACHE = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    value: Any
+    covered_by: str  # the canonical URI whose counters cover it
+    stamp: Stamp
+    filled_at: float  # monotonic seconds
+
+
+class NearCache:
+    """Statuses and listings (whatever the client keeps for them, e.g. fsspec info dicts),
+    keyed by canonical URI, at most ``max_entries`` statuses and as many listings (the least
+    recently used go first).
+
+    Thread-safe: one lock around the maps, never held during a call. The values are shared
+    with callers, who must not mutate them."""
+
+    def __init__(
+        self,
+        generations: GenerationView,
+        default_sync_interval_ms: int,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        ttl_ms: int = DEFAULT_TTL_MS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_entries <= 0 or ttl_ms < 0:
+            raise ValueError("max_entries must be positive and ttl_ms not negative")
+        self._generations = generations
+        self._default_interval = default_sync_interval_ms
+        self._max_entries = max_entries
+        self._ttl = ttl_ms / 1000
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._statuses: OrderedDict[str, _Entry] = OrderedDict()
+        self._listings: OrderedDict[str, _Entry] = OrderedDict()
+        self._canonical = functools.lru_cache(maxsize=_CANONICAL_CACHE)(uris.normalize)
+
+    def key(self, path: str) -> str | None:
+        """The canonical URI of ``path``; None if it is not a URI the worker would take (the
+        worker then answers with the precise error)."""
+        try:
+            return self._canonical(path)
+        except UfsInvalidPath:
+            return None
+
+    def stamp(self, key: str) -> Stamp | None:
+        """The counters covering ``key`` now: read them before the call whose answer is put."""
+        return self._generations.stamp(key)
+
+    def status(
+        self, key: str, sync_interval_ms: int | None = None, version: str | None = None
+    ) -> Any | None:
+        """The kept status of ``key`` if the caller may have it without a call, else None.
+        A status is kept with its ``version`` under the key ``"version"``."""
+        entry = self._get(self._statuses, key)
+        if entry is None or not self._current(entry):
+            return None
+        if version is not None:
+            # Like the worker: a status of the version asked for needs no sync.
+            kept = entry.value.get("version") if isinstance(entry.value, Mapping) else None
+            return entry.value if kept == version else None
+        return entry.value if self._fresh(entry, sync_interval_ms) else None
+
+    def listing(self, key: str, sync_interval_ms: int | None = None) -> Sequence[Any] | None:
+        """The kept listing of directory ``key`` if the caller may have it without a call."""
+        entry = self._get(self._listings, key)
+        if entry is None or not self._current(entry) or not self._fresh(entry, sync_interval_ms):
+            return None
+        return list(entry.value)
+
+    def put_status(self, key: str, stamp: Stamp | None, value: Any) -> None:
+        """Keep ``value`` as the status of ``key``, fetched after ``stamp`` was read."""
+        if stamp is not None:
+            self._put(self._statuses, key, _Entry(value, key, stamp, self._clock()))
+
+    def put_listing(
+        self, key: str, stamp: Stamp | None, entries: Sequence[tuple[str, Any]]
+    ) -> None:
+        """Keep the listing of directory ``key`` (``(canonical child URI, value)`` pairs),
+        fetched after ``stamp`` was read; each child's status is kept too."""
+        if stamp is None:
+            return
+        now = self._clock()
+        self._put(self._listings, key, _Entry([v for _, v in entries], key, stamp, now))
+        for child, value in entries:
+            self._put(self._statuses, child, _Entry(value, key, stamp, now))
+
+    def forget(self, key: str) -> None:
+        """Drop what is kept of ``key`` and its parent's listing. The worker's counters
+        already cover a mutation made through it once it answered; this frees the memory at
+        once and covers a mutation whose answer was lost."""
+        parent = uris.parent(key)
+        with self._lock:
+            self._statuses.pop(key, None)
+            self._listings.pop(key, None)
+            if parent is not None:
+                self._listings.pop(parent, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._statuses.clear()
+            self._listings.clear()
+
+    def _get(self, kept: OrderedDict[str, _Entry], key: str) -> _Entry | None:
+        with self._lock:
+            entry = kept.get(key)
+            if entry is not None:
+                kept.move_to_end(key)
+            return entry
+
+    def _put(self, kept: OrderedDict[str, _Entry], key: str, entry: _Entry) -> None:
+        with self._lock:
+            kept[key] = entry
+            kept.move_to_end(key)
+            while len(kept) > self._max_entries:
+                kept.popitem(last=False)
+
+    def _current(self, entry: _Entry) -> bool:
+        return self._generations.stamp(entry.covered_by) == entry.stamp
+
+    def _fresh(self, entry: _Entry, sync_interval_ms: int | None) -> bool:
+        interval = self._default_interval if sync_interval_ms is None else sync_interval_ms
+        return interval == -1 and self._clock() - entry.filled_at <= self._ttl

@@ -1,0 +1,251 @@
+"""Short-circuit reads for a client on the worker's host (DESIGN.md, "The same-host fast path").
+
+The worker names, for a pinned file version, where its cached pages are (``GET /v1/locate``);
+this reader opens those page files itself and reads straight into the caller's buffer, checking
+the 64 KiB block checksums it touches (:mod:`pagestore.shortcircuit`), and reads over HTTP what
+is not cached (the worker then fills it) or cannot be read right: a page evicted, replaced,
+corrupt or not openable by this process is a miss, never wrong bytes.
+
+The page paths are the worker's own: the client must see the page directory at the same path
+(the same host, or the Helm chart's read-only mount of the page volume at the worker's path,
+named in ``DORACACHE_SHORT_CIRCUIT_ROOT``) and be allowed to read it (page files are 0644).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pagestore.shortcircuit import Miss, PageFile, PageLocation, PageLocations, PageMiss
+
+Locate = Callable[[str, str, int, int], Mapping[str, Any]]
+"""``locate(path, version, offset, length)``: the worker's ``/v1/locate`` answer for a pinned
+version (raises what the client raises for the worker's errors, e.g. a version mismatch)."""
+
+Fetch = Callable[[str, str, int, memoryview], None]
+"""``fetch(path, version, offset, buffer)``: fill ``buffer`` with the file's bytes from
+``offset`` over HTTP, pinned to ``version`` (raises what the client's HTTP read raises)."""
+
+DEFAULT_WINDOW_PAGES = 256
+DEFAULT_MAX_WINDOWS = 1024
+DEFAULT_MAX_OPEN = 256
+
+
+@dataclass
+class _Window:
+    """The located pages of one window of a file version; ``fetched``: missing pages read over
+    HTTP since (the worker has probably cached them: locate again when one is needed again)."""
+
+    locations: PageLocations
+    pages: dict[int, PageLocation]
+    missing: frozenset[int]
+    fetched: set[int] = field(default_factory=set)
+
+
+class ShortCircuitReader:
+    """Reads of pinned file versions, from page files where cached, over HTTP otherwise.
+
+    Locations are asked for per window of ``window_pages`` pages and kept per ``(path, version,
+    window)`` in a bounded LRU (``max_windows``): a warm read makes no call at all;
+    up to ``max_open`` page files stay open between reads (:meth:`close` closes them). After a page
+    file of this worker cannot be opened for want of permission, every read goes over HTTP.
+
+    Thread-safe: the cache and counters are under one lock, never held during I/O; each read
+    opens its own page files."""
+
+    def __init__(
+        self,
+        page_size: int,
+        locate: Locate | None = None,
+        fetch: Fetch | None = None,
+        window_pages: int = DEFAULT_WINDOW_PAGES,
+        max_windows: int = DEFAULT_MAX_WINDOWS,
+        max_open: int = DEFAULT_MAX_OPEN,
+    ) -> None:
+        if min(page_size, window_pages, max_windows) <= 0 or max_open < 0:
+            raise ValueError("page size, window pages and max windows must be positive")
+        self.page_size = page_size
+        self._locate = locate
+        self._fetch = fetch
+        self._window_bytes = window_pages * page_size
+        self._max_windows = max_windows
+        self._windows: OrderedDict[tuple[str, str, int], _Window] = OrderedDict()
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._denied = False
+        # Page files kept open between reads (checked out while in use, so no two threads
+        # share one): saves an open and a header check per read; holds at most max_open
+        # evicted files' space until they are closed.
+        self._open: OrderedDict[str, PageFile] = OrderedDict()
+        self._max_open = max_open
+
+    def read_into(
+        self, path: str, version: str, offset: int, buffer: memoryview | bytearray
+    ) -> None:
+        """Fill ``buffer`` with the bytes of ``path`` at ``version`` from ``offset``; the
+        range must lie within the file. Raises what ``locate`` and ``fetch`` raise. (The
+        three steps it takes are public for a caller that makes its calls itself.)"""
+        if self._locate is None or self._fetch is None:
+            raise ValueError("read_into needs the reader built with locate and fetch")
+        target = memoryview(buffer).cast("B")
+        for at, length in self.to_locate(path, version, offset, len(target)):
+            self.located(path, version, at, self._locate(path, version, at, length))
+        for at, length in self.read_local(path, version, offset, target):
+            self._fetch(path, version, at, target[at - offset : at - offset + length])
+
+    def to_locate(self, path: str, version: str, offset: int, length: int) -> list[tuple[int, int]]:
+        """The windows (offset, length) of ``[offset, offset + length)`` to ask the worker
+        where their pages are (``locate``, then :meth:`located`): those not known, and those
+        with a page needed now that was read over HTTP since they were located (the worker
+        has probably cached it by now)."""
+        if self._denied or length <= 0:
+            return []
+        first, last = offset // self.page_size, (offset + length - 1) // self.page_size
+        wanted: dict[int, None] = {}
+        with self._lock:
+            for index in range(first, last + 1):
+                number = index * self.page_size // self._window_bytes
+                window = self._windows.get((path, version, number))
+                if window is None or index in window.fetched:
+                    wanted[number] = None
+        return [(n * self._window_bytes, self._window_bytes) for n in wanted]
+
+    def located(self, path: str, version: str, offset: int, answer: Mapping[str, Any]) -> None:
+        """Keep the worker's ``/v1/locate`` answer for the window at ``offset``."""
+        self._count("locates")
+        try:
+            locations = PageLocations.from_dict(answer)
+            missing = frozenset(_typed_ints(answer.get("missing")))
+        except ValueError:
+            # A worker of another page format: everything of this window over HTTP.
+            locations = PageLocations("", version, self.page_size, ())
+            missing = frozenset()
+        window = _Window(locations, {p.index: p for p in locations.pages}, missing)
+        key = (path, version, offset // self._window_bytes)
+        with self._lock:
+            self._windows[key] = window
+            self._windows.move_to_end(key)
+            while len(self._windows) > self._max_windows:
+                self._windows.popitem(last=False)
+
+    def read_local(
+        self, path: str, version: str, offset: int, buffer: memoryview | bytearray
+    ) -> list[tuple[int, int]]:
+        """Fill what it can of ``buffer`` (the bytes from ``offset``) from page files; the
+        ranges (file offset, length) left to read over HTTP, adjacent ones merged. Blocks (disk
+        I/O); raises nothing for a cache failure."""
+        target = memoryview(buffer).cast("B")
+        gaps: list[tuple[int, int]] = []
+        done = 0
+        while done < len(target):
+            at = offset + done
+            index, within = divmod(at, self.page_size)
+            size = min(len(target) - done, self.page_size - within)
+            if self._read_page(path, version, index, within, target[done : done + size]):
+                self._count("short_circuit_bytes", size)
+            elif gaps and sum(gaps[-1]) == at:
+                gaps[-1] = (gaps[-1][0], gaps[-1][1] + size)
+            else:
+                gaps.append((at, size))
+            done += size
+        self._count("http_bytes", sum(length for _, length in gaps))
+        return gaps
+
+    def _read_page(
+        self, path: str, version: str, index: int, within: int, part: memoryview
+    ) -> bool:
+        """Whether ``part`` was read from the page's file."""
+        page = None if self._denied else self._page(path, version, index)
+        if page is None:
+            return False
+        locations, location = page
+        opened = None
+        try:
+            opened = self._checkout(locations, location)
+            opened.read_into(within, part)
+        except PageMiss as miss:
+            if opened is not None:
+                opened.close()
+            self._missed(path, version, index, miss.reason)
+            return False
+        self._checkin(opened)
+        return True
+
+    def _checkout(self, locations: PageLocations, location: PageLocation) -> PageFile:
+        """An open page file, from the pool if one is there and its file was not removed
+        since (then it misses, as opening it anew would). Raises PageMiss."""
+        with self._lock:
+            pooled = self._open.pop(location.path, None)
+        if pooled is not None:
+            if not pooled.unlinked():
+                return pooled
+            pooled.close()
+        return PageFile(locations, location)
+
+    def _checkin(self, opened: PageFile) -> None:
+        with self._lock:
+            previous = self._open.pop(opened.page.path, None)
+            self._open[opened.page.path] = opened
+            excess = max(0, len(self._open) - self._max_open)
+            surplus = [self._open.popitem(last=False)[1] for _ in range(excess)]
+        for extra in (previous, *surplus):
+            if extra is not None:
+                extra.close()
+
+    def _page(
+        self, path: str, version: str, index: int
+    ) -> tuple[PageLocations, PageLocation] | None:
+        """The location of a page; None: read it over HTTP (not cached when located, or its
+        window not located)."""
+        key = (path, version, index * self.page_size // self._window_bytes)
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None:
+                return None
+            self._windows.move_to_end(key)
+            if index in window.missing:
+                window.fetched.add(index)
+                return None
+        location = window.pages.get(index)
+        return None if location is None else (window.locations, location)
+
+    def _missed(self, path: str, version: str, index: int, reason: Miss) -> None:
+        """A located page could not be read: forget its window (locate again next time)."""
+        with self._lock:
+            self._counts[f"miss_{reason.value}"] += 1
+            self._windows.pop((path, version, index * self.page_size // self._window_bytes), None)
+            if reason is Miss.DENIED:
+                self._denied = True
+
+    def forget(self, path: str) -> None:
+        """Drop every location of ``path`` (after a write or an invalidation through this
+        client; a stale location only costs a miss, never wrong bytes)."""
+        with self._lock:
+            for key in [k for k in self._windows if k[0] == path]:
+                del self._windows[key]
+
+    def close(self) -> None:
+        """Close the page files kept open. The reader stays usable. Idempotent."""
+        with self._lock:
+            pooled, self._open = list(self._open.values()), OrderedDict()
+        for opened in pooled:
+            opened.close()
+
+    def _count(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += amount
+
+    def stats(self) -> dict[str, int]:
+        """Counts since start: ``short_circuit_bytes``, ``http_bytes``, ``locates`` and
+        ``miss_<reason>`` per :class:`~pagestore.shortcircuit.Miss`."""
+        with self._lock:
+            return dict(self._counts)
+
+
+def _typed_ints(value: Any) -> list[int]:
+    if not isinstance(value, list) or any(type(v) is not int for v in value):
+        raise ValueError(f"malformed missing pages: {value!r}")
+    return value
