@@ -8,6 +8,7 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
+from worker import pathconf
 from worker.meta import keys as meta_keys
 
 BIND_HOST: PropertyKey[str] = PropertyKey(
@@ -133,4 +134,4 @@ def build_registry() -> Registry:
     registry = Registry()
     for component in (config.core_keys.KEYS, ufs.keys.KEYS, pagestore.keys.KEYS, meta_keys.KEYS):
         registry.extend(component)
-    return registry.extend(KEYS)
+    return registry.extend(KEYS).extend(pathconf.KEYS)
