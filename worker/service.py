@@ -140,6 +140,25 @@ class WorkerService:
         length = available if length is None else min(length, available)
         return ReadResult(status, offset, length, self.reader.chunks(status, offset, length))
 
+    def stream(
+        self, status: UfsStatus, offset: int, length: int | None = None, *, cache: bool = True
+    ) -> Iterator[bytes]:
+        """The bytes of ``status``'s version from ``offset`` (to the end, or ``length`` of them),
+        for a client that reads what it needs and hangs up (WebHDFS ``OPEN``): read-ahead
+        starts at one page and grows while the client keeps reading, and closing the iterator
+        cancels the fills not yet started. ``status`` comes from :meth:`status` (roots
+        checked, version pinned); ``cache=False`` serves it pass-through.
+
+        Raises IsADirectoryError, RangeNotSatisfiable for an offset outside ``[0, size]``."""
+        if status.is_dir:
+            raise IsADirectoryError(f"cannot read {status.uri!r}: it is a directory")
+        if not 0 <= offset <= status.size:
+            raise RangeNotSatisfiable(
+                f"offset {offset} is outside {status.uri!r} ({status.size} bytes)"
+            )
+        end = status.size if length is None else min(status.size, offset + length)
+        return self.reader.chunks(status, offset, end - offset, cache=cache, ramp=True)
+
     # -- mutations -----------------------------------------------------------------------------
 
     def write(self, uri: str, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:

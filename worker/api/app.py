@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from worker import keys
-from worker.api import params
+from worker.api import params, webhdfs
 from worker.api.errors import PayloadTooLarge, Unauthorized, classify, response_for
 from worker.service import ReadResult, WorkerService
 
@@ -46,6 +46,7 @@ def create_app(service: WorkerService) -> FastAPI:
     token = (service.config.get(keys.TOKEN) or "").encode()
     for method, path, fn in ROUTES:
         app.add_api_route(path, _wrap(service, path, fn, token), methods=[method])
+    app.include_router(webhdfs.router(service))
     return app
 
 

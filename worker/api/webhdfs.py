@@ -1,0 +1,347 @@
+"""The WebHDFS REST surface, ``/webhdfs/v1/<path>?op=...``, over the same :class:`WorkerService`
+as REST v1, so that Hadoop's own ``WebHdfsFileSystem`` (inside pyspark's jars) reads through the
+cache: ``spark.read.parquet("webhdfs://worker:28080/s3/bucket/table")``.
+
+Paths map to URIs by ``/<scheme>/<rest>`` (:mod:`worker.api.webhdfs_paths`). Freshness and
+caching per path come from ``dora.worker.path.conf`` (:mod:`worker.pathconf`), or from a
+``sync_interval`` parameter for callers that can send one. ``OPEN`` and ``CREATE`` redirect to
+themselves with ``data=true`` as a NameNode redirects to a DataNode (:mod:`worker.api.
+webhdfs_data`). Every JSON answer goes out without a Content-Type header: the Hadoop client
+checks one with a media-type parser its shaded jar cannot load.
+
+Auth, when ``dora.worker.security.token`` is set: ``Authorization: Bearer <token>``, which the
+Hadoop client sends with its OAuth2 settings (its token provider fetches the access token from
+``POST /webhdfs/oauth2/token`` with the worker token as client secret), or ``delegation=<token>``
+for clients that add query parameters (curl). See :func:`hadoop_auth_conf`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ufs import uri as uris
+from ufs.errors import UfsNotFound, UfsOutsideRoots
+from worker import keys, pathconf
+from worker.api import webhdfs_json as shapes
+from worker.api.errors import Unauthorized
+from worker.api.webhdfs_data import DataOps, fresh_status
+from worker.api.webhdfs_errors import InvalidParameter, UnsupportedOperation, response_for
+from worker.api.webhdfs_locality import Locality, Members
+from worker.api.webhdfs_paths import PREFIX, Namespace, uri_of
+from worker.api.webhdfs_query import Query
+from worker.service import WorkerService
+
+TOKEN_PATH = "/webhdfs/oauth2/token"
+TOKEN_LIFETIME_S = 3600
+BATCH_SIZE = 1000
+Handler = Callable[[Request, Query, str], Awaitable[Response]]
+# Operations of the WebHDFS API this surface does not offer: answered as such, not as unknown.
+UNSUPPORTED = frozenset(
+    {
+        *("APPEND", "CONCAT", "TRUNCATE", "CREATESYMLINK", "SETREPLICATION", "SETOWNER"),
+        *("SETPERMISSION", "SETTIMES", "GETDELEGATIONTOKEN", "RENEWDELEGATIONTOKEN"),
+        *("CANCELDELEGATIONTOKEN", "GETACLSTATUS", "SETACL", "MODIFYACLENTRIES"),
+        *("REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "GETXATTRS", "SETXATTR"),
+        *("REMOVEXATTR", "LISTXATTRS", "CREATESNAPSHOT", "DELETESNAPSHOT", "RENAMESNAPSHOT"),
+        *("GETSNAPSHOTDIFF", "GETTRASHROOT", "GETSTATUS", "GETSERVERDEFAULTS"),
+        *("GETQUOTAUSAGE", "SETQUOTA", "GETFILELINKSTATUS", "GETLINKTARGET"),
+        *("GETSTORAGEPOLICY", "SETSTORAGEPOLICY"),
+    }
+)
+
+
+def json_answer(data: Any, status: int = 200) -> Response:
+    """A JSON answer with no Content-Type (see the module docstring)."""
+    return Response(json.dumps(data).encode(), status)
+
+
+def hadoop_auth_conf(worker_url: str, token: str) -> dict[str, str]:
+    """The Hadoop settings that make ``WebHdfsFileSystem`` send ``token`` (prefix each with
+    ``spark.hadoop.`` in a Spark conf). ``worker_url`` is ``http://host:port``."""
+    return {
+        "dfs.webhdfs.oauth2.enabled": "true",
+        "dfs.webhdfs.oauth2.access.token.provider": (
+            "org.apache.hadoop.hdfs.web.oauth2.ConfCredentialBasedAccessTokenProvider"
+        ),
+        "dfs.webhdfs.oauth2.client.id": "dora",
+        "dfs.webhdfs.oauth2.credential": token,
+        "dfs.webhdfs.oauth2.refresh.url": worker_url.rstrip("/") + TOKEN_PATH,
+    }
+
+
+def router(service: WorkerService, members: Members | None = None) -> APIRouter:
+    """The WebHDFS routes over ``service``, for ``app.include_router``. ``members`` names the
+    workers locality is computed over (default: ``dora.user.workers``). Raises ConfigError for
+    a broken ``dora.worker.path.conf``, so a worker with one does not start."""
+    surface = WebHdfs(service, members)
+    routes = APIRouter()
+    methods = ["GET", "PUT", "POST", "DELETE"]
+    for path in (PREFIX, PREFIX + "/{path:path}"):
+        routes.add_api_route(path, surface.handle, methods=methods, include_in_schema=False)
+    routes.add_api_route(TOKEN_PATH, surface.issue_token, methods=["POST"], include_in_schema=False)
+    return routes
+
+
+class WebHdfs:
+    """The WebHDFS operations. Thread-safe: it holds immutable settings and the service."""
+
+    def __init__(self, service: WorkerService, members: Members | None = None) -> None:
+        config = service.config
+        pathconf.table(config)
+        self.service = service
+        self.config = config
+        self.namespace = Namespace(service.roots)
+        self.token = (config.get(keys.TOKEN) or "").encode()
+        workers: list[str] = config.get(keys.USER_WORKERS)
+        self.locality = Locality(
+            members or (lambda: workers), config.get(keys.USER_CLIENT_VIRTUAL_NODES)
+        )
+        self.data = DataOps(service, config.get(keys.MAX_WRITE_SIZE))
+        self.ops: dict[tuple[str, str], Handler] = {
+            ("GET", "GETFILESTATUS"): self.get_file_status,
+            ("GET", "LISTSTATUS"): self.list_status,
+            ("GET", "LISTSTATUS_BATCH"): self.list_status_batch,
+            ("GET", "OPEN"): self.open,
+            ("GET", "GETFILEBLOCKLOCATIONS"): self.block_locations,
+            ("GET", "GETCONTENTSUMMARY"): self.content_summary,
+            ("GET", "GETFILECHECKSUM"): self.checksum,
+            ("GET", "GETHOMEDIRECTORY"): self.home_directory,
+            ("GET", "CHECKACCESS"): self.check_access,
+            ("PUT", "CREATE"): self.create,
+            ("PUT", "MKDIRS"): self.mkdirs,
+            ("PUT", "RENAME"): self.rename,
+            ("DELETE", "DELETE"): self.delete,
+        }
+
+    async def handle(self, request: Request) -> Response:
+        """Authorize, dispatch on the method and ``op``, and answer errors as RemoteException."""
+        started = time.perf_counter()
+        query = Query(request.query_params)
+        op = (query.text("op") or "").upper()
+        route = f"{PREFIX} {op if any(op == known for _, known in self.ops) else '?'}"
+        try:
+            self._authorize(request, query)
+            handler = self.ops.get((request.method, op))
+            if handler is None:
+                raise self._refusal(request.method, op)
+            response = await handler(request, query, "/" + request.path_params.get("path", ""))
+        except Exception as exc:  # noqa: BLE001 — every error becomes an answer; bugs are logged
+            response = response_for(exc)
+            self.service.metrics.errors.labels(f"webhdfs {response.status_code}").inc()
+        self.service.metrics.request_latency.labels(route).observe(time.perf_counter() - started)
+        return response
+
+    def _authorize(self, request: Request, query: Query) -> None:
+        if not self.token:
+            return
+        given = []
+        scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            given.append(bearer.strip())
+        delegation = query.text("delegation")
+        if delegation is not None:
+            given.append(delegation)
+        if not any(hmac.compare_digest(text.encode(), self.token) for text in given):
+            raise Unauthorized(
+                "missing or wrong token: send Authorization: Bearer <token> (Hadoop: the "
+                "dfs.webhdfs.oauth2.* settings) or the query parameter delegation=<token>"
+            )
+
+    def _refusal(self, method: str, op: str) -> Exception:
+        if not op:
+            return InvalidParameter('Missing webhdfs parameter "op"')
+        if op in UNSUPPORTED:
+            return UnsupportedOperation(f"op={op} is not supported by the doracache worker")
+        if any(op == known for _, known in self.ops):
+            return InvalidParameter(f"op={op} is not a {method} operation")
+        return InvalidParameter(
+            f'Invalid value for webhdfs parameter "op": {op!r} is not a WebHDFS operation'
+        )
+
+    async def issue_token(self, request: Request) -> Response:
+        """OAuth2 client-credentials grant (RFC 6749, 4.4) for the Hadoop client's token
+        provider: the client secret is the worker token, and so is the access token."""
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        secret = (form.get("client_secret") or [""])[0]
+        if self.token and not hmac.compare_digest(secret.encode(), self.token):
+            body = {"error": "invalid_client", "error_description": "wrong client_secret"}
+            return Response(json.dumps(body), 401, media_type="application/json")
+        answer = {
+            "access_token": self.token.decode() or "none",
+            "token_type": "Bearer",
+            "expires_in": TOKEN_LIFETIME_S,
+        }
+        return Response(json.dumps(answer), 200, media_type="application/json")
+
+    # -- metadata ------------------------------------------------------------------------------
+
+    def _uri(self, path: str) -> str:
+        """The URI of a non-virtual path (virtual directories are handled by each op)."""
+        return uri_of(path)
+
+    def _settings(self, uri: str, query: Query) -> pathconf.PathSettings:
+        return pathconf.resolve(self.config, uri, query.sync_interval())
+
+    async def get_file_status(self, request: Request, query: Query, path: str) -> Response:
+        if self._virtual(path):
+            return json_answer(shapes.status_answer(shapes.directory("")))
+        uri = self._uri(path)
+        settings = self._settings(uri, query)
+        status = await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+        return json_answer(shapes.status_answer(shapes.file_status(status, "")))
+
+    def _virtual(self, path: str) -> bool:
+        return path.strip("/") == "" or self.namespace.is_virtual(path)
+
+    async def _entries(self, query: Query, path: str) -> list[dict[str, Any]]:
+        """The statuses a listing of ``path`` shows: the children of a directory, or the file
+        itself with an empty suffix (as HDFS answers for a file)."""
+        if self._virtual(path):
+            return [shapes.directory(name) for name in self.namespace.children(path)]
+        uri = self._uri(path)
+        interval = self._settings(uri, query).sync_interval
+
+        def work() -> list[dict[str, Any]]:
+            status = self.service.status(uri, interval)
+            if not status.is_dir:
+                return [shapes.file_status(status, "")]
+            return [shapes.file_status(s, s.name) for s in self.service.list(uri, interval)]
+
+        return await run_in_threadpool(work)
+
+    async def list_status(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.statuses(await self._entries(query, path)))
+
+    async def list_status_batch(self, request: Request, query: Query, path: str) -> Response:
+        entries = await self._entries(query, path)
+        after = query.text("startafter")
+        if after is not None:
+            entries = [e for e in entries if e["pathSuffix"] > after]
+        batch = entries[:BATCH_SIZE]
+        return json_answer(shapes.directory_listing(batch, len(entries) - len(batch)))
+
+    async def block_locations(self, request: Request, query: Query, path: str) -> Response:
+        uri = self._uri(path)
+        settings = self._settings(uri, query)
+        offset, length = query.long("offset", 0), query.long("length", 1 << 62)
+        status = await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+        if status.is_dir:
+            raise IsADirectoryError(f"Path is not a file: {path}")
+        owner = self.locality.owner(status.uri)
+        return json_answer(shapes.block_locations(status, offset, length, owner))
+
+    async def content_summary(self, request: Request, query: Query, path: str) -> Response:
+        uri = self._uri(path)
+        interval = self._settings(uri, query).sync_interval
+
+        def work() -> dict[str, Any]:
+            status = self.service.status(uri, interval)
+            if not status.is_dir:
+                return shapes.content_summary(status.size, 1, 0)
+            length = files = 0
+            directories, pending = 1, [status.uri]
+            while pending:
+                for child in self.service.list(pending.pop(), interval):
+                    if child.is_dir:
+                        directories += 1
+                        pending.append(child.uri)
+                    else:
+                        files += 1
+                        length += child.size
+            return shapes.content_summary(length, files, directories)
+
+        return json_answer(await run_in_threadpool(work))
+
+    async def checksum(self, request: Request, query: Query, path: str) -> Response:
+        uri = self._uri(path)
+        settings = self._settings(uri, query)
+        status = await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+        if status.is_dir:
+            raise IsADirectoryError(f"Path is not a file: {path}")
+        return json_answer(shapes.checksum(status))
+
+    async def home_directory(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.path_answer(self.namespace.home()))
+
+    async def check_access(self, request: Request, query: Query, path: str) -> Response:
+        query.fsaction()
+        if not self._virtual(path):
+            uri = self._uri(path)
+            settings = self._settings(uri, query)
+            await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+        return Response(b"", 200)
+
+    # -- data ----------------------------------------------------------------------------------
+
+    async def open(self, request: Request, query: Query, path: str) -> Response:
+        if self._virtual(path):
+            raise IsADirectoryError(f"Path is not a file: {path}")
+        uri = self._uri(path)
+        return await self.data.open(request, query, uri, self._settings(uri, query))
+
+    async def create(self, request: Request, query: Query, path: str) -> Response:
+        self._refuse_virtual(path, "create a file")
+        return await self.data.create(request, query, self._uri(path), path)
+
+    # -- mutations -----------------------------------------------------------------------------
+
+    def _refuse_virtual(self, path: str, what: str) -> None:
+        if self._virtual(path):
+            raise UfsOutsideRoots(f"cannot {what} at {path}: it lies above the mount roots")
+
+    async def mkdirs(self, request: Request, query: Query, path: str) -> Response:
+        if not self._virtual(path):
+            await run_in_threadpool(self.service.mkdir, self._uri(path))
+        return json_answer(shapes.boolean(True))
+
+    async def rename(self, request: Request, query: Query, path: str) -> Response:
+        """HDFS semantics: false (not an error) when the source is missing or the target is
+        taken; a target that is a directory receives the source under its own name."""
+        self._refuse_virtual(path, "rename")
+        destination = query.required("destination")
+        if not destination.startswith("/"):
+            raise InvalidParameter(f"destination {destination!r} is not an absolute path")
+        self._refuse_virtual(destination, "rename")
+        src, dst = self._uri(path), self._uri(destination)
+        return json_answer(shapes.boolean(await run_in_threadpool(self._rename, src, dst)))
+
+    def _rename(self, src: str, dst: str) -> bool:
+        source = fresh_status(self.service, src)
+        if source is None:
+            return False
+        target = uris.normalize(dst)
+        existing = fresh_status(self.service, target)
+        if existing is not None:
+            if not existing.is_dir:
+                return False
+            target = f"{existing.uri}/{source.name}"
+            if fresh_status(self.service, target) is not None:
+                return False
+        if uris.is_under(target, source.uri):
+            return False
+        self.service.rename(source.uri, target)
+        return True
+
+    async def delete(self, request: Request, query: Query, path: str) -> Response:
+        """True when something was deleted, false when nothing was there (as HDFS answers)."""
+        self._refuse_virtual(path, "delete")
+        uri, recursive = self._uri(path), query.boolean("recursive")
+
+        def work() -> bool:
+            try:
+                self.service.delete(uri, recursive)
+            except UfsNotFound:
+                return False
+            return True
+
+        return json_answer(shapes.boolean(await run_in_threadpool(work)))
