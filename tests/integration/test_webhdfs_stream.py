@@ -4,17 +4,14 @@ page only."""
 
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
+from tests.integration.inprocess import serving
 from tests.worker.conftest import open_service
-from worker.api.app import create_app
-from worker.server import bind
 from worker.service import WorkerService
 
 pytestmark = pytest.mark.integration
@@ -33,19 +30,11 @@ def data_dir(tmp_path: Path) -> Path:
 def served(tmp_path: Path, data_dir: Path) -> Iterator[tuple[WorkerService, int]]:
     page_size = f"dora.worker.page.store.page.size={PAGE}B"
     service = open_service(tmp_path / "work", f"file://{data_dir}", page_size)
-    sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(create_app(service), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive()
-        time.sleep(0.01)
-    yield service, sock.getsockname()[1]
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
-    service.close()
+    try:
+        with serving(service) as port:
+            yield service, port
+    finally:
+        service.close()
 
 
 def open_stream(port: int, path: str, offset: int) -> socket.socket:

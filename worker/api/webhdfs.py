@@ -12,7 +12,8 @@ checks one with a media-type parser its shaded jar cannot load.
 Auth, when ``dora.worker.security.token`` is set: ``Authorization: Bearer <token>``, which the
 Hadoop client sends with its OAuth2 settings (its token provider fetches the access token from
 ``POST /webhdfs/oauth2/token`` with the worker token as client secret), or ``delegation=<token>``
-for clients that add query parameters (curl). See :func:`hadoop_auth_conf`.
+for clients that add query parameters (curl). ``worker.spark.webhdfs.hadoop_conf`` gives the
+Hadoop settings.
 """
 
 from __future__ import annotations
@@ -34,14 +35,13 @@ from ufs.errors import UfsNotFound, UfsOutsideRoots
 from worker import keys, pathconf
 from worker.api import webhdfs_json as shapes
 from worker.api.errors import Unauthorized
-from worker.api.webhdfs_data import DataOps, fresh_status
+from worker.api.webhdfs_data import DataOps, status_or_none
 from worker.api.webhdfs_errors import InvalidParameter, UnsupportedOperation, response_for
 from worker.api.webhdfs_locality import Locality, Members
-from worker.api.webhdfs_paths import PREFIX, Namespace, uri_of
+from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
 from worker.api.webhdfs_query import Query
 from worker.service import WorkerService
 
-TOKEN_PATH = "/webhdfs/oauth2/token"
 TOKEN_LIFETIME_S = 3600
 BATCH_SIZE = 1000
 Handler = Callable[[Request, Query, str], Awaitable[Response]]
@@ -63,20 +63,6 @@ UNSUPPORTED = frozenset(
 def json_answer(data: Any, status: int = 200) -> Response:
     """A JSON answer with no Content-Type (see the module docstring)."""
     return Response(json.dumps(data).encode(), status)
-
-
-def hadoop_auth_conf(worker_url: str, token: str) -> dict[str, str]:
-    """The Hadoop settings that make ``WebHdfsFileSystem`` send ``token`` (prefix each with
-    ``spark.hadoop.`` in a Spark conf). ``worker_url`` is ``http://host:port``."""
-    return {
-        "dfs.webhdfs.oauth2.enabled": "true",
-        "dfs.webhdfs.oauth2.access.token.provider": (
-            "org.apache.hadoop.hdfs.web.oauth2.ConfCredentialBasedAccessTokenProvider"
-        ),
-        "dfs.webhdfs.oauth2.client.id": "dora",
-        "dfs.webhdfs.oauth2.credential": token,
-        "dfs.webhdfs.oauth2.refresh.url": worker_url.rstrip("/") + TOKEN_PATH,
-    }
 
 
 def router(service: WorkerService, members: Members | None = None) -> APIRouter:
@@ -313,19 +299,24 @@ class WebHdfs:
             raise InvalidParameter(f"destination {destination!r} is not an absolute path")
         self._refuse_virtual(destination, "rename")
         src, dst = self._uri(path), self._uri(destination)
-        return json_answer(shapes.boolean(await run_in_threadpool(self._rename, src, dst)))
+        interval = self._settings(dst, query).sync_interval
+        return json_answer(
+            shapes.boolean(await run_in_threadpool(self._rename, src, dst, interval))
+        )
 
-    def _rename(self, src: str, dst: str) -> bool:
-        source = fresh_status(self.service, src)
+    def _rename(self, src: str, dst: str, interval: int | None) -> bool:
+        # The target is looked up as the path rules say, not forced fresh: a directory made
+        # through the worker on an object store exists only in the worker's metadata.
+        source = status_or_none(self.service, src, interval)
         if source is None:
             return False
         target = uris.normalize(dst)
-        existing = fresh_status(self.service, target)
+        existing = status_or_none(self.service, target, interval)
         if existing is not None:
             if not existing.is_dir:
                 return False
             target = f"{existing.uri}/{source.name}"
-            if fresh_status(self.service, target) is not None:
+            if status_or_none(self.service, target, interval) is not None:
                 return False
         if uris.is_under(target, source.uri):
             return False

@@ -73,8 +73,11 @@ class DataOps:
         )
 
     async def create(self, request: Request, query: Query, uri: str, path: str) -> Response:
-        overwrite = query.boolean("overwrite")
-        if not overwrite and await run_in_threadpool(fresh_status, self.service, uri) is not None:
+        # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
+        fresh = 0
+        if not query.boolean("overwrite") and (
+            await run_in_threadpool(status_or_none, self.service, uri, fresh) is not None
+        ):
             raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
         if not query.boolean("data"):
             return _redirect(request, query, {"data": "true"})
@@ -101,11 +104,10 @@ class DataOps:
         return spool
 
 
-def fresh_status(service: WorkerService, uri: str) -> UfsStatus | None:
-    """The status of ``uri`` re-checked against the UFS (mutations decide on the truth, not on
-    a cached entry), or None if nothing is there."""
+def status_or_none(service: WorkerService, uri: str, interval: int | None) -> UfsStatus | None:
+    """The status of ``uri`` under sync interval ``interval``, or None if nothing is there."""
     try:
-        return service.status(uri, sync_interval=0)
+        return service.status(uri, interval)
     except UfsNotFound:
         return None
 

@@ -13,6 +13,8 @@ from ufs import uri as uris
 from ufs.uri import MountRoots
 
 PREFIX = "/webhdfs/v1"
+# Where the Hadoop client's OAuth2 token provider asks for its access token.
+TOKEN_PATH = "/webhdfs/oauth2/token"
 
 
 def path_of(uri: str) -> str:

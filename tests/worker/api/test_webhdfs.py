@@ -13,6 +13,7 @@ import pytest
 
 from tests.worker.conftest import Api, page_files
 from worker.api import webhdfs
+from worker.api.webhdfs_paths import TOKEN_PATH
 from worker.client.ring import HashRing
 from worker.service import WorkerService
 
@@ -350,21 +351,14 @@ def test_token_by_bearer_header_delegation_parameter_or_oauth2_grant(
         assert by_param.status_code == 200
         grant = api.request(
             "POST",
-            webhdfs.TOKEN_PATH,
+            TOKEN_PATH,
             content=b"grant_type=client_credentials&client_id=dora&client_secret=s3cret",
         )
         token = grant.json()
         assert (token["token_type"], token["expires_in"]) == ("Bearer", 3600)
         bearer = {"Authorization": f"Bearer {token['access_token']}"}
         assert api.get(path, params={"op": "GETFILESTATUS"}, headers=bearer).status_code == 200
-        bad_grant = api.request("POST", webhdfs.TOKEN_PATH, content=b"client_secret=guess")
+        bad_grant = api.request("POST", TOKEN_PATH, content=b"client_secret=guess")
         assert (bad_grant.status_code, bad_grant.json()["error"]) == (401, "invalid_client")
     finally:
         api.close()
-
-
-def test_hadoop_auth_conf_points_the_client_at_the_grant() -> None:
-    conf = webhdfs.hadoop_auth_conf("http://127.0.0.1:28080/", "tok")
-    assert conf["dfs.webhdfs.oauth2.refresh.url"] == "http://127.0.0.1:28080/webhdfs/oauth2/token"
-    assert conf["dfs.webhdfs.oauth2.credential"] == "tok"
-    assert conf["dfs.webhdfs.oauth2.enabled"] == "true"
