@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from typing import IO
 
+from anyio.lowlevel import checkpoint
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -33,6 +34,7 @@ from worker.service import WorkerService
 
 SPOOL_IN_MEMORY = 16 << 20
 COPY_CHUNK = 1 << 20
+SEND_SLICE = 64 << 10
 
 
 class DataOps:
@@ -126,7 +128,12 @@ async def _until_disconnect(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     also when the client hangs up mid-stream and the response task is cancelled."""
     try:
         while (chunk := await run_in_threadpool(next, chunks, None)) is not None:
-            yield chunk
+            # In slices: the server's flow control then holds back at most one slice beyond
+            # what the socket took, not a whole page the client may never read.
+            for start in range(0, len(chunk), SEND_SLICE):
+                yield chunk[start : start + SEND_SLICE]
+                # Lets the loop see a hang-up between slices, which cancels this stream.
+                await checkpoint()
     finally:
         _close(chunks)
 
