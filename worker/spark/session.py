@@ -49,6 +49,8 @@ def local_session(
         .config("spark.ui.showConsoleProgress", str(progress).lower())
         .config("spark.sql.shuffle.partitions", str(2 * cores))
         .config("spark.sql.session.timeZone", "UTC")
+        # Lets the dora source take Spark's filters (its filterPushdown option).
+        .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
     )
     for key, value in (conf or {}).items():
