@@ -23,11 +23,12 @@ SYNC = "dora.user.file.metadata.sync.interval"
 READ_TYPE = "dora.user.file.readtype.default"
 
 
-def path_rules(base: str) -> str:
-    """The worker's ``dora.worker.path.conf`` for the two dataset copies."""
+def path_rules(base: str, sync: str = "0") -> str:
+    """The worker's ``dora.worker.path.conf`` for the two dataset copies: metadata re-checked
+    as ``sync`` says (``0``: on every call, so a change is seen), the copy not cached."""
     return (
-        f"dora.worker.path.conf={base}/{CACHED} {SYNC}=0, "
-        f"{base}/{PASSTHROUGH} {SYNC}=0 {READ_TYPE}=NO_CACHE"
+        f"dora.worker.path.conf={base}/{CACHED} {SYNC}={sync}, "
+        f"{base}/{PASSTHROUGH} {SYNC}={sync} {READ_TYPE}=NO_CACHE"
     )
 
 
@@ -75,6 +76,7 @@ class Native:
     worker: Worker
     uri: str
     cached: bool
+    rule: str = "0"
 
     def make_cold(self) -> None:
         if self.cached:
@@ -84,7 +86,7 @@ class Native:
         return spark.read.parquet(webhdfs_url(self.worker.address, self.uri))
 
     def sync(self, run: str) -> str:
-        return "rule 0"
+        return f"rule {self.rule}"
 
 
 @dataclass(frozen=True)
@@ -132,10 +134,13 @@ class LocalCopy:
         return "-"
 
 
-def contenders(worker: Worker, base: str, local: Path, partition_bytes: str) -> list[Contender]:
+def contenders(
+    worker: Worker, base: str, local: Path, partition_bytes: str, rule: str = "0"
+) -> list[Contender]:
+    """The four contenders over the dataset copies under ``base`` and the local copy."""
     return [
-        Native("native (webhdfs)", worker, f"{base}/{CACHED}", cached=True),
-        Native("native, pass-through", worker, f"{base}/{PASSTHROUGH}", cached=False),
+        Native("native (webhdfs)", worker, f"{base}/{CACHED}", cached=True, rule=rule),
+        Native("native, pass-through", worker, f"{base}/{PASSTHROUGH}", cached=False, rule=rule),
         PythonSource("python dora source", worker, f"{base}/{CACHED}", partition_bytes),
         LocalCopy("spark on a local copy", local),
     ]

@@ -21,7 +21,10 @@ class LinkStats(Protocol):
 
 
 class UfsLink(Protocol):
-    """A started proxy in front of the object store."""
+    """A started proxy in front of the object store; ``latency`` (seconds of round trip) may be
+    changed while it runs."""
+
+    latency: float
 
     @property
     def url(self) -> str:

@@ -141,13 +141,13 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> list[Run
         shutil.copytree(dataset, local, ignore=shutil.ignore_patterns("_*"))
         with progress.step("starting the worker"):
             cleanup.callback(stop_worker, run_dir / "sidecar")
-            worker = _start_worker(options, stage, run_dir / "sidecar")
+            worker = start_worker(options, stage, run_dir / "sidecar")
         demo = Demo(options, progress, stage, worker)
         names = [path.name for path in paths]
         with progress.step("reference answer, read straight from the UFS"):
             reference = demo.reference(names)
         with progress.step(f"starting Spark (local[{options.cores}]) and warming it up"):
-            demo.spark = _start_spark(options, worker, cleanup)
+            demo.spark = start_spark(options, worker, paths[0], cleanup)
         runners = contenders(worker, stage.base, local, options.max_partition_bytes)
         for contender in runners:
             contender.make_cold()
@@ -165,14 +165,21 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> list[Run
         return demo.results
 
 
-def _start_worker(options: DemoOptions, stage: Stage, state_dir: Path) -> Worker:
-    """The sidecar worker serving the stage, owned by this process."""
-    defines = [*stage.defines(), path_rules(stage.base), *options.defines]
+def start_worker(
+    options: DemoOptions, stage: Stage, state_dir: Path, sync_rule: str = "0"
+) -> Worker:
+    """The sidecar worker serving the stage, owned by this process, with the path rules of the
+    two dataset copies."""
+    defines = [*stage.defines(), path_rules(stage.base, sync_rule), *options.defines]
     info = ensure_worker_info(defines, state_dir=state_dir, owner_pid=os.getpid())
     return Worker(info.address, info.token)
 
 
-def _start_spark(options: DemoOptions, worker: Worker, cleanup: contextlib.ExitStack) -> Any:
+def start_spark(
+    options: DemoOptions, worker: Worker, sample: Path, cleanup: contextlib.ExitStack
+) -> Any:
+    """``local[cores]`` Spark reaching ``worker`` over webhdfs, warmed up on ``sample`` (a local
+    Parquet file) and stopped by ``cleanup``."""
     from worker.spark.session import local_session
 
     conf = {
@@ -181,16 +188,15 @@ def _start_spark(options: DemoOptions, worker: Worker, cleanup: contextlib.ExitS
     }
     spark = local_session(options.cores, "doracache-demo", conf=conf, progress=sys.stderr.isatty())
     cleanup.callback(_stop_spark, spark)
-    _warm_up(spark, worker)
+    _warm_up(spark, worker, sample)
     return spark
 
 
-def _warm_up(spark: Any, worker: Worker) -> None:
-    """Run the query once over a few rows in memory, start Python workers and load Hadoop's
-    WebHDFS client, so that the cold runs measure the cache rather than the JVM compiling its
-    first plan."""
-    sample = trips(DatasetSpec(files=1, rows_per_file=2000), 0).select(list(pipeline.NEEDED))
-    pipeline.spark_aggregate(spark.createDataFrame(sample.to_pandas()))
+def _warm_up(spark: Any, worker: Worker, sample: Path) -> None:
+    """Run the query once on one local file, start Python workers and load Hadoop's WebHDFS
+    client, so that whichever contender runs first measures its reads rather than the JVM
+    compiling Spark's Parquet and aggregation code."""
+    pipeline.spark_aggregate(spark.read.parquet(f"file://{sample}"))
     spark.range(4, numPartitions=2).mapInArrow(_same, "id long").collect()
     jvm = spark._jvm
     root = jvm.java.net.URI(f"webhdfs://{worker.address}/")
