@@ -22,6 +22,7 @@ def processes_mentioning(text: str) -> list[int]:
     ]
 
 
+@pytest.mark.timeout(900)  # twelve Spark runs, and Spark's start, on two shared cores
 def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     work, ufs = tmp_path / "work", tmp_path / "ufs"
     ufs.mkdir()
