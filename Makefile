@@ -1,17 +1,28 @@
 # Two entry points: `make demo` (the main job) and `make test` (the tests). Each creates or reuses
-# .venv and installs what it needs, so a fresh machine needs only Python 3.11 and Java 17.
+# .venv and installs what it needs (and Debian's etcd when the etcd binary is missing), so a fresh
+# machine needs only Python 3.11 and Java 17.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck bench soak clean
+.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd alluxiofs-venvs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
+
+# The cluster tests and the two-worker demo run a real etcd: Debian's etcd-server (3.4).
+etcd:
+	@command -v etcd >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
+
+# alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
+# each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
+alluxiofs-venvs: $(STAMP)
+	$(BIN)/python -m tests.integration.alluxiofs_support
 
 lint: $(STAMP)
 	$(BIN)/ruff check config ufs pagestore worker tests bench
@@ -20,17 +31,29 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+test: etcd alluxiofs-venvs lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
-demo: $(STAMP)
-	$(BIN)/dora demo
+# Unit tests only: no real servers (integration), no reliability scenarios.
+test-fast: lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not reliability"
 
-bench: $(STAMP)
-	$(BIN)/python -m bench.run_all
+# `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
+demo: etcd $(STAMP)
+	$(BIN)/dora demo $(DEMO_ARGS)
 
+# Figures to stdout; the side-by-side suite writes bench/results/*.json and renders
+# bench/RESULTS.md and bench/results/plots from it. bench-quick: small sizes, 0 ms, a few minutes.
+# BENCH_ARGS go to python -m bench.side, e.g. BENCH_ARGS="--profile seq-read:dora --label ...".
+bench: etcd $(STAMP)
+	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench.run_all --quick $(BENCH_ARGS)
+
+# The long versions of the reliability scenarios (see RELIABILITY.md); figures at the end.
 soak: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests --soak
+	$(BIN)/python -m pytest -q -p no:cacheprovider -o timeout=3600 -m reliability --soak tests/reliability
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-alluxiofs .mypy_cache .ruff_cache

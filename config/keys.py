@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
@@ -25,6 +26,7 @@ from config.units import (
 
 T = TypeVar("T")
 
+_INTEGER = re.compile(r"-?[0-9]+")
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -42,10 +44,10 @@ class KeyType(enum.Enum):
 
 
 def _parse_int(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise ValueError("expected an integer") from None
+    # ASCII digits only: int() would also take "٣", "1_000" and "+5".
+    if _INTEGER.fullmatch(text.strip()) is None:
+        raise ValueError("expected an integer")
+    return int(text)
 
 
 def _parse_bool(text: str) -> bool:
@@ -67,7 +69,7 @@ class PropertyKey(Generic[T]):
     meaning, and whether its value is a secret. ``alias`` is the Alluxio name where one exists.
 
     ``allow_never`` lets a duration key take ``-1``; ``choices`` restricts a string key;
-    ``minimum`` bounds an int, duration or size key from below.
+    ``minimum`` and ``maximum`` bound an int, duration or size key (both inclusive).
     """
 
     name: str
@@ -79,6 +81,7 @@ class PropertyKey(Generic[T]):
     allow_never: bool = False
     choices: tuple[str, ...] = ()
     minimum: int | None = None
+    maximum: int | None = None
 
     def parse(self, text: str) -> T:
         """Parse ``text`` into this key's value; raise ValueError saying what was expected."""
@@ -99,14 +102,18 @@ class PropertyKey(Generic[T]):
             value = text.strip()
             if self.choices and value not in self.choices:
                 raise ValueError(f"expected one of {', '.join(self.choices)}")
-        self._check_minimum(value)
+        self._check_bounds(value)
         return cast(T, value)
 
-    def _check_minimum(self, value: object) -> None:
-        if self.minimum is None or isinstance(value, bool) or not isinstance(value, int):
+    def _check_bounds(self, value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
             return
-        if value < self.minimum and not (self.allow_never and value == -1):
+        if self.allow_never and value == -1:
+            return
+        if self.minimum is not None and value < self.minimum:
             raise ValueError(f"expected at least {self.describe_value(self.minimum)}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"expected at most {self.describe_value(self.maximum)}")
 
     def expected(self) -> str:
         """A human description of the accepted form, used in errors and the template."""

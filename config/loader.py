@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,11 +52,19 @@ class Config:
     """The effective configuration: immutable, built once at start and passed to components.
 
     Thread-safe (read-only). ``with_call_options`` returns a new Config for one call.
+    ``warnings`` are what loading found risky but not wrong (a secret other local users can
+    read); whoever starts a process logs them once.
     """
 
-    def __init__(self, registry: Registry, settings: Mapping[str, Setting]) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        settings: Mapping[str, Setting],
+        warnings: tuple[str, ...] = (),
+    ) -> None:
         self.registry = registry
         self._settings = dict(settings)
+        self.warnings = warnings
 
     def get(self, key: PropertyKey[T]) -> T:
         """The value of ``key`` (None only for keys with no default that nobody set)."""
@@ -65,6 +74,15 @@ class Config:
     def setting(self, key: PropertyKey[Any] | str) -> Setting:
         name = key if isinstance(key, str) else key.name
         return self._settings[self.registry.lookup(name).name]
+
+    def invalid(self, key: PropertyKey[Any], problem: str) -> ConfigError:
+        """The error for an effective value of ``key`` that parsed but cannot be used (a mount
+        root that is not a URI, a port already taken): it names the key, the value (masked if
+        secret), where the value came from, and ``problem``."""
+        setting = self._settings[key.name]
+        return ConfigError(
+            f"bad value {_shown(setting)} for {key.name!r}{_where(setting)}: {problem}"
+        )
 
     def settings(self) -> list[Setting]:
         return [self._settings[key.name] for key in self.registry]
@@ -87,10 +105,36 @@ def _setting(key: PropertyKey[Any], text: str, source: Source, origin: str) -> S
     try:
         value = key.parse(text)
     except ValueError as exc:
-        where = f" ({source.value}{': ' + origin if origin else ''})"
-        shown = "******" if key.secret else repr(text)
-        raise ConfigError(f"bad value {shown} for {key.name!r}{where}: {exc}") from None
+        given = Setting(key, None, text, source, origin)
+        raise ConfigError(
+            f"bad value {_shown(given)} for {key.name!r}{_where(given)}: {exc}"
+        ) from None
     return Setting(key, value, text.strip(), source, origin)
+
+
+def _shown(setting: Setting) -> str:
+    return "******" if setting.key.secret else repr(setting.text)
+
+
+def _where(setting: Setting) -> str:
+    return f" ({setting.source.value}{': ' + setting.origin if setting.origin else ''})"
+
+
+def read_site_file(path: Path) -> str:
+    """The text of a site file, which must be UTF-8. Raises ConfigError naming the file (and,
+    for bytes that are not UTF-8, the line) when it cannot be read or decoded."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"site file {str(path)!r} cannot be read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"site file {str(path)!r} is not UTF-8 text: byte {data[exc.start]:#04x} on line "
+            f"{line}; expected a UTF-8 properties file"
+        ) from None
 
 
 def parse_properties(text: str, origin: str) -> list[tuple[str, str, int]]:
@@ -163,11 +207,16 @@ def load_config(
         default = key.parse(key.default) if key.default is not None else None
         settings[key.name] = Setting(key, default, key.default, Source.DEFAULT)
 
+    warnings: list[str] = []
     site = find_site_file(conf_file, env)
     if site is not None:
-        for spelling, text, line in parse_properties(site.read_text(), str(site)):
+        secrets = []
+        for spelling, text, line in parse_properties(read_site_file(site), str(site)):
             key = registry.lookup(spelling, f"{site}:{line}")
             settings[key.name] = _setting(key, text, Source.SITE_FILE, f"{site}:{line}")
+            if key.secret and text.strip():
+                secrets.append(key.name)
+        warnings += _readable_by_others(site, secrets)
 
     by_env = registry.by_env()
     for name, text in sorted(env.items()):
@@ -184,4 +233,24 @@ def load_config(
         spelling, text = parse_define(define)
         key = registry.lookup(spelling, "-D option")
         settings[key.name] = _setting(key, text, Source.COMMAND_LINE, "-D")
-    return Config(registry, settings)
+        if key.secret and text.strip():
+            warnings.append(
+                f"secret {key.name} was given with -D: any local user can read it with ps or "
+                f"in /proc/<pid>/cmdline; set {key.env_name} in the environment or put it in a "
+                "site file only you can read (chmod 600) instead"
+            )
+    return Config(registry, settings, tuple(dict.fromkeys(warnings)))
+
+
+def _readable_by_others(site: Path, secrets: list[str]) -> list[str]:
+    """A warning if ``site`` holds ``secrets`` and its group or others may read it."""
+    if not secrets:
+        return []
+    mode = site.stat().st_mode
+    if not mode & (stat.S_IRGRP | stat.S_IROTH):
+        return []
+    return [
+        f"site file {str(site)!r} holds secret {', '.join(secrets)} but its group or others can "
+        f"read it (mode {stat.S_IMODE(mode):o}); make it readable only by its owner: "
+        f"chmod 600 {site}"
+    ]

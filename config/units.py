@@ -12,7 +12,8 @@ _SIZE_UNITS = {
     "gb": 1 << 30, "g": 1 << 30, "gib": 1 << 30,
     "tb": 1 << 40, "t": 1 << 40, "tib": 1 << 40,
 }  # fmt: skip
-_NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# re.ASCII: \d would also match other scripts' digits, which float() and int() then accept.
+_NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 
 DURATION_FORM = "a duration such as 500ms, 30s, 10min, 1h or 2d (a bare integer is ms)"
 SIZE_FORM = "a size such as 512B, 64KB, 1MB, 1GB or 1TB (powers of 1024; a bare integer is bytes)"

@@ -7,9 +7,16 @@ Where things live:
   names the worker needs: ``PageStore``, ``PageStoreOptions``, ``PutResult``, ``StoreStats``);
 - ``memory``: ``MemoryPageStore``, the same contract in memory, for tests;
 - ``base``: what both stores share (read-through with single flight, invalidation log, counters);
-- ``page``: ``PageId``, the on-disk name of a page and its checksummed header;
+- ``page``: ``PageId`` and the on-disk name of a page; ``pagefile``: the page file format (a
+  header with a checksum per 64 KiB block, then the data);
+- ``shortcircuit``: reading page files straight from disk, for clients on the worker's host
+  (given ``LocalPageStore.locate``); dependency-light;
 - ``disk``: one page directory's files; ``dirs``: directories at run time and page placement;
+- ``owner``: the marker that makes a directory the store's; ``layout``: the names the store
+  gives to what it creates (nothing else is ever removed);
 - ``index``: the in-memory page index; ``restore``: rebuilding it after a restart;
+- ``files``: the URI of each file with pages (in memory and as a record on disk), for
+  invalidation by prefix;
 - ``evict``: eviction policies, one module each; ``flight``: single flight;
 - ``options`` and ``keys``: settings and the property keys they come from.
 """

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pagestore.page import PageId
+from pagestore.shortcircuit import PageLocations
 
 
 class PutResult(enum.Enum):
@@ -25,6 +26,37 @@ class PutResult(enum.Enum):
     REJECTED = "rejected"
     """Not stored by design: the store is closed or still restoring, the same page is being
     written or deleted right now, or the file was invalidated while its data was fetched."""
+
+
+class Lookup(enum.Enum):
+    """How looking a page up went."""
+
+    HIT = "hit"
+    MISS = "miss"
+    """Not stored."""
+    FAILED = "failed"
+    """Stored, but it could not be served: corrupt, unreadable, or its directory is gone. The
+    store dropped it; the caller fetches the page elsewhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageRead:
+    """A lookup's outcome and, on a HIT, the bytes asked for."""
+
+    lookup: Lookup
+    data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """A page from :meth:`PageStore.get_or_fill`: its bytes, whether this call fetched them
+    with ``fill()`` (a call that joined another's fetch did not), and whether the store failed
+    on the page for this call: its stored copy could not be served (:attr:`Lookup.FAILED`), or
+    what this call fetched could not be stored (:attr:`PutResult.FAILED` or ``NO_SPACE``)."""
+
+    data: bytes
+    fetched: bool
+    cache_failure: bool
 
 
 @dataclass(frozen=True)
@@ -60,31 +92,47 @@ class StoreStats:
 class PageStore(Protocol):
     """Fixed-size pages by :class:`PageId`, bounded in bytes.
 
-    A cache failure is a miss or a :class:`PutResult`, never an exception: ``get``, ``put``,
-    ``has_page`` and ``delete_file`` do not raise for I/O errors, full or vanished disks or
-    corrupt pages (they raise ValueError only for invalid arguments). Implementations are
-    thread-safe.
+    A cache failure is an outcome (:class:`Lookup`, :class:`PutResult`, :class:`Fill`), never
+    an exception: ``read``, ``get``, ``put``, ``get_or_fill``, ``has_page``, ``delete_file``
+    and ``delete_prefix`` do not raise for I/O errors, full or vanished disks or corrupt pages
+    (they raise ValueError only for invalid arguments; ``get_or_fill`` raises what ``fill``
+    raises). Implementations are thread-safe.
+
+    The store keeps the URI of every file it holds pages of (callers pass it with each page:
+    ``file_id`` is the caller's id of that URI), so :meth:`delete_prefix` finds every page
+    under a prefix, after a restart too.
     """
 
     page_size: int
     """Bytes in a full page; only a file's last page may be shorter."""
 
-    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
         """Bytes ``[offset, offset + length)`` of a stored page (to its end when ``length`` is
-        None), or None on a miss. The whole page is verified before any byte is returned."""
+        None), verified before they are returned, or why there are none."""
         ...
 
-    def put(self, page_id: PageId, data: bytes) -> PutResult:
-        """Store a page, evicting others if needed."""
+    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+        """The bytes :meth:`read` returns, or None if it did not hit."""
         ...
 
-    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes]) -> bytes:
-        """The whole page, from the store or from ``fill()`` (then stored when possible).
-        Concurrent callers for one page share one ``fill()``; its exceptions reach them all."""
+    def put(self, page_id: PageId, data: bytes, uri: str) -> PutResult:
+        """Store a page of the file at ``uri``, evicting others if needed."""
+        ...
+
+    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
+        """The whole page, from the store or from ``fill()`` (then stored when possible, as a
+        page of the file at ``uri``). Concurrent callers for one page share one ``fill()``;
+        its exceptions reach them all."""
         ...
 
     def delete_file(self, file_id: str, version: str | None = None) -> int:
         """Drop the pages of one version of a file, or of all its versions; returns how many."""
+        ...
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Drop every page of every version of every file whose URI is ``prefix`` or lies under
+        it on a segment boundary (``s3://b/a`` covers ``s3://b/a/x``, not ``s3://b/ab``);
+        returns how many pages. Fills of those files already running are not stored."""
         ...
 
     def cached_bytes(self, file_id: str, version: str) -> int:
@@ -92,6 +140,16 @@ class PageStore(Protocol):
         ...
 
     def has_page(self, page_id: PageId) -> bool: ...
+
+    def locate(
+        self, file_id: str, version: str, first: int = 0, last: int | None = None
+    ) -> PageLocations:
+        """Where the stored pages ``first..last`` (to the end when ``last`` is None) of one
+        file version are, for short-circuit reads (:mod:`pagestore.shortcircuit`); a store
+        without page files lists none. Counts as an access for eviction. A page listed may be
+        evicted at any time after: its reader then misses. Raises ValueError for a negative
+        or reversed range."""
+        ...
 
     @property
     def page_count(self) -> int: ...

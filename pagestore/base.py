@@ -8,11 +8,14 @@ import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from pagestore.api import PutResult, StoreStats
+from pagestore.api import Fill, Lookup, PageRead, PutResult, StoreStats
+from pagestore.files import uri_under
 from pagestore.flight import SingleFlight
 from pagestore.page import PageId, PageKey
+
+_STORE_FAILURES = (PutResult.FAILED, PutResult.NO_SPACE)
 
 
 class Count(enum.Enum):
@@ -54,6 +57,20 @@ class Counters:
             return dict(self._counts), dict(self._puts)
 
 
+class Invalidation(NamedTuple):
+    """One invalidation: every version of a file (``version_key`` None) or one version, or
+    (``file_id`` None) every file under a URI ``prefix``."""
+
+    file_id: str | None
+    version_key: str | None = None
+    prefix: str | None = None
+
+    def covers(self, key: PageKey, uri: str) -> bool:
+        if self.prefix is not None:
+            return uri_under(uri, self.prefix)
+        return self.file_id == key.file_id and self.version_key in (None, key.version_key)
+
+
 class InvalidationLog:
     """The most recent invalidations, numbered. A writer notes :meth:`mark` before it starts and
     asks :meth:`invalidated_since` before its page becomes visible; if the page's file was
@@ -65,24 +82,25 @@ class InvalidationLog:
 
     def __init__(self, limit: int = 4096) -> None:
         self._seq = 0
-        self._recent: deque[tuple[int, str, str | None]] = deque(maxlen=limit)
+        self._recent: deque[tuple[int, Invalidation]] = deque(maxlen=limit)
 
     def mark(self) -> int:
         return self._seq
 
-    def record(self, file_id: str, version_key: str | None) -> None:
+    def record(self, invalidation: Invalidation) -> None:
         self._seq += 1
-        self._recent.append((self._seq, file_id, version_key))
+        self._recent.append((self._seq, invalidation))
 
-    def invalidated_since(self, mark: int, key: PageKey) -> bool:
+    def invalidated_since(self, mark: int, key: PageKey, uri: str) -> bool:
+        """Whether the page ``key`` of the file at ``uri`` was invalidated after ``mark``."""
         if mark == self._seq:
             return False
         if not self._recent or self._recent[0][0] > mark + 1:
             return True
-        for seq, file_id, version_key in reversed(self._recent):
+        for seq, invalidation in reversed(self._recent):
             if seq <= mark:
                 break
-            if file_id == key.file_id and version_key in (None, key.version_key):
+            if invalidation.covers(key, uri):
                 return True
         return False
 
@@ -93,7 +111,14 @@ def check_range(offset: int, length: int | None) -> None:
         raise ValueError(f"invalid page range: offset={offset}, length={length}")
 
 
+def check_pages(first: int, last: int | None) -> None:
+    """Raise ValueError for a negative or reversed page range (a caller's bug)."""
+    if first < 0 or (last is not None and last < first):
+        raise ValueError(f"invalid page range: first={first}, last={last}")
+
+
 def slice_page(data: bytes, offset: int, length: int | None) -> bytes:
+    """Bytes ``[offset, offset + length)`` of a whole page's data (no copy for all of it)."""
     if offset == 0 and (length is None or length >= len(data)):
         return data  # the common whole-page read: no copy
     end = len(data) if length is None else offset + length
@@ -108,47 +133,81 @@ class BasePageStore(ABC):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._invalidations = InvalidationLog()
-        self._flights: SingleFlight[PageId, bytes] = SingleFlight()
+        self._flights: SingleFlight[PageId, Fill] = SingleFlight()
         self._counters = Counters()
 
     @abstractmethod
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
+        """See PageStore.read."""
+
     def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
         """See PageStore.get."""
+        found = self.read(page_id, offset, length)
+        return found.data if found.lookup is Lookup.HIT else None
 
     @abstractmethod
     def has_page(self, page_id: PageId) -> bool:
         """See PageStore.has_page."""
 
     @abstractmethod
-    def _store(self, page_id: PageId, data: bytes, since: int) -> PutResult:
-        """Store a page unless its file was invalidated after ``since`` (an InvalidationLog
-        mark); never raises for cache failures."""
+    def _store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
+        """Store a page of the file at ``uri`` unless the page was invalidated after ``since``
+        (an InvalidationLog mark); never raises for cache failures."""
 
-    def put(self, page_id: PageId, data: bytes) -> PutResult:
+    @abstractmethod
+    def delete_file(self, file_id: str, version: str | None = None) -> int:
+        """See PageStore.delete_file."""
+
+    @abstractmethod
+    def _prefix_invalidated(self, prefix: str) -> set[str]:
+        """Note that ``prefix`` is invalidated (under the lock) and return the ids of the files
+        with pages stored or being stored whose URI is under it."""
+
+    def put(self, page_id: PageId, data: bytes, uri: str) -> PutResult:
         """See PageStore.put."""
         with self._lock:
             since = self._invalidations.mark()
-        return self._counted_store(page_id, data, since)
+        return self._counted_store(page_id, data, uri, since)
 
-    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes]) -> bytes:
+    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
         """See PageStore.get_or_fill."""
-        data = self.get(page_id)
-        if data is not None:
-            return data
-        return self._flights.run(page_id, lambda: self._fill(page_id, fill))
+        found = self.read(page_id)
+        if found.lookup is Lookup.HIT:
+            return Fill(found.data, fetched=False, cache_failure=False)
+        led = False
 
-    def _fill(self, page_id: PageId, fill: Callable[[], bytes]) -> bytes:
+        def lead() -> Fill:
+            nonlocal led
+            led = True
+            return self._fill(page_id, fill, uri)
+
+        shared = self._flights.run(page_id, lead)
+        failed = found.lookup is Lookup.FAILED
+        if not led:  # joined another caller's fill: that caller fetched and stored the page
+            return Fill(shared.data, fetched=False, cache_failure=failed)
+        return Fill(shared.data, shared.fetched, shared.cache_failure or failed)
+
+    def delete_prefix(self, prefix: str) -> int:
+        """See PageStore.delete_prefix."""
+        with self._lock:
+            self._invalidations.record(Invalidation(None, prefix=prefix))
+            file_ids = self._prefix_invalidated(prefix)
+        return sum(self.delete_file(file_id) for file_id in sorted(file_ids))
+
+    def _fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
         with self._lock:
             since = self._invalidations.mark()
         # A caller that missed just before the previous flight for this page stored it finds
         # the page here instead of fetching it a second time.
+        failed = False
         if self.has_page(page_id):
-            data = self.get(page_id)
-            if data is not None:
-                return data
+            found = self.read(page_id)
+            if found.lookup is Lookup.HIT:
+                return Fill(found.data, fetched=False, cache_failure=False)
+            failed = found.lookup is Lookup.FAILED
         data = fill()
-        self._counted_store(page_id, data, since)
-        return data
+        stored = self._counted_store(page_id, data, uri, since)
+        return Fill(data, fetched=True, cache_failure=failed or stored in _STORE_FAILURES)
 
     def _stats(self, **gauges: Any) -> StoreStats:
         """The counters every store keeps, plus the store's own ``gauges`` (StoreStats fields)."""
@@ -166,7 +225,7 @@ class BasePageStore(ABC):
             **gauges,
         )
 
-    def _counted_store(self, page_id: PageId, data: bytes, since: int) -> PutResult:
-        result = self._store(page_id, data, since)
+    def _counted_store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
+        result = self._store(page_id, data, uri, since)
         self._counters.add_put(result, len(data))
         return result

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from pagestore.disk import PageDir
 from pagestore.evict import Evictor, make_evictor
+from pagestore.files import FileTable
 from pagestore.options import PageDirOptions
 from pagestore.page import PageKey
 
@@ -25,14 +26,16 @@ class StoreDir:
         self.reserved = 0  # data bytes of pages being written
         self.evictor_name = evictor
         self.evictor: Evictor[PageKey] = make_evictor(evictor)
+        self.files = FileTable()
         self.in_service = True
         self.last_errno: int | None = None  # so a failing disk is logged once, not on every put
 
     def take_out_of_service(self) -> None:
-        """Forget the pages (the caller drops them from the index); in-flight reservations are
-        released by their writers as usual."""
+        """Forget the pages and files (the caller drops the pages from the index); in-flight
+        reservations are released by their writers as usual."""
         self.in_service = False
         self.evictor = make_evictor(self.evictor_name)
+        self.files.clear()
         self.used = 0
 
     def score(self, file_id: str) -> float:

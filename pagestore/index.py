@@ -82,3 +82,18 @@ class PageIndex:
     def bytes_of(self, file_id: str, version_key: str) -> int:
         version = self._files.get(file_id, {}).get(version_key)
         return 0 if version is None else version.size
+
+    def pages_between(
+        self, file_id: str, version_key: str, first: int, last: int | None
+    ) -> list[tuple[int, PageEntry]]:
+        """The stored pages ``first..last`` (to the file's end when ``last`` is None) of a file
+        version, by index, in order."""
+        version = self._files.get(file_id, {}).get(version_key)
+        if version is None:
+            return []
+        if last is not None and last - first < len(version.pages):
+            found = ((index, version.pages.get(index)) for index in range(first, last + 1))
+            return [(index, entry) for index, entry in found if entry is not None]
+        end = last if last is not None else max(version.pages)
+        chosen = [(i, entry) for i, entry in version.pages.items() if first <= i <= end]
+        return sorted(chosen, key=lambda pair: pair[0])

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from pagestore.api import PutResult, StoreStats
-from pagestore.base import BasePageStore, Count, check_range, slice_page
+from pagestore.api import Lookup, PageRead, PutResult, StoreStats
+from pagestore.base import (
+    BasePageStore,
+    Count,
+    Invalidation,
+    check_pages,
+    check_range,
+    slice_page,
+)
 from pagestore.evict import Evictor, make_evictor
+from pagestore.files import uri_under
 from pagestore.options import PageStoreOptions
 from pagestore.page import PageId, PageKey, version_key
+from pagestore.shortcircuit import PageLocations
 
 
 class MemoryPageStore(BasePageStore):
@@ -21,6 +30,7 @@ class MemoryPageStore(BasePageStore):
         self.page_size = options.page_size
         self._capacity = options.capacity_bytes
         self._pages: dict[PageKey, bytes] = {}
+        self._uris: dict[str, tuple[str, int]] = {}  # file id -> its URI and its page count
         self._used = 0
         self._evictor: Evictor[PageKey] = make_evictor(options.evictor)
         self._closed = False
@@ -39,7 +49,7 @@ class MemoryPageStore(BasePageStore):
     def wait_ready(self, timeout: float | None = None) -> bool:
         return True
 
-    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
         check_range(offset, length)
         key = page_id.key
         with self._lock:
@@ -48,10 +58,17 @@ class MemoryPageStore(BasePageStore):
                 self._evictor.on_get(key)
         if data is None:
             self._counters.add(Count.MISSES)
-            return None
+            return PageRead(Lookup.MISS)
         data = slice_page(data, offset, length)
         self._counters.add_hit(len(data))
-        return data
+        return PageRead(Lookup.HIT, data)
+
+    def locate(
+        self, file_id: str, version: str, first: int = 0, last: int | None = None
+    ) -> PageLocations:
+        """No page has a file: every page is to be read through the store."""
+        check_pages(first, last)
+        return PageLocations(file_id, version, self.page_size, ())
 
     def has_page(self, page_id: PageId) -> bool:
         with self._lock:
@@ -66,13 +83,13 @@ class MemoryPageStore(BasePageStore):
                 if key.file_id == file_id and key.version_key == vkey
             )
 
-    def _store(self, page_id: PageId, data: bytes, since: int) -> PutResult:
+    def _store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
         if len(data) > self.page_size:
             return PutResult.TOO_LARGE
         key = page_id.key
         evicted = 0
         with self._lock:
-            if self._closed or self._invalidations.invalidated_since(since, key):
+            if self._closed or self._invalidations.invalidated_since(since, key, uri):
                 return PutResult.REJECTED
             if key in self._pages:
                 return PutResult.OK
@@ -84,6 +101,8 @@ class MemoryPageStore(BasePageStore):
                 evicted += 1
             self._pages[key] = bytes(data)
             self._used += len(data)
+            pages = self._uris.get(key.file_id, (uri, 0))[1]
+            self._uris[key.file_id] = (uri, pages + 1)
             self._evictor.on_put(key)
         if evicted:
             self._counters.add(Count.EVICTIONS, evicted)
@@ -92,7 +111,7 @@ class MemoryPageStore(BasePageStore):
     def delete_file(self, file_id: str, version: str | None = None) -> int:
         vkey = None if version is None else version_key(version)
         with self._lock:
-            self._invalidations.record(file_id, vkey)
+            self._invalidations.record(Invalidation(file_id, vkey))
             doomed = [
                 key
                 for key in self._pages
@@ -104,9 +123,17 @@ class MemoryPageStore(BasePageStore):
             self._counters.add(Count.INVALIDATED_PAGES, len(doomed))
         return len(doomed)
 
+    def _prefix_invalidated(self, prefix: str) -> set[str]:
+        return {file_id for file_id, (uri, _) in self._uris.items() if uri_under(uri, prefix)}
+
     def _remove(self, key: PageKey) -> None:
         self._used -= len(self._pages.pop(key))
         self._evictor.on_delete(key)
+        uri, pages = self._uris[key.file_id]
+        if pages == 1:
+            del self._uris[key.file_id]
+        else:
+            self._uris[key.file_id] = (uri, pages - 1)
 
     @property
     def page_count(self) -> int:

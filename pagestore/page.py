@@ -1,4 +1,4 @@
-"""Page identity and the on-disk form of one page: its file name and its checksummed header.
+"""Page identity and the name of a page's file (its content's format: :mod:`pagestore.pagefile`).
 
 A page is named by :class:`PageId` (what callers know: the file id, the file's version and the
 page's index) and stored under a :class:`PageKey` (what the disk knows: the version replaced by a
@@ -11,13 +11,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import struct
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
-
-import xxhash
 
 _FILE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _VERSION_KEY_CHARS = 32  # 128 bits of sha256: collisions are not a practical concern.
@@ -25,7 +20,7 @@ _PAGE_NAME = re.compile(r"^([A-Za-z0-9_-]{1,128})\.([0-9a-f]{32})\.([0-9]{1,19})
 
 
 class CorruptPageError(Exception):
-    """A page file's header or checksum does not match its content (torn, short or flipped)."""
+    """A page file's header or checksums do not match its content (torn, short or flipped)."""
 
 
 @functools.lru_cache(maxsize=65536)
@@ -78,36 +73,3 @@ class PageId:
     @property
     def key(self) -> PageKey:
         return PageKey(self.file_id, version_key(self.version), self.index)
-
-
-# Header: magic, checksum algorithm, reserved, data length, 64-bit checksum. Pages are written
-# with xxh3-64: verifying every read with crc32 cost ~250 us per MB, 3x the read itself; xxh3
-# runs at tens of GB/s. crc32 pages (from older stores) are still verified and served.
-_HEADER = struct.Struct("<4sB3xQQ")
-HEADER_SIZE = _HEADER.size
-_MAGIC = b"DPG1"
-_CRC32 = 1
-_XXH3_64 = 2
-_CHECKSUMS: dict[int, Callable[[bytes], int]] = {
-    _CRC32: zlib.crc32,
-    _XXH3_64: xxhash.xxh3_64_intdigest,
-}
-
-
-def encode_header(data: bytes) -> bytes:
-    """The header written in front of ``data`` in its page file."""
-    return _HEADER.pack(_MAGIC, _XXH3_64, len(data), xxhash.xxh3_64_intdigest(data))
-
-
-def verify(header: bytes, data: bytes) -> None:
-    """Check ``data`` against the ``header`` read with it; raise CorruptPageError if they differ."""
-    if len(header) != HEADER_SIZE:
-        raise CorruptPageError(f"short header ({len(header)} bytes)")
-    magic, algorithm, length, checksum = _HEADER.unpack(header)
-    checksum_of = _CHECKSUMS.get(algorithm)
-    if magic != _MAGIC or checksum_of is None:
-        raise CorruptPageError("not a page file (bad magic or checksum algorithm)")
-    if length != len(data):
-        raise CorruptPageError(f"length {len(data)} does not match header ({length})")
-    if checksum_of(data) != checksum:
-        raise CorruptPageError("checksum mismatch")

@@ -8,11 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pagestore.disk import PageDir, ScanEntry
+from pagestore.files import CorruptRecordError
 
 logger = logging.getLogger(__name__)
 
-Admit = Callable[[int, list[ScanEntry]], list[ScanEntry]]
-"""Offer one directory's pages (by its number) to the index; returns the ones refused."""
+Admit = Callable[[int, list[ScanEntry], dict[str, str]], list[ScanEntry]]
+"""Offer one directory's pages (by its number) to the index, with the URIs of their files (by
+file id); returns the pages refused."""
 
 
 @dataclass(frozen=True)
@@ -30,9 +32,11 @@ def restore(
     clock: Callable[[], float],
 ) -> RestoreReport:
     """Scan every directory bucket by bucket, handing pages to ``admit`` as they are found (so
-    they become readable while the rest is scanned) and removing temporary files, junk and
-    refused pages (duplicates, over capacity, invalidated meanwhile). Stops early when ``stop``
-    is set. A directory that fails mid-scan is logged and skipped; nothing is raised.
+    they become readable while the rest is scanned) and removing the store's temporary files,
+    unusable pages, pages whose file has no readable URI record (prefix invalidation could not
+    find them), records left without pages, and refused pages (duplicates, over capacity,
+    invalidated meanwhile). Stops early when ``stop`` is set. A directory that fails mid-scan is
+    logged and skipped; nothing is raised.
 
     Pages are not read, only listed: a torn or altered page is found when it is first read.
     They reach the evictor in scan order, so the first evictions after a restart follow that
@@ -45,26 +49,42 @@ def restore(
             for batch in disk.scan():
                 if stop.is_set():
                     return RestoreReport(pages, removed, clock() - started, complete=False)
-                found = [entry for entry in batch if entry.key is not None]
-                refused = admit(number, found)
-                doomed = [entry for entry in batch if entry.key is None] + refused
-                pages += len(found) - len(refused)
+                uris, doomed = _read_records(disk, batch.records)
+                refused = admit(number, batch.pages, uris)
+                refused_ids = {id(entry) for entry in refused}
+                kept = {e.key.file_id for e in batch.pages if id(e) not in refused_ids}
+                doomed += [batch.records[file_id] for file_id in uris if file_id not in kept]
+                doomed += batch.junk + [entry.path for entry in refused]
+                pages += len(batch.pages) - len(refused)
                 removed += _remove(disk, doomed)
         except OSError as exc:
             logger.warning("restoring pages from %s stopped: %s", disk.root, exc)
     return RestoreReport(pages, removed, clock() - started, complete=True)
 
 
-def _remove(disk: PageDir, entries: list[ScanEntry]) -> int:
+def _read_records(disk: PageDir, records: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The URIs of the records that can be read, by file id, and the paths of the others."""
+    uris: dict[str, str] = {}
+    unreadable: list[str] = []
+    for file_id, path in records.items():
+        try:
+            uris[file_id] = disk.read_record(path)
+        except (CorruptRecordError, OSError) as exc:
+            logger.warning("dropping unreadable URI record %s: %s", path, exc)
+            unreadable.append(path)
+    return uris, unreadable
+
+
+def _remove(disk: PageDir, paths: list[str]) -> int:
     """Remove files; one that cannot be removed (say, on a read-only disk) is left behind and
     refused again next time, which is harmless."""
     removed = 0
-    for entry in entries:
+    for path in paths:
         try:
-            disk.remove(entry.path)
+            disk.remove(path)
             removed += 1
         except OSError as exc:
-            logger.warning("cannot remove %s: %s", entry.path, exc)
+            logger.warning("cannot remove %s: %s", path, exc)
     return removed
 
 

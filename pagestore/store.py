@@ -4,26 +4,51 @@ eviction, invalidation, background restore and fault handling. See :class:`Local
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TypeVar
 
-from pagestore.api import PageStore, PutResult, StoreStats
-from pagestore.base import BasePageStore, Count, check_range, slice_page
+from pagestore.api import Lookup, PageRead, PageStore, PutResult, StoreStats
+from pagestore.base import BasePageStore, Count, Invalidation, check_pages, check_range
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
+from pagestore.files import uri_under
 from pagestore.index import PageEntry, PageIndex
 from pagestore.options import PageStoreOptions
+from pagestore.owner import ForeignPageDirError
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
 from pagestore.restore import remove_other_layouts, restore
+from pagestore.shortcircuit import PageLocation, PageLocations
 
-__all__ = ["LocalPageStore", "PageStore", "PageStoreOptions", "PutResult", "StoreStats"]
+__all__ = [
+    "ForeignPageDirError",
+    "LocalPageStore",
+    "PageStore",
+    "PageStoreOptions",
+    "PutResult",
+    "StoreStats",
+]
 
 logger = logging.getLogger(__name__)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _DELETE_BATCH = 1024
+_T = TypeVar("_T")
+
+
+@dataclass
+class _Reservation:
+    """Room made for a page in ``dir``: the pages evicted for it and the records of files they
+    left without pages (both to unlink), and whether the page's file needs its record."""
+
+    dir: StoreDir
+    write_record: bool
+    victims: list[PageKey] = field(default_factory=list)
+    records: list[str] = field(default_factory=list)
 
 
 class LocalPageStore(BasePageStore):
@@ -36,8 +61,11 @@ class LocalPageStore(BasePageStore):
     and indexes the page under the lock again. A key is *busy* while its file is being written
     or unlinked, and no other writer touches a busy key, so a late unlink never removes a newer
     file. A page evicted while it is being read is read whole (the open file survives the unlink)
-    or missed (the file is gone). Lock order: store lock, then the counter lock (a leaf); the
-    single-flight lock is never held with either.
+    or missed (the file is gone). Each directory's FileTable, also under the store lock, keeps
+    the URI of every file with pages there, so :meth:`delete_prefix` finds them; the URI record
+    on disk is written before a file's first page and unlinked after its last. Lock order:
+    store lock, then the counter lock (a leaf); the single-flight lock is never held with
+    either.
 
     Failures never reach the caller: a missing, short or corrupt page is a miss and is dropped;
     a write that fails is a :class:`PutResult`; a directory that vanishes is taken out of
@@ -63,6 +91,7 @@ class LocalPageStore(BasePageStore):
         self._started = self._closed = False
         # Invalidations seen while restoring, so pages scanned after them are not revived.
         self._restore_invalidated: set[tuple[str, str | None]] | None = set()
+        self._restore_prefixes: list[str] = []
         self._restored_pages = 0
         self._restore_seconds = 0.0
         self._restorer: threading.Thread | None = None
@@ -72,7 +101,8 @@ class LocalPageStore(BasePageStore):
 
     def start(self) -> None:
         """Open the directories (one that cannot be opened is out of service, logged) and
-        restore the index in a background thread. Idempotent."""
+        restore the index in a background thread. Idempotent. Raises ForeignPageDirError,
+        leaving every directory as it was, if one is not empty and not a page store's."""
         with self._lock:
             if self._started or self._closed:
                 return
@@ -82,6 +112,9 @@ class LocalPageStore(BasePageStore):
                 d.disk.open()
             except OSError as exc:
                 self._take_out_of_service(d, f"cannot be opened: {exc}")
+            except ForeignPageDirError:
+                self.close()
+                raise
         self._janitor = ThreadPoolExecutor(1, thread_name_prefix="pagestore-janitor")
         self._restorer = threading.Thread(target=self._restore, name="pagestore-restore")
         self._restorer.daemon = True
@@ -114,6 +147,7 @@ class LocalPageStore(BasePageStore):
         report = restore(dirs, self._admit, self._stop, self._clock)
         with self._lock:
             self._restore_invalidated = None
+            self._restore_prefixes = []
             self._restored_pages = report.pages
             self._restore_seconds = report.seconds
         if not report.complete:
@@ -127,19 +161,17 @@ class LocalPageStore(BasePageStore):
         )
         remove_other_layouts(dirs)
 
-    def _admit(self, number: int, found: list[ScanEntry]) -> list[ScanEntry]:
+    def _admit(self, number: int, found: list[ScanEntry], uris: dict[str, str]) -> list[ScanEntry]:
         refused: list[ScanEntry] = []
         with self._lock:
             d = self._dirs[number]
-            invalidated = self._restore_invalidated or set()
             for entry in found:
-                key = entry.key
+                key, uri = entry.key, uris.get(entry.key.file_id)
                 if (
-                    key is None
+                    uri is None
                     or not d.in_service
                     or key in self._index
-                    or (key.file_id, None) in invalidated
-                    or (key.file_id, key.version_key) in invalidated
+                    or self._invalidated_while_restoring(key, uri)
                     or d.used + entry.size > d.capacity
                 ):
                     refused.append(entry)
@@ -147,52 +179,85 @@ class LocalPageStore(BasePageStore):
                 self._index.add(key, PageEntry(number, entry.size))
                 d.evictor.on_put(key)
                 d.used += entry.size
+                d.files.adopt(key.file_id, uri)
         return refused
+
+    def _invalidated_while_restoring(self, key: PageKey, uri: str) -> bool:
+        invalidated = self._restore_invalidated or set()
+        return (
+            (key.file_id, None) in invalidated
+            or (key.file_id, key.version_key) in invalidated
+            or any(uri_under(uri, prefix) for prefix in self._restore_prefixes)
+        )
 
     # -- reads -------------------------------------------------------------------------------
 
-    def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:
+    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
         check_range(offset, length)
         key = page_id.key
         with self._lock:
             entry = self._index.get(key)
             if entry is not None:
                 self._dirs[entry.dir].evictor.on_get(key)
-        data = None if entry is None else self._read(self._dirs[entry.dir], key, entry)
-        if data is None:
+        data: bytes | Lookup = Lookup.MISS
+        if entry is not None:
+            start = min(offset, entry.size)
+            end = entry.size if length is None else min(entry.size, start + length)
+            data = self._read(self._dirs[entry.dir], key, entry, start, end - start)
+        if isinstance(data, Lookup):
             self._counters.add(Count.MISSES)
-            return None
-        data = slice_page(data, offset, length)
+            return PageRead(data)
         self._counters.add_hit(len(data))
-        return data
+        return PageRead(Lookup.HIT, data)
 
-    def _read(self, d: StoreDir, key: PageKey, entry: PageEntry) -> bytes | None:
+    def _read(
+        self, d: StoreDir, key: PageKey, entry: PageEntry, offset: int, length: int
+    ) -> bytes | Lookup:
+        """Bytes of the page's data, or MISS (evicted since it was looked up) or FAILED (it
+        could not be served, and is dropped)."""
         try:
-            return d.disk.read(key, entry.size)
+            return d.disk.read(key, entry.size, offset, length)
         except CorruptPageError as exc:
             logger.warning("dropping corrupt page %s in %s: %s", key.file_name, d.disk.root, exc)
             self._counters.add(Count.CORRUPT_PAGES)
         except FileNotFoundError:
-            # Usually evicted or invalidated since the lookup (then the entry is gone already).
             if not d.disk.exists():
                 self._take_out_of_service(d, "its directory disappeared")
-                return None
+                return Lookup.FAILED
+            # Usually evicted or invalidated since the lookup (then the entry is gone already);
+            # otherwise removed behind the store's back.
         except OSError as exc:
             logger.warning("dropping unreadable page %s in %s: %s", key.file_name, d.disk.root, exc)
             self._counters.add(Count.IO_ERRORS)
-        self._drop(key, entry)
-        return None
+        return Lookup.FAILED if self._drop(key, entry) else Lookup.MISS
 
-    def _drop(self, key: PageKey, entry: PageEntry) -> None:
-        """Remove a page found bad, unless it was replaced since it was looked up."""
+    def _drop(self, key: PageKey, entry: PageEntry) -> bool:
+        """Remove a page found bad, unless it was dropped or replaced since it was looked up;
+        whether it was removed."""
         with self._lock:
             if self._index.remove(key, entry) is None:
-                return
+                return False
             d = self._dirs[entry.dir]
             d.evictor.on_delete(key)
             d.used -= entry.size
             self._busy.add(key)
-        self._unlink(d, [key])
+            records = self._release(d, key.file_id)
+        self._unlink(d, [key], records)
+        return True
+
+    def locate(
+        self, file_id: str, version: str, first: int = 0, last: int | None = None
+    ) -> PageLocations:
+        check_pages(first, last)
+        vkey = version_key(version)
+        pages: list[PageLocation] = []
+        with self._lock:
+            for index, entry in self._index.pages_between(file_id, vkey, first, last):
+                key = PageKey(file_id, vkey, index)
+                d = self._dirs[entry.dir]
+                d.evictor.on_get(key)
+                pages.append(PageLocation(index, d.disk.path(key), entry.size))
+        return PageLocations(file_id, version, self.page_size, tuple(pages))
 
     def has_page(self, page_id: PageId) -> bool:
         with self._lock:
@@ -204,26 +269,33 @@ class LocalPageStore(BasePageStore):
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _store(self, page_id: PageId, data: bytes, since: int) -> PutResult:
+    def _store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
         if len(data) > self.page_size:
             return PutResult.TOO_LARGE
         key = page_id.key
-        reservation = self._reserve(key, len(data))
+        reservation = self._reserve(key, len(data), uri)
         if isinstance(reservation, PutResult):
             return reservation
-        d, victims = reservation
-        self._unlink(d, victims)
+        d = reservation.dir
+        self._unlink(d, reservation.victims, reservation.records)
         try:
+            if reservation.write_record:
+                d.disk.write_record(key.file_id, uri)
+                with self._lock:
+                    d.files.written(key.file_id)
             d.disk.write(key, data)
         except OSError as exc:
             with self._lock:
                 d.reserved -= len(data)
                 self._busy.discard(key)
+                records = self._release(d, key.file_id)
+            self._unlink(d, [], records)
             return self._write_failed(d, exc)
-        return self._commit(d, key, len(data), since)
+        return self._commit(d, key, len(data), uri, since)
 
-    def _reserve(self, key: PageKey, size: int) -> PutResult | tuple[StoreDir, list[PageKey]]:
-        """Pick the page's directory and make room in it; the key becomes busy."""
+    def _reserve(self, key: PageKey, size: int, uri: str) -> PutResult | _Reservation:
+        """Pick the page's directory, take a reference on its file and make room in it; the
+        key becomes busy."""
         with self._lock:
             if self._closed or not self._ready.is_set() or key in self._busy:
                 return PutResult.REJECTED
@@ -234,32 +306,34 @@ class LocalPageStore(BasePageStore):
                 return PutResult.FAILED
             if d.reserved + size > d.capacity:
                 return PutResult.NO_SPACE  # the space is taken by writes still in progress
-            victims: list[PageKey] = []
+            # The reference comes first, so evicting the file's other pages keeps its record.
+            reservation = _Reservation(d, write_record=d.files.acquire(key.file_id, uri))
             while d.used + d.reserved + size > d.capacity:
                 victim = d.evictor.evict()
                 if victim is None:
                     break
-                self._forget(d, victim)
-                victims.append(victim)
+                reservation.records += self._forget(d, victim)
+                reservation.victims.append(victim)
             d.reserved += size
             self._busy.add(key)
-        if victims:
-            self._counters.add(Count.EVICTIONS, len(victims))
-        return d, victims
+        if reservation.victims:
+            self._counters.add(Count.EVICTIONS, len(reservation.victims))
+        return reservation
 
-    def _commit(self, d: StoreDir, key: PageKey, size: int, since: int) -> PutResult:
+    def _commit(self, d: StoreDir, key: PageKey, size: int, uri: str, since: int) -> PutResult:
         with self._lock:
             d.reserved -= size
             d.last_errno = None
-            stale = not d.in_service or self._invalidations.invalidated_since(since, key)
+            stale = not d.in_service or self._invalidations.invalidated_since(since, key, uri)
             if not stale:
                 self._index.add(key, PageEntry(d.number, size))
                 d.evictor.on_put(key)
                 d.used += size
                 self._busy.discard(key)
                 return PutResult.OK
+            records = self._release(d, key.file_id)
         # The key stays busy until its file is gone, so no newer write can be unlinked here.
-        self._unlink(d, [key])
+        self._unlink(d, [key], records)
         return PutResult.REJECTED
 
     def _write_failed(self, d: StoreDir, exc: OSError) -> PutResult:
@@ -281,9 +355,9 @@ class LocalPageStore(BasePageStore):
         never held up long; their files are unlinked in the background. Writes of the file that
         started earlier are refused when they finish (see InvalidationLog)."""
         vkey = None if version is None else version_key(version)
-        by_dir: dict[int, list[PageKey]] = {}
+        by_dir: dict[int, tuple[list[PageKey], list[str]]] = {}
         with self._lock:
-            self._invalidations.record(file_id, vkey)
+            self._invalidations.record(Invalidation(file_id, vkey))
             if self._restore_invalidated is not None:
                 self._restore_invalidated.add((file_id, vkey))
             keys = self._index.pages_of(file_id, vkey)
@@ -292,45 +366,76 @@ class LocalPageStore(BasePageStore):
                 for key in keys[start : start + _DELETE_BATCH]:
                     entry = self._index.get(key)  # None if evicted since
                     if entry is not None:
-                        self._forget(self._dirs[entry.dir], key)
-                        by_dir.setdefault(entry.dir, []).append(key)
-        dropped = sum(len(keys) for keys in by_dir.values())
+                        doomed, records = by_dir.setdefault(entry.dir, ([], []))
+                        records += self._forget(self._dirs[entry.dir], key)
+                        doomed.append(key)
+        dropped = sum(len(doomed) for doomed, _ in by_dir.values())
         if dropped:
             self._counters.add(Count.INVALIDATED_PAGES, dropped)
-        for number, keys in by_dir.items():
-            self._unlink_later(self._dirs[number], keys)
+        for number, (doomed, records) in by_dir.items():
+            self._unlink_later(self._dirs[number], doomed, records)
         return dropped
 
-    def _forget(self, d: StoreDir, key: PageKey) -> None:
-        """Remove a page from the index (under the lock); the caller unlinks its file."""
+    def _prefix_invalidated(self, prefix: str) -> set[str]:
+        if self._restore_invalidated is not None:  # pages scanned later are not revived
+            self._restore_prefixes.append(prefix)
+        return {file_id for d in self._dirs for file_id in d.files.under(prefix)}
+
+    def _forget(self, d: StoreDir, key: PageKey) -> list[str]:
+        """Remove a page from the index (under the lock); the caller unlinks its file, and the
+        records returned (its file's, if this was the file's last page)."""
         entry = self._index.remove(key)
         d.evictor.on_delete(key)
-        if entry is not None:
-            d.used -= entry.size
         self._busy.add(key)
+        if entry is None:
+            return []
+        d.used -= entry.size
+        return self._release(d, key.file_id)
 
-    def _unlink_later(self, d: StoreDir, keys: list[PageKey]) -> None:
+    @staticmethod
+    def _release(d: StoreDir, file_id: str) -> list[str]:
+        """Drop a page's reference on its file (under the lock); the file ids whose record the
+        caller must unlink (and pass to :meth:`_unlink`)."""
+        return [file_id] if d.files.release(file_id) else []
+
+    def _unlink_later(self, d: StoreDir, keys: list[PageKey], records: list[str]) -> None:
         try:
             if self._janitor is not None:
-                self._janitor.submit(self._unlink, d, keys)
+                self._janitor.submit(self._unlink, d, keys, records)
                 return
         except RuntimeError:
             pass  # the janitor has shut down (the store is closing): unlink here instead
-        self._unlink(d, keys)
+        self._unlink(d, keys, records)
 
-    def _unlink(self, d: StoreDir, keys: list[PageKey]) -> None:
-        """Unlink page files of keys made busy by the caller, then release the keys."""
+    def _unlink(self, d: StoreDir, keys: list[PageKey], records: list[str]) -> None:
+        """Unlink page files of keys made busy by the caller and release the keys, then unlink
+        the records of files left without pages (see FileTable)."""
         try:
             for key in keys:
-                try:
-                    d.disk.unlink(key)
-                except OSError as exc:
-                    # The file stays behind as an orphan; the next restore removes it.
-                    self._counters.add(Count.IO_ERRORS)
-                    logger.warning("removing page %s failed: %s", key.file_name, exc)
+                self._io(d.disk.unlink, key, key.file_name)
         finally:
             with self._lock:
                 self._busy.difference_update(keys)
+        for file_id in records:
+            self._io(d.disk.unlink_record, file_id, f"the URI record of {file_id}")
+            with self._lock:
+                rewrite = d.files.removed(file_id)
+            if rewrite is not None and self._io(
+                functools.partial(d.disk.write_record, uri=rewrite), file_id, "a URI record"
+            ):
+                with self._lock:
+                    d.files.written(file_id)
+
+    def _io(self, action: Callable[[_T], None], what: _T, name: str) -> bool:
+        """Run an unlink (or a record's rewrite); a failure is counted and logged, and a file
+        left behind is an orphan the next restore removes."""
+        try:
+            action(what)
+        except OSError as exc:
+            self._counters.add(Count.IO_ERRORS)
+            logger.warning("removing or writing %s failed: %s", name, exc)
+            return False
+        return True
 
     def _take_out_of_service(self, d: StoreDir, reason: str) -> None:
         with self._lock:

@@ -48,6 +48,15 @@ READ_TIMEOUT: PropertyKey[int] = PropertyKey(
     "dora.ufs.read.timeout", KeyType.DURATION, "60s", "Read timeout for UFS calls.", minimum=1
 )
 
+CALL_DEADLINE: PropertyKey[int] = PropertyKey(
+    "dora.ufs.call.deadline",
+    KeyType.DURATION,
+    "10s",
+    "Longest a UFS call may take, retries included (a streamed write: longest without "
+    "progress); past it the caller gets 503 with Retry-After.",
+    minimum=1,
+)
+
 KEYS: list[PropertyKey[Any]] = [
     ROOTS,
     S3_ENDPOINT,
@@ -59,4 +68,5 @@ KEYS: list[PropertyKey[Any]] = [
     RETRY_BASE_DELAY,
     CONNECT_TIMEOUT,
     READ_TIMEOUT,
+    CALL_DEADLINE,
 ]

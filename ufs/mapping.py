@@ -76,6 +76,8 @@ def translate(exc: BaseException, what: str, uri: str) -> UfsError:
         return UfsUnavailable(f"UFS unavailable during {what} {uri}: {exc.strerror or exc}")
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
         return UfsInvalidPath(f"invalid path {uri!r}: name too long")
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return UfsInvalidPath(f"invalid path {uri!r}: too many levels of symbolic links")
     if _is_aiohttp_client_error(exc):
         return UfsUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
     return UfsError(f"UFS error during {what} {uri}: {type(exc).__name__}: {exc}")

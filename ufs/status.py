@@ -6,6 +6,11 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ufs import uri as uris
+
+DIR_VERSION = "dir"
+"""The version of every directory: directories have no content to fingerprint."""
+
 
 @dataclass(frozen=True, slots=True)
 class UfsStatus:
@@ -42,6 +47,19 @@ class UfsStatus:
 def file_id(uri: str) -> str:
     """The stable id of a file: sha256 of its full URI (the same in every process and host)."""
     return hashlib.sha256(uri.encode("utf-8")).hexdigest()
+
+
+def dir_status(uri: str, name: str) -> UfsStatus:
+    """The status of directory ``uri`` (named ``name``)."""
+    return UfsStatus(uri, name, True, 0, 0, DIR_VERSION, None)
+
+
+def file_status(uri: str, size: int, mtime_ns: int, etag: str | None = None) -> UfsStatus:
+    """The status of file ``uri`` of ``size`` bytes, modified at ``mtime_ns``, with ``etag``
+    where the UFS gives one."""
+    return UfsStatus(
+        uri, uris.name(uri), False, size, mtime_ns, make_version(size, mtime_ns, etag), etag
+    )
 
 
 def make_version(size: int, mtime_ns: int, etag: str | None) -> str:

@@ -1,4 +1,4 @@
-"""Canonical UFS URIs, traversal checks and mount roots.
+"""Canonical UFS URIs and traversal checks (mount roots are :mod:`ufs.roots`).
 
 A file is named by its full URI (``s3://bucket/a/b.parquet``, ``file:///data/x.csv``). The
 canonical form has a lower-case scheme, no trailing slash (except a bare root such as
@@ -8,14 +8,14 @@ canonical form has a lower-case scheme, no trailing slash (except a bare root su
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from urllib.parse import unquote
 
-from ufs.errors import UfsInvalidPath, UfsOutsideRoots
+from ufs.errors import UfsInvalidPath
 
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 # Enough rounds to expose a traversal hidden under several layers of percent-encoding.
 _UNQUOTE_ROUNDS = 3
+_BAD_SEGMENTS = frozenset({"", ".", ".."})
 
 
 def _decoded_forms(text: str) -> list[str]:
@@ -55,14 +55,36 @@ def normalize(uri: str) -> str:
     if scheme != "file" and not body:
         raise UfsInvalidPath(f"invalid path {uri!r}: no bucket or host")
     if body:
-        for form in _decoded_forms(body):
-            for segment in form.split("/"):
-                if segment in ("", ".", ".."):
-                    what = "an empty segment" if segment == "" else f"a {segment!r} segment"
-                    raise UfsInvalidPath(f"invalid path {uri!r}: contains {what}")
-            if "\\" in form and scheme == "file":
-                raise UfsInvalidPath(f"invalid path {uri!r}: contains a backslash")
+        _check_segments(uri, scheme, body)
     return f"{scheme}:///{body}" if scheme == "file" else f"{scheme}://{body}"
+
+
+def child(directory: str, name: str) -> str:
+    """The canonical URI of entry ``name`` of canonical directory ``directory``: the same as
+    ``normalize(directory + "/" + name)``, for the price of checking ``name`` alone (no
+    percent-escape can span the ``/`` before it, so what held for the directory still holds).
+    Raises UfsInvalidPath if ``name`` is not one segment a canonical URI may end with."""
+    uri = directory + name if directory.endswith("/") else f"{directory}/{name}"
+    if "/" in name or not name.isprintable():
+        raise UfsInvalidPath(f"invalid path {uri!r}: {name!r} is not one printable segment")
+    # A name with neither escapes nor backslashes is its only form: the full check is needed
+    # only for those, and for the names it refuses outright (to say why).
+    if name in _BAD_SEGMENTS or "%" in name or "\\" in name:
+        _check_segments(uri, directory.partition(":")[0], name)
+    return uri
+
+
+def _check_segments(uri: str, scheme: str, body: str) -> None:
+    """Refuse a body with an empty, ``.`` or ``..`` segment (in any decoded form), or a
+    backslash in a ``file`` path."""
+    for form in _decoded_forms(body):
+        segments = form.split("/")
+        if not _BAD_SEGMENTS.isdisjoint(segments):
+            segment = next(segment for segment in segments if segment in _BAD_SEGMENTS)
+            what = "an empty segment" if segment == "" else f"a {segment!r} segment"
+            raise UfsInvalidPath(f"invalid path {uri!r}: contains {what}")
+        if "\\" in form and scheme == "file":
+            raise UfsInvalidPath(f"invalid path {uri!r}: contains a backslash")
 
 
 def parent(uri: str) -> str | None:
@@ -89,21 +111,3 @@ def is_under(uri: str, prefix: str) -> bool:
         return True
     base = prefix if prefix.endswith("/") else prefix + "/"
     return uri.startswith(base)
-
-
-class MountRoots:
-    """The URIs a worker may serve (``dora.worker.ufs.roots``). Immutable and thread-safe."""
-
-    def __init__(self, roots: Iterable[str]) -> None:
-        self.roots = tuple(normalize(root) for root in roots)
-
-    def check(self, uri: str) -> str:
-        """Normalize ``uri`` and return it if it lies under a root.
-
-        Raises UfsInvalidPath for a malformed or traversing URI, UfsOutsideRoots otherwise.
-        """
-        canonical = normalize(uri)
-        if not any(is_under(canonical, root) for root in self.roots):
-            allowed = ", ".join(self.roots) or "none configured (set dora.worker.ufs.roots)"
-            raise UfsOutsideRoots(f"path {canonical!r} is outside the mount roots ({allowed})")
-        return canonical

@@ -9,6 +9,8 @@ import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
 from worker import pathconf
+from worker.api import alluxio_keys
+from worker.cluster import keys as cluster_keys
 from worker.meta import keys as meta_keys
 
 BIND_HOST: PropertyKey[str] = PropertyKey(
@@ -20,6 +22,7 @@ BIND_PORT: PropertyKey[int] = PropertyKey(
     "28080",
     "Port the REST API listens on (0: any free).",
     minimum=0,
+    maximum=65535,
 )
 TOKEN: PropertyKey[str | None] = PropertyKey(
     "dora.worker.security.token",
@@ -132,6 +135,13 @@ KEYS: list[PropertyKey[Any]] = [
 def build_registry() -> Registry:
     """Every key of every component, in one registry that rejects duplicates."""
     registry = Registry()
-    for component in (config.core_keys.KEYS, ufs.keys.KEYS, pagestore.keys.KEYS, meta_keys.KEYS):
+    for component in (
+        config.core_keys.KEYS,
+        ufs.keys.KEYS,
+        pagestore.keys.KEYS,
+        meta_keys.KEYS,
+        cluster_keys.KEYS,
+        alluxio_keys.KEYS,
+    ):
         registry.extend(component)
     return registry.extend(KEYS).extend(pathconf.KEYS)

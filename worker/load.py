@@ -112,6 +112,13 @@ class LoadManager:
         with self._lock:
             return self._jobs.get(job_id)
 
+    def latest(self, path: str) -> LoadJob | None:
+        """The newest job submitted for ``path`` (a canonical URI), or None. For surfaces that
+        name load jobs by path, as Alluxio's REST API does."""
+        with self._lock:
+            jobs = [job for job in self._jobs.values() if job.path == path]
+        return jobs[-1] if jobs else None
+
     def cancel(self, job_id: str) -> LoadJob | None:
         job = self.get(job_id)
         if job is not None:

@@ -9,13 +9,14 @@ so a file that changes mid-read ends the read with :class:`UfsVersionChanged` â€
 from __future__ import annotations
 
 import fnmatch
+import functools
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from pagestore.api import PageStore
+from pagestore.api import Fill, Lookup, PageStore
 from pagestore.page import PageId
 from ufs.adapter import Ufs
 from ufs.errors import UfsVersionChanged
@@ -96,33 +97,45 @@ class Reader:
     def _cached(self, status: UfsStatus, offset: int, length: int, window: int) -> Iterator[bytes]:
         fid = file_id(status.uri)
         first, last = offset // self.page_size, (offset + length - 1) // self.page_size
-        ahead: deque[tuple[int, Future[tuple[bytes, bool]]]] = deque()
+        ahead: deque[tuple[int, Future[Fill]]] = deque()
         try:
             for index in range(first, last + 1):
                 start = max(offset, index * self.page_size) - index * self.page_size
                 stop = min(offset + length, (index + 1) * self.page_size) - index * self.page_size
                 while ahead and ahead[0][0] < index:
                     ahead.popleft()[1].cancel()
+                lookup = Lookup.MISS  # when reading ahead, the fill looks the page up itself
                 if not ahead:
-                    data = self._pages.get(PageId(fid, status.version, index), start, stop - start)
-                    if data is not None:
+                    found = self._pages.read(
+                        PageId(fid, status.version, index), start, stop - start
+                    )
+                    if found.lookup is Lookup.HIT:
                         self.counters.add("page_hits")
-                        self._count("cache", len(data))
-                        yield data
+                        self._count("cache", len(found.data))
+                        yield found.data
                         continue
+                    lookup = found.lookup
                 self._read_ahead(ahead, status, fid, index, min(last, index + window))
                 window = min(2 * window, READ_AHEAD_PAGES)
-                page, fetched = ahead.popleft()[1].result()
-                self.counters.add("page_misses" if fetched else "page_hits")
-                self._count("ufs" if fetched else "cache", stop - start)
-                yield page[start:stop]
+                fill = ahead.popleft()[1].result()
+                self._account(fill, lookup, stop - start)
+                yield fill.data[start:stop]
         finally:
             for _, pending in ahead:
                 pending.cancel()
 
+    def _account(self, fill: Fill, lookup: Lookup, size: int) -> None:
+        """Count a page served through a fill. This is the one place where a page store failure
+        that sent a read to the UFS is counted (``dora_cache_failures``): the page's copy could
+        not be served, or what was fetched could not be stored."""
+        self.counters.add("page_misses" if fill.fetched else "page_hits")
+        self._count("ufs" if fill.fetched else "cache", size)
+        if fill.cache_failure or lookup is Lookup.FAILED:
+            self._metrics.cache_failures.inc()
+
     def _read_ahead(
         self,
-        ahead: deque[tuple[int, Future[tuple[bytes, bool]]]],
+        ahead: deque[tuple[int, Future[Fill]]],
         status: UfsStatus,
         fid: str,
         index: int,
@@ -132,20 +145,10 @@ class Reader:
         next_index = ahead[-1][0] + 1 if ahead else index
         while next_index <= last:
             page_id = PageId(fid, status.version, next_index)
-            future = self._pool.submit(self._fill, page_id, status, next_index)
+            fetch = functools.partial(self._fetch_page, status, next_index)
+            future = self._pool.submit(self._pages.get_or_fill, page_id, fetch, status.uri)
             ahead.append((next_index, future))
             next_index += 1
-
-    def _fill(self, page_id: PageId, status: UfsStatus, index: int) -> tuple[bytes, bool]:
-        """The page, and whether this call fetched it from the UFS (for honest accounting)."""
-        fetched = False
-
-        def fetch() -> bytes:
-            nonlocal fetched
-            fetched = True
-            return self._fetch_page(status, index)
-
-        return self._pages.get_or_fill(page_id, fetch), fetched
 
     def _fetch_page(self, status: UfsStatus, index: int) -> bytes:
         offset = index * self.page_size

@@ -16,10 +16,13 @@ from pathlib import Path
 from types import FrameType
 
 import uvicorn
+from starlette.types import ASGIApp
 
-from config import Config
+from config import Config, ConfigError
 from worker import keys
+from worker.api import alluxio, alluxio_keys
 from worker.api.app import create_app
+from worker.cluster.node import ClusterNode
 from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
@@ -41,31 +44,64 @@ class ProcessOptions:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket; port 0 picks a free one."""
+    """A listening socket; port 0 picks a free one. Raises OSError."""
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
     # and without it a keep-alive answer written in two parts waits out a delayed ACK (40 ms).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit a bounded send buffer: a client that reads a little of an
-    # open-ended stream and hangs up (WebHDFS OPEN) then leaves ~one page read, not the several
-    # MB an autotuned buffer absorbs (and the read-ahead that fills behind it).
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-    sock.bind((host, port))
-    sock.listen(2048)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit a bounded send buffer: a client that reads a little of
+        # an open-ended stream and hangs up (WebHDFS OPEN) then leaves ~one page read, not the
+        # several MB an autotuned buffer absorbs (and the read-ahead that fills behind it).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
 
 
+def listen(host: str, port: int, *names: str) -> socket.socket:
+    """A socket listening on ``host:port``, which the property keys ``names`` set. Raises
+    ConfigError naming them when it cannot be had (port taken, address not local)."""
+    try:
+        return bind(host, port)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({', '.join(names)}): "
+            f"{reason}; expected a free port on an address of this host"
+        ) from None
+
+
 def serve(config: Config, options: ProcessOptions) -> int:
-    """Run a worker in the foreground until SIGTERM/SIGINT or orphaning; the exit status."""
-    host, port = config.get(keys.BIND_HOST), config.get(keys.BIND_PORT)
-    sock = bind(host, port)
+    """Run a worker in the foreground until SIGTERM/SIGINT or orphaning; the exit status.
+
+    Raises ConfigError, with nothing left open, when the worker cannot start: a value that
+    cannot be used, a port that cannot be had, a store that refuses its directory."""
+    host = config.get(keys.BIND_HOST)
+    sock = listen(host, config.get(keys.BIND_PORT), keys.BIND_HOST.name, keys.BIND_PORT.name)
     actual_port = sock.getsockname()[1]
-    service = WorkerService.from_config(config)
+    s3_port = config.get(alluxio_keys.S3_PORT)
+    extra: list[socket.socket] = []
+    try:
+        if s3_port:
+            extra.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))
+        service = WorkerService.from_config(config)
+    except BaseException:
+        for opened in (sock, *extra):
+            opened.close()
+        raise
+    node = ClusterNode.start(config, service, host, actual_port)
+    app: ASGIApp = create_app(service)
+    if s3_port:
+        app = alluxio.objects_on_port(app, s3_port)
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(service),
+            app if node is None else node.wrap(app),
             log_level="warning",
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
             lifespan="off",
@@ -85,13 +121,16 @@ def serve(config: Config, options: ProcessOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=[sock, *extra])
     finally:
         log.info("worker stopping: flushing the metastore and page store")
+        if node is not None:
+            node.close()  # leave the ring first, and persist the feed position
         service.close()
         if options.state_file is not None:
             options.state_file.unlink(missing_ok=True)
-        sock.close()
+        for listener in (sock, *extra):
+            listener.close()
     log.info("worker stopped")
     return 0
 

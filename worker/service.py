@@ -1,37 +1,62 @@
 """The worker service: config + UFS + metadata + pages joined into the cache agent's operations.
 
 Every operation takes a caller's URI, checks it against the mount roots, and answers with plain
-data or raises the UFS / metadata errors the API maps to status codes. Nothing here knows HTTP.
+data or raises the UFS / metadata errors and the request errors of the error catalogue
+(``worker.errors``), which every surface maps to its answers. Nothing here knows HTTP.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from config import Config
+from config import Config, ConfigError, PropertyKey
+from config.core_keys import WORK_DIR
+from pagestore import keys as page_keys
 from pagestore.api import PageStore
 from pagestore.options import PageStoreOptions
-from pagestore.store import LocalPageStore
+from pagestore.store import ForeignPageDirError, LocalPageStore
 from ufs import keys as ufs_keys
 from ufs import uri as uris
 from ufs.adapter import DIR_VERSION, Ufs
-from ufs.errors import UfsNotFound
+from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
+from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
-from worker import keys
+from worker import keys, pathconf
+from worker.cluster import context as cluster_context
+from worker.cluster.events import Event, Op
+from worker.errors import IsADirectory
 from worker.load import LoadManager
+from worker.meta import keys as meta_keys
 from worker.meta.entry import Operation
+from worker.meta.errors import MetastoreOpenError
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
+from worker.ranges import Span, Window
 from worker.reader import CachePolicy, Reader
 
 log = logging.getLogger(__name__)
 
 
-class RangeNotSatisfiable(ValueError):
-    """A read range that does not fit the file (the API answers 416)."""
+def mount_roots(config: Config) -> MountRoots:
+    """The mount roots ``dora.worker.ufs.roots`` names; ConfigError if one is not a URI."""
+    roots: list[str] = config.get(ufs_keys.ROOTS)
+    try:
+        return MountRoots(roots)
+    except UfsError as exc:
+        raise config.invalid(ufs_keys.ROOTS, str(exc)) from None
+
+
+def _refused(config: Config, key: PropertyKey[Any], exc: Exception) -> ConfigError:
+    """A store refused the directory ``key`` names (or, unset, the one under the work dir);
+    ``exc`` names the directory and why."""
+    text = config.setting(key).text
+    if text:
+        return ConfigError(f"{exc} ({key.name}={text})")
+    return ConfigError(f"{exc} ({key.name} unset: under {WORK_DIR.name}={config.get(WORK_DIR)})")
 
 
 @dataclass(frozen=True)
@@ -60,8 +85,7 @@ class WorkerService:
         self.ufs = ufs
         self.meta = meta
         self.pages = pages
-        roots: list[str] = config.get(ufs_keys.ROOTS)
-        self.roots = uris.MountRoots(roots)
+        self.roots = mount_roots(config)
         self.metrics = Metrics()
         include: list[str] = config.get(keys.CACHE_INCLUDE)
         exclude: list[str] = config.get(keys.CACHE_EXCLUDE)
@@ -69,18 +93,36 @@ class WorkerService:
         self.reader = Reader(ufs, pages, page_size, policy, self.metrics)
         self.loads = LoadManager(self)
         self._closed = False
+        self._change_listeners: list[Callable[[list[Event]], None]] = []
         meta.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
-        """Open the metastore and page store the config names and start the page restore."""
+        """Open the metastore and page store the config names and start the page restore.
+
+        The mount roots and the per-path rules are checked before anything is opened. Raises
+        ConfigError naming the key when a value cannot be used, including a store that refuses
+        its directory; what was opened before a failure is closed again."""
+        mount_roots(config)
+        pathconf.table(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
-        pages = LocalPageStore(options)
-        meta = MetadataManager.from_config(config, ufs)
-        pages.start()
-        return cls(config, ufs, meta, pages, options.page_size)
+        with contextlib.ExitStack() as opened:
+            try:
+                meta = MetadataManager.from_config(config, ufs)
+            except MetastoreOpenError as exc:
+                raise _refused(config, meta_keys.METASTORE_DIR, exc) from exc
+            opened.callback(meta.close)
+            pages = LocalPageStore(options)
+            opened.callback(pages.close)
+            try:
+                pages.start()
+            except ForeignPageDirError as exc:
+                raise _refused(config, page_keys.DIRS, exc) from exc
+            service = cls(config, ufs, meta, pages, options.page_size)
+            opened.pop_all()
+        return service
 
     def close(self) -> None:
         """Idempotent."""
@@ -95,6 +137,15 @@ class WorkerService:
     def _drop_pages(self, uri: str, version: str) -> None:
         self.pages.delete_file(file_id(uri), version)
 
+    def add_change_listener(self, fn: Callable[[list[Event]], None]) -> None:
+        """Call ``fn(events)`` after every mutation, once the cache reflects it (the cluster
+        publishes them to the other workers). Not thread-safe: add listeners before serving."""
+        self._change_listeners.append(fn)
+
+    def _changed(self, *events: Event) -> None:
+        for fn in self._change_listeners:
+            fn(list(events))
+
     # -- metadata ------------------------------------------------------------------------------
 
     def describe(self, status: UfsStatus) -> dict[str, Any]:
@@ -106,13 +157,25 @@ class WorkerService:
         data["cached_bytes"] = cached
         return data
 
+    def _sync_interval(self, canonical_uri: str, given: int | None) -> int | None:
+        """The sync interval of a lookup: the caller's, else the per-path rule's
+        (``dora.worker.path.conf``, for surfaces whose clients send none), else the default
+        (None); 0 when the request must re-check because its client saw a feed revision this
+        worker has not applied."""
+        interval = pathconf.resolve(self.config, canonical_uri, given).sync_interval
+        return cluster_context.sync_interval(interval)
+
     def status(
         self, uri: str, sync_interval: int | None = None, version: str | None = None
     ) -> UfsStatus:
-        return self.meta.get_status(self.roots.check(uri), sync_interval, version)
+        uri = self.roots.check(uri)
+        return self.meta.get_status(uri, self._sync_interval(uri, sync_interval), version)
 
     def list(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
-        return self.meta.list_status(self.roots.check(uri), sync_interval)
+        uri = self.roots.check(uri)
+        entries = self.meta.list_status(uri, self._sync_interval(uri, sync_interval))
+        # Entries that lead outside the roots are left out (see MountRoots.visible).
+        return self.roots.visible(entries)
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -124,40 +187,78 @@ class WorkerService:
         sync_interval: int | None = None,
         version: str | None = None,
     ) -> ReadResult:
-        """Resolve the status (sync interval and version as the caller asks), check the range
-        and return the bytes to stream. ``length`` None reads to the end; a range past the end
-        is cut at the end; an offset past the end is RangeNotSatisfiable."""
+        """:meth:`read_span` of ``length`` bytes from ``offset`` (None: to the end); a range
+        past the end is cut at the end, an offset past the end is RangeNotSatisfiable."""
+        return self.read_span(uri, Window(offset, length), sync_interval, version)
+
+    def read_span(
+        self,
+        uri: str,
+        span: Span,
+        sync_interval: int | None = None,
+        version: str | None = None,
+        *,
+        ramp: bool = False,
+    ) -> ReadResult:
+        """Resolve the status (sync interval and version as the caller asks), resolve ``span``
+        against its size, and fetch the first chunk, so that errors surface here, before a
+        caller starts answering. Raises IsADirectory, RangeNotSatisfiable, the status
+        lookup's errors, and UfsVersionChanged when the file changed under a caller-given
+        ``version``.
+
+        A change found while reading is evidence, and so is the file found gone: the new status
+        is recorded at once (a sync, which also evicts the old version's pages and drops the
+        parent's listing). Found before
+        the first byte, with no ``version`` asked for, the new version is served instead; found
+        later, the chunks end with UfsVersionChanged (a caller cuts its answer short).
+
+        A per-path rule with ``dora.user.file.readtype.default=NO_CACHE`` serves the range
+        pass-through, whatever the cache policy says. ``ramp`` is for a client that reads what
+        it needs and hangs up (WebHDFS ``OPEN``): read-ahead starts at one page and grows while
+        the client keeps reading; closing the chunks cancels the fills not yet started."""
         status = self.status(uri, sync_interval, version)
-        if status.is_dir:
-            raise IsADirectoryError(f"cannot read {status.uri!r}: it is a directory")
-        if offset < 0 or (length is not None and length < 0):
-            raise RangeNotSatisfiable(f"bad range offset={offset} length={length}")
-        if offset > status.size or (offset == status.size and status.size and length != 0):
-            raise RangeNotSatisfiable(
-                f"offset {offset} is past the end of {status.uri!r} ({status.size} bytes)"
-            )
-        available = status.size - offset
-        length = available if length is None else min(length, available)
-        return ReadResult(status, offset, length, self.reader.chunks(status, offset, length))
+        cache = pathconf.resolve(self.config, status.uri).cache
+        try:
+            return self._open(status, span, cache, ramp)
+        except UfsNotFound:
+            self._record_change(status.uri)
+            raise
+        except UfsVersionChanged:
+            if version is not None:
+                self._record_change(status.uri)
+                raise
+        return self._open(self.meta.get_status(status.uri, sync_interval=0), span, cache, ramp)
 
-    def stream(
-        self, status: UfsStatus, offset: int, length: int | None = None, *, cache: bool = True
-    ) -> Iterator[bytes]:
-        """The bytes of ``status``'s version from ``offset`` (to the end, or ``length`` of them),
-        for a client that reads what it needs and hangs up (WebHDFS ``OPEN``): read-ahead
-        starts at one page and grows while the client keeps reading, and closing the iterator
-        cancels the fills not yet started. ``status`` comes from :meth:`status` (roots
-        checked, version pinned); ``cache=False`` serves it pass-through.
-
-        Raises IsADirectoryError, RangeNotSatisfiable for an offset outside ``[0, size]``."""
+    def _open(self, status: UfsStatus, span: Span, cache: bool, ramp: bool) -> ReadResult:
         if status.is_dir:
-            raise IsADirectoryError(f"cannot read {status.uri!r}: it is a directory")
-        if not 0 <= offset <= status.size:
-            raise RangeNotSatisfiable(
-                f"offset {offset} is outside {status.uri!r} ({status.size} bytes)"
-            )
-        end = status.size if length is None else min(status.size, offset + length)
-        return self.reader.chunks(status, offset, end - offset, cache=cache, ramp=True)
+            raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
+        offset, length = span.resolve(status.size)
+        chunks = self.reader.chunks(status, offset, length, cache=cache, ramp=ramp)
+        first = next(chunks, b"")
+        return ReadResult(status, offset, length, self._watched(status.uri, first, chunks))
+
+    def _watched(self, uri: str, first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        # A generator (not a chain) so that closing the body closes the reader's iterator,
+        # which cancels its read-ahead: a client that hangs up stops the fills.
+        try:
+            if first:
+                yield first
+            yield from chunks
+        except (UfsVersionChanged, UfsNotFound):
+            self._record_change(uri)
+            raise
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+    def _record_change(self, uri: str) -> None:
+        """Sync ``uri`` after a read found it changed; a failing sync leaves that to the next
+        caller (the read's own error is what this caller gets)."""
+        try:
+            self.meta.get_status(uri, sync_interval=0)
+        except UfsError as exc:
+            log.info("could not record the change of %s found by a read: %s", uri, exc)
 
     # -- mutations -----------------------------------------------------------------------------
 
@@ -167,6 +268,7 @@ class WorkerService:
         created = not self._exists(uri)
         status = self.ufs.write(uri, data)
         self.meta.record_write(uri, status, Operation.CREATED if created else Operation.UPDATED)
+        self._changed(Event(Op.CREATED if created else Op.UPDATED, uri, status.version))
         return status, created
 
     def _exists(self, uri: str) -> bool:
@@ -180,8 +282,12 @@ class WorkerService:
         """Delete through to the UFS; the canonical URI deleted."""
         uri = self.roots.check(uri)
         self.ufs.delete(uri, recursive)
-        # A deleted directory's entries go too: record_write drops everything under it.
+        # A deleted directory's entries go too: record_write drops everything under it, and
+        # the page store drops pages of files under it that no cached status names.
         self.meta.record_write(uri, None, Operation.DELETED)
+        if recursive:
+            self.pages.delete_prefix(uri)
+        self._changed(Event(Op.DELETED, uri, prefix=recursive))
         return uri
 
     def rename(self, src: str, dst: str) -> UfsStatus:
@@ -189,6 +295,10 @@ class WorkerService:
         status = self.ufs.rename(src, dst)
         self.meta.record_write(src, None, Operation.DELETED)
         self.meta.record_write(dst, status, Operation.CREATED)
+        self._changed(
+            Event(Op.DELETED, src, prefix=status.is_dir),
+            Event(Op.CREATED, dst, "" if status.is_dir else status.version, status.is_dir),
+        )
         return status
 
     def mkdir(self, uri: str) -> UfsStatus:
@@ -200,20 +310,34 @@ class WorkerService:
             # Object stores keep no empty directories; the prefix exists once written under.
             status = UfsStatus(uri, uris.name(uri), True, 0, 0, DIR_VERSION, None)
         self.meta.record_write(uri, status, Operation.CREATED)
+        self._changed(Event(Op.CREATED, uri))
         return status
 
     def invalidate(self, uri: str, recursive: bool = False) -> int:
         """Drop metadata and pages for a path, or everything under a prefix."""
         uri = self.roots.check(uri)
         dropped = self.meta.invalidate(uri, recursive)
-        # Pages of a file whose status already left the caches are dropped by id as well.
-        self.pages.delete_file(file_id(uri))
+        # Pages go by what the page store knows, whatever the metadata still remembers.
+        if recursive:
+            self.pages.delete_prefix(uri)
+        else:
+            self.pages.delete_file(file_id(uri))
+        self._changed(Event(Op.INVALIDATED, uri, prefix=recursive))
         return dropped
 
     # -- state ---------------------------------------------------------------------------------
 
-    def ready(self) -> bool:
-        return self.pages.ready
+    def readiness(self) -> dict[str, Any]:
+        """What ``/readyz`` reports. ``ready`` as soon as the service exists, which means its
+        metastore is open (the socket already listens when a probe gets here), until it
+        closes. The page restore is reported (``pages``: ``restoring`` / ``ready``), never
+        waited for: reads treat unrestored pages as misses (DESIGN.md). ``metastore`` is the
+        metastore's state."""
+        return {
+            "ready": not self._closed,
+            "metastore": "open",
+            "pages": "ready" if self.pages.ready else "restoring",
+        }
 
     def stats(self) -> dict[str, int]:
         """A JSON-friendly summary for dashboards and the demo."""

@@ -50,6 +50,11 @@ def test_each_type_parses(key_type: KeyType, text: str, value: object) -> None:
         (PropertyKey("k", KeyType.BOOL, None, ""), "maybe", "true or false"),
         (PropertyKey("k", KeyType.STRING, None, "", choices=("lru", "lfu")), "fifo", "lru, lfu"),
         (PropertyKey("k", KeyType.INT, None, "", minimum=1), "0", "at least 1"),
+        (PropertyKey("k", KeyType.INT, None, "", maximum=65535), "65536", "at most 65535"),
+        (PropertyKey("k", KeyType.SIZE, None, "", maximum=1024), "2KB", "at most 1KB"),
+        (PropertyKey("k", KeyType.INT, None, ""), "٣", "an integer"),
+        (PropertyKey("k", KeyType.INT, None, ""), "1_000", "an integer"),
+        (PropertyKey("k", KeyType.INT, None, ""), "+5", "an integer"),
         (PropertyKey("k", KeyType.SIZE_LIST, None, ""), "1GB,lots", "64KB"),
     ],
 )

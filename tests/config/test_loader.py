@@ -60,6 +60,20 @@ def test_site_file_errors_name_file_and_line(tmp_path: Path) -> None:
         load_config(REGISTRY, conf_file=conf, environ={})
 
 
+def test_a_site_file_must_be_utf8(tmp_path: Path) -> None:
+    conf = tmp_path / "dora-site.properties"
+    conf.write_bytes(b"# latin-1, not UTF-8\n\ndora.work.dir=/data/caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text: byte 0xe9 on line 3; expected"):
+        load_config(REGISTRY, conf_file=str(conf), environ={})
+
+
+def test_a_usable_value_is_reported_with_its_source(tmp_path: Path) -> None:
+    config = load_config(REGISTRY, environ={}, defines=["dora.worker.http.port=80"])
+    error = config.invalid(config.registry.lookup("dora.worker.http.port"), "it is taken")
+    expected = "bad value '80' for 'dora.worker.http.port' (command line: -D): it is taken"
+    assert str(error) == expected
+
+
 def test_missing_conf_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(REGISTRY, conf_file=str(tmp_path / "nope.properties"), environ={})
@@ -93,3 +107,37 @@ def test_secrets_are_masked_in_messages_and_listings() -> None:
 def test_properties_continuation_lines() -> None:
     entries = parse_properties("a.b = one,\\\n   two\n! bang comment\nc.d:3\n", "f")
     assert entries == [("a.b", "one,two", 1), ("c.d", "3", 4)]
+
+
+SECRET = "dora.ufs.s3.secret.access.key"
+
+
+def test_a_secret_given_with_d_is_warned_about_once() -> None:
+    config = load_config(
+        REGISTRY, environ={}, defines=[f"{SECRET}=hunter2", f"{SECRET}=hunter3", f"{PAGE}=2MB"]
+    )
+    assert len(config.warnings) == 1
+    assert SECRET in config.warnings[0] and "DORA_UFS_S3_SECRET_ACCESS_KEY" in config.warnings[0]
+    assert "hunter" not in config.warnings[0]
+    from_env = load_config(REGISTRY, environ={"DORA_UFS_S3_SECRET_ACCESS_KEY": "hunter2"})
+    assert from_env.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "warned"),
+    [
+        (f"{SECRET}=hunter2\n", 0o644, True),
+        (f"{SECRET}=hunter2\n", 0o640, True),
+        (f"{SECRET}=hunter2\n", 0o600, False),
+        (f"{PAGE}=2MB\n", 0o644, False),
+    ],
+)
+def test_a_site_file_holding_a_secret_should_be_private(
+    tmp_path: Path, text: str, mode: int, warned: bool
+) -> None:
+    conf = site(tmp_path, text)
+    Path(conf).chmod(mode)
+    warnings = load_config(REGISTRY, conf_file=conf, environ={}).warnings
+    assert bool(warnings) == warned
+    if warned:
+        assert f"chmod 600 {conf}" in warnings[0] and f"mode {mode:o}" in warnings[0]

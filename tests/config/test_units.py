@@ -20,7 +20,7 @@ def test_never_only_where_allowed() -> None:
         parse_duration("-5", allow_never=True)
 
 
-@pytest.mark.parametrize("text", ["", "soon", "10 parsecs", "1.5", "1e3s", "s"])
+@pytest.mark.parametrize("text", ["", "soon", "10 parsecs", "1.5", "1e3s", "s", "٣s", "٣"])
 def test_bad_durations_name_the_form(text: str) -> None:
     with pytest.raises(ValueError, match="500ms, 30s, 10min, 1h or 2d"):
         parse_duration(text)
@@ -35,7 +35,7 @@ def test_parse_size(text: str, size: int) -> None:
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["lots", "1XB", "-1MB", "1.5", ""])
+@pytest.mark.parametrize("text", ["lots", "1XB", "-1MB", "1.5", "", "٣MB"])
 def test_bad_sizes_name_the_form(text: str) -> None:
     with pytest.raises(ValueError, match="64KB, 1MB, 1GB"):
         parse_size(text)

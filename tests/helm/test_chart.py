@@ -22,6 +22,7 @@ import yaml
 
 from config import ConfigError, Registry, load_config
 from config.loader import NON_KEY_ENV, parse_properties
+from tests.helm.monitoring import is_monitor, validate_monitor
 from worker.keys import build_registry
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "doracache"
@@ -71,13 +72,32 @@ EVERYTHING: dict[str, Any] = {
     },
     "daemonset": {"hostNetwork": True, "priorityClassName": "system-node-critical"},
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/dora"}},
-    "sidecar": {"executorEnv": [{"name": "DORA_USER_FILE_METADATA_SYNC_INTERVAL", "value": "30s"}]},
+    "executor": {"env": [{"name": "DORA_USER_FILE_METADATA_SYNC_INTERVAL", "value": "30s"}]},
 }
 VALUE_SETS = {
     "daemonset": None,
     "sidecar": SIDECAR,
     "daemonset-everything": EVERYTHING,
     "sidecar-everything": {**EVERYTHING, "mode": "sidecar"},
+    "daemonset-monitors": {
+        "metrics": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+            "podMonitor": {
+                "enabled": True,
+                "interval": "1m",
+                "scrapeTimeout": "20s",
+                "metricRelabelings": [
+                    {"action": "drop", "sourceLabels": ["__name__"], "regex": "python_gc_.*"}
+                ],
+            },
+        },
+        "auth": {"existingSecret": "dora-token", "existingSecretKey": "bearer"},
+    },
+    "sidecar-monitor": {
+        "mode": "sidecar",
+        "properties": {"dora.worker.http.bind.host": "0.0.0.0"},
+        "metrics": {"podMonitor": {"enabled": True}},
+    },
     "daemonset-hostpath-hostport": {
         "daemonset": {"hostPort": True},
         "auth": {"existingSecret": "t"},
@@ -151,6 +171,14 @@ def env_of(container: Manifest) -> dict[str, Manifest]:
     return {entry["name"]: entry for entry in container.get("env", [])}
 
 
+def validate(manifest: Manifest) -> None:
+    """Validate against the Kubernetes schemas, or the Prometheus Operator's for its kinds."""
+    if is_monitor(manifest):
+        validate_monitor(manifest)
+    else:
+        kubernetes_validate.validate(manifest, KUBE_VERSION, strict=True)
+
+
 def load_site(text: str, tmp_path: Path, environ: dict[str, str] | None = None) -> Any:
     site = tmp_path / "dora-site.properties"
     site.write_text(text)
@@ -179,7 +207,14 @@ def test_helm_lint_reports_a_broken_render() -> None:
 
 def test_daemonset_mode_renders_a_worker_per_node(chart: helm.Chart) -> None:
     manifests = render(chart)
-    assert kinds(manifests) == ["ConfigMap", "DaemonSet", "Service", "ServiceAccount"]
+    assert kinds(manifests) == [
+        "ConfigMap",
+        "ConfigMap",
+        "DaemonSet",
+        "Secret",
+        "Service",
+        "ServiceAccount",
+    ]
     service = one(manifests, "Service", FULLNAME)
     assert service["spec"]["internalTrafficPolicy"] == "Local"
     spec = pod_spec(manifests)
@@ -202,7 +237,7 @@ def test_every_manifest_validates_against_kubernetes(
     if any(m["metadata"]["name"].endswith("-executor-pod-template") for m in manifests):
         manifests.append(pod_template(manifests))
     for manifest in manifests:
-        kubernetes_validate.validate(manifest, KUBE_VERSION, strict=True)
+        validate(manifest)
 
 
 def test_validation_is_strict(chart: helm.Chart) -> None:
@@ -213,7 +248,7 @@ def test_validation_is_strict(chart: helm.Chart) -> None:
 
 
 def test_unknown_mode_is_refused(chart: helm.Chart) -> None:
-    with pytest.raises(helm.HelmRenderError, match=r"daemonset.*sidecar"):
+    with pytest.raises(helm.HelmValuesError, match=r"daemonset.*sidecar"):
         render(chart, {"mode": "deployment"})
 
 
@@ -225,7 +260,7 @@ def test_labels_follow_helm_conventions(chart: helm.Chart) -> None:
             assert labels["app.kubernetes.io/name"] == "doracache"
             assert labels["app.kubernetes.io/instance"] == RELEASE
             assert labels["app.kubernetes.io/managed-by"] == "Helm"
-            assert labels["helm.sh/chart"] == "doracache-0.1.0"
+            assert labels["helm.sh/chart"] == "doracache-0.2.0"
             assert manifest["metadata"]["namespace"] == NAMESPACE
     daemonset = one(render(chart), "DaemonSet", FULLNAME)
     selector = daemonset["spec"]["selector"]["matchLabels"]
@@ -540,7 +575,8 @@ def secret_ref(container: Manifest, name: str) -> tuple[str, str]:
 
 
 def test_no_secret_without_a_token(chart: helm.Chart) -> None:
-    for values in (None, SIDECAR):
+    # A sidecar on loopback needs none; in daemonset mode one is generated unless turned off.
+    for values in (SIDECAR, {"auth": {"generate": False}}):
         manifests = render(chart, values)
         assert "Secret" not in kinds(manifests)
         assert "DORA_WORKER_SECURITY_TOKEN" not in env_of(worker_container(pod_spec(manifests)))
@@ -625,7 +661,9 @@ def test_every_values_key_is_documented() -> None:
 def test_notes_guide_each_mode(chart: helm.Chart) -> None:
     daemonset = notes(chart)
     assert f"DORA_USER_WORKERS={FULLNAME}.{NAMESPACE}.svc:28080" in daemonset
-    assert "no token is set" in daemonset
+    assert f"token from the Secret {FULLNAME} (key token)" in daemonset
+    assert "executor-pod-template.yaml" in daemonset
+    assert "no token is set" in notes(chart, {"auth": {"generate": False}})
     assert "dora.worker.ufs.roots is empty" in daemonset
     sidecar = notes(chart, {**EVERYTHING, "mode": "sidecar"})
     assert "spark.kubernetes.executor.podTemplateFile=executor-pod-template.yaml" in sidecar

@@ -1,7 +1,11 @@
 """Real servers for integration tests: one SeaweedFS (S3) per session, on free loopback ports,
 stopped by PID at the end."""
 
+import os
+import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import s3fs
@@ -43,3 +47,25 @@ def s3_root(request: pytest.FixtureRequest) -> str:
     import uuid
 
     return f"s3://{BUCKET}/{request.node.name[:40]}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def private_s3(tmp_path: Path) -> Iterator[LocalS3]:
+    """A SeaweedFS of the test's own (bucket ``private``), free to be frozen with
+    :func:`frozen`."""
+    server = LocalS3(tmp_path / "private-s3", buckets=("private",)).start()
+    yield server
+    assert server.process is not None
+    os.killpg(server.process.pid, signal.SIGCONT)  # a stopped server cannot act on SIGTERM
+    server.stop()
+
+
+@contextmanager
+def frozen(server: LocalS3) -> Iterator[None]:
+    """``server`` stopped (SIGSTOP: its sockets stay open and answer nothing) for the block."""
+    assert server.process is not None
+    os.killpg(server.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(server.process.pid, signal.SIGCONT)

@@ -1,7 +1,8 @@
 """The ``dora`` filesystem against a worker fronting a real S3 server (SeaweedFS): fsspec's
 abstract suite (with SeaweedFS's known quirk marked xfail, with the reason), outside changes,
-and pandas/pyarrow through dora URLs."""
+pandas/pyarrow, DuckDB and Polars through dora URLs, and the UFS fallback's version pinning."""
 
+import os
 import re
 import time
 import uuid
@@ -12,6 +13,8 @@ from typing import Any
 import fsspec
 import httpx
 import pandas as pd
+import polars as pl
+import polars.testing
 import pyarrow.dataset as ds
 import pytest
 import s3fs
@@ -25,10 +28,18 @@ from fsspec.tests.abstract import (
 )
 
 from tests.integration.conftest import BUCKET
-from tests.worker.client.conftest import client_config
+from tests.integration.test_worker_process import WorkerProcess
+from tests.worker.client.conftest import (
+    DUCKDB_QUERIES,
+    client_config,
+    duckdb_frame,
+    refusing,
+    replace_before_later_chunk,
+    write_tables,
+)
 from tests.worker.conftest import open_service
 from worker.api.app import create_app
-from worker.client import DoraFileSystem
+from worker.client import DoraFileSystem, VersionMismatch
 from worker.locals3 import LocalS3
 from worker.service import WorkerService
 
@@ -172,6 +183,72 @@ def test_pandas_and_pyarrow_through_dora_urls(
     assert got["name"].tolist() == df["name"].tolist()
 
 
+@pytest.fixture
+def s3_tables(tmp_path: Path, s3_raw: s3fs.S3FileSystem, plain_root: str) -> str:
+    """The tables of ``write_tables`` under a fresh prefix; its URI."""
+    local = tmp_path / "tables"
+    local.mkdir()
+    write_tables(local)
+    s3_raw.put(str(local), plain_root.removeprefix("s3://"), recursive=True)
+    return plain_root
+
+
+@pytest.mark.parametrize("query", DUCKDB_QUERIES.values(), ids=DUCKDB_QUERIES.keys())
+def test_duckdb_through_dora_reads_what_it_reads_from_s3_directly(
+    query: str, dora: DoraFileSystem, s3_raw: s3fs.S3FileSystem, s3_tables: str
+) -> None:
+    through = duckdb_frame(query.format(root=f"dora://{s3_tables}"), dora)
+    direct = duckdb_frame(query.format(root=s3_tables), s3_raw)
+    assert len(direct) == 3000
+    pd.testing.assert_frame_equal(through, direct)
+
+
+def test_polars_with_string_storage_options_against_a_worker_process(
+    tmp_path: Path,
+    seaweedfs: LocalS3,
+    s3_raw: s3fs.S3FileSystem,
+    s3_tables: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Polars passes ``storage_options`` as strings only: every option works in that form."""
+    for name in [name for name in os.environ if name.startswith("DORA_")]:
+        monkeypatch.delenv(name)
+    worker = WorkerProcess(
+        tmp_path, f"dora.worker.ufs.roots=s3://{BUCKET}", *seaweedfs.storage_defines()
+    )
+    try:
+        options = {
+            "workers": f"{worker.address},127.0.0.1:1",  # the second never answers
+            "timeout": "30",
+            "sync_interval": "0",
+            "fallback_to_ufs": "false",
+            "virtual_nodes": "16",
+        }
+        url = f"dora://{s3_tables}/t.parquet"
+        with s3_raw.open(f"{s3_tables}/t.parquet", "rb") as handle:
+            direct = pl.read_parquet(handle)
+        through = pl.read_parquet(url, use_pyarrow=True, storage_options=options)
+        polars.testing.assert_frame_equal(through, direct)
+        with s3_raw.open(f"{s3_tables}/csv/c1.csv", "rb") as handle:
+            direct_csv = pl.read_csv(handle)
+        csv = pl.read_csv(
+            f"dora://{s3_tables}/csv/c1.csv", use_pyarrow=True, storage_options=options
+        )
+        polars.testing.assert_frame_equal(csv, direct_csv)
+    finally:
+        worker.stop()
+
+
+def test_put_file_into_a_prefix_keeps_the_file_name(
+    dora: DoraFileSystem, s3_raw: s3fs.S3FileSystem, s3_root: str, tmp_path: Path
+) -> None:
+    local = tmp_path / "x.txt"
+    local.write_bytes(b"hello")
+    dora.put_file(str(local), f"{s3_root}/dir/")
+    assert s3_raw.cat_file(f"{s3_root}/dir/x.txt".removeprefix("s3://")) == b"hello"
+    assert not s3_raw.isfile(f"{s3_root}/dir".removeprefix("s3://"))
+
+
 def test_warm_reads_come_from_the_cache(dora: DoraFileSystem, s3_root: str) -> None:
     data = bytes(range(256)) * 4096
     uri = f"{s3_root}/warm.bin"
@@ -182,3 +259,23 @@ def test_warm_reads_come_from_the_cache(dora: DoraFileSystem, s3_root: str) -> N
         time.sleep(0.05)
     assert dora.info(uri)["cached_bytes"] == len(data)
     assert dora.cat_file(uri, 1000, 2000) == data[1000:2000]
+
+
+def test_the_ufs_fallback_never_mixes_two_versions_of_an_object(
+    seaweedfs: LocalS3,
+    s3_raw: s3fs.S3FileSystem,
+    s3_root: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = f"{s3_root}/replaced.bin".removeprefix("s3://")
+    s3_raw.pipe_file(key, b"a" * 30_000)
+    # Two chunks, the second read after the object is replaced (see test_fallback.py).
+    replace_before_later_chunk(monkeypatch, lambda: s3_raw.pipe_file(key, b"b" * 30_000))
+    offline = DoraFileSystem(
+        transport=refusing(),
+        config=client_config(*seaweedfs.storage_defines(), "dora.user.client.read.chunk.size=16KB"),
+        skip_instance_cache=True,
+    )
+    with pytest.raises(VersionMismatch):
+        offline.cat_file(f"s3://{key}")
+    assert offline.cat_file(f"s3://{key}") == b"b" * 30_000

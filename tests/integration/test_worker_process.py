@@ -33,7 +33,7 @@ class WorkerProcess:
             self.process.wait()
             raise
         info = json.loads(self.state.read_text())
-        self.address = f"127.0.0.1:{info['port']}"
+        self.address = f"{info['host']}:{info['port']}"
         self.http = httpx.Client(base_url=f"http://{self.address}", timeout=30)
 
     def _wait_for_state(self, work: Path) -> None:

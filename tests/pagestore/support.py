@@ -7,7 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pagestore.api import PageStore
+from pagestore.layout import record_of
 from pagestore.options import PageDirOptions, PageStoreOptions
+from pagestore.owner import LOCK_FILE, MARKER
 from pagestore.page import PageId
 from pagestore.store import LocalPageStore
 
@@ -16,6 +18,11 @@ FILE_A = "a" * 64
 FILE_B = "b" * 64
 
 StoreFactory = Callable[..., PageStore]
+
+
+def uri(page_id: PageId) -> str:
+    """The URI the tests give to the file of a page."""
+    return f"s3://bucket/files/{page_id.file_id}"
 
 
 def content(page_id: PageId, size: int = PAGE_SIZE) -> bytes:
@@ -39,3 +46,18 @@ def open_local(options: PageStoreOptions) -> LocalPageStore:
     store.start()
     assert store.wait_ready(30)
     return store
+
+
+def page_files(root: Path, suffix: str = "") -> list[Path]:
+    """Files under ``root`` ending in ``suffix``, but for URI records and each page directory's
+    lock and marker."""
+    return [
+        p
+        for p in root.rglob(f"*{suffix}")
+        if p.is_file() and p.name not in (LOCK_FILE, MARKER) and record_of(p.name) is None
+    ]
+
+
+def record_files(root: Path) -> list[Path]:
+    """The URI records under ``root``."""
+    return [p for p in root.rglob("uri.*") if record_of(p.name) is not None]

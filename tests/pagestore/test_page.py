@@ -1,4 +1,4 @@
-"""Page identity, file names and the checksummed header."""
+"""Page identity and file names."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pagestore.page import CorruptPageError, PageId, PageKey, encode_header, verify
+from pagestore.page import PageId, PageKey
 
 FILE = "f" * 64
 
@@ -44,22 +44,3 @@ def test_s3_etags_that_differ_get_different_keys() -> None:
 @pytest.mark.parametrize("name", ["x", f"{FILE}.v.1", f"{FILE}.{'0' * 32}.1.tmp", ".lock"])
 def test_other_file_names_are_not_pages(name: str) -> None:
     assert PageKey.parse(name) is None
-
-
-def test_the_header_accepts_its_own_data() -> None:
-    verify(encode_header(b"hello"), b"hello")
-    verify(encode_header(b""), b"")
-
-
-@pytest.mark.parametrize(
-    ("header", "data"),
-    [
-        (encode_header(b"hello"), b"hellO"),  # flipped byte
-        (encode_header(b"hello"), b"hell"),  # short
-        (encode_header(b"hello")[:10], b"hello"),  # torn header
-        (b"XXXX" + encode_header(b"hello")[4:], b"hello"),  # not a page file
-    ],
-)
-def test_the_header_rejects_anything_else(header: bytes, data: bytes) -> None:
-    with pytest.raises(CorruptPageError):
-        verify(header, data)

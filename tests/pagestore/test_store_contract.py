@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from pagestore.api import PageStore, PutResult
+from pagestore.api import Fill, Lookup, PageRead, PageStore, PutResult
 from pagestore.page import PageId
-from tests.pagestore.support import FILE_A, FILE_B, PAGE_SIZE, StoreFactory, content
+from tests.pagestore.support import FILE_A, FILE_B, PAGE_SIZE, StoreFactory, content, uri
 
 
 def page(index: int, file_id: str = FILE_A, version: str = "v1") -> PageId:
@@ -19,13 +19,13 @@ def page(index: int, file_id: str = FILE_A, version: str = "v1") -> PageId:
 
 def fill_with(store: PageStore, pages: list[PageId]) -> None:
     for page_id in pages:
-        assert store.put(page_id, content(page_id)) is PutResult.OK
+        assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
 
 
 def test_a_stored_page_reads_back_whole_and_in_ranges(store: PageStore) -> None:
     page_id = page(0)
     data = content(page_id)
-    assert store.put(page_id, data) is PutResult.OK
+    assert store.put(page_id, data, uri(page_id)) is PutResult.OK
     assert store.get(page_id) == data
     assert store.get(page_id, 100, 50) == data[100:150]
     assert store.get(page_id, 4000) == data[4000:]
@@ -33,9 +33,17 @@ def test_a_stored_page_reads_back_whole_and_in_ranges(store: PageStore) -> None:
     assert store.get(page_id, PAGE_SIZE + 10) == b""
 
 
+def test_locate_lists_only_stored_pages(store: PageStore) -> None:
+    fill_with(store, [page(0), page(2)])
+    listed = store.locate(FILE_A, "v1").pages
+    assert {p.index for p in listed} <= {0, 2}  # a store without page files lists none
+    assert all(p.size == PAGE_SIZE for p in listed)
+    assert store.locate(FILE_B, "v1").pages == ()
+
+
 def test_a_short_last_page_keeps_its_size(store: PageStore) -> None:
     page_id = page(3)
-    assert store.put(page_id, b"tail") is PutResult.OK
+    assert store.put(page_id, b"tail", uri(page_id)) is PutResult.OK
     assert store.get(page_id) == b"tail"
     assert store.cached_bytes(FILE_A, "v1") == 4
 
@@ -76,7 +84,7 @@ def test_storing_a_page_twice_counts_it_once(store: PageStore) -> None:
 
 
 def test_data_larger_than_a_page_is_refused(store: PageStore) -> None:
-    assert store.put(page(0), b"x" * (PAGE_SIZE + 1)) is PutResult.TOO_LARGE
+    assert store.put(page(0), b"x" * (PAGE_SIZE + 1), uri(page(0))) is PutResult.TOO_LARGE
     assert store.stats().put_failures[PutResult.TOO_LARGE] == 1
     assert not store.has_page(page(0))
 
@@ -123,9 +131,11 @@ def test_a_deleted_page_can_be_stored_again(store: PageStore) -> None:
     fill_with(store, [page(0)])
     store.delete_file(FILE_A)
     # The unlink may still be pending in the background: the put is then refused, never lost.
-    result = store.put(page(0), content(page(0)))
+    result = store.put(page(0), content(page(0)), uri(page(0)))
     assert result in (PutResult.OK, PutResult.REJECTED)
-    assert store.get_or_fill(page(0), lambda: content(page(0))) == content(page(0))
+    assert store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0))).data == content(
+        page(0)
+    )
 
 
 def test_get_or_fill_stores_what_it_fetched(store: PageStore) -> None:
@@ -135,10 +145,21 @@ def test_get_or_fill_stores_what_it_fetched(store: PageStore) -> None:
         calls.append(1)
         return content(page(0))
 
-    assert store.get_or_fill(page(0), fill) == content(page(0))
-    assert store.get_or_fill(page(0), fill) == content(page(0))
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
     assert len(calls) == 1
     assert store.get(page(0)) == content(page(0))
+
+
+def test_get_or_fill_says_whether_it_fetched_and_whether_the_store_failed(
+    store: PageStore,
+) -> None:
+    first = store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0)))
+    again = store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0)))
+    assert (first.fetched, first.cache_failure) == (True, False)
+    assert (again.fetched, again.cache_failure) == (False, False)
+    assert store.read(page(0), 10, 5) == PageRead(Lookup.HIT, content(page(0))[10:15])
+    assert store.read(page(1)) == PageRead(Lookup.MISS)
 
 
 def run_threads(count: int, target: Callable[[], None]) -> None:
@@ -152,7 +173,7 @@ def run_threads(count: int, target: Callable[[], None]) -> None:
 def test_concurrent_fills_of_one_page_fetch_it_once(store: PageStore) -> None:
     readers = 8
     calls: list[int] = []
-    results: list[bytes] = []
+    results: list[Fill] = []
 
     def fill() -> bytes:
         calls.append(1)
@@ -161,9 +182,10 @@ def test_concurrent_fills_of_one_page_fetch_it_once(store: PageStore) -> None:
             threading.Event().wait(0.001)
         return content(page(0))
 
-    run_threads(readers, lambda: results.append(store.get_or_fill(page(0), fill)))
+    run_threads(readers, lambda: results.append(store.get_or_fill(page(0), fill, uri(page(0)))))
     assert len(calls) == 1
-    assert results == [content(page(0))] * readers
+    assert [r.data for r in results] == [content(page(0))] * readers
+    assert [r.fetched for r in results].count(True) == 1
 
 
 def test_a_failed_fill_reaches_every_waiter_and_stores_nothing(store: PageStore) -> None:
@@ -177,14 +199,14 @@ def test_a_failed_fill_reaches_every_waiter_and_stores_nothing(store: PageStore)
 
     def read() -> None:
         try:
-            store.get_or_fill(page(0), fill)
+            store.get_or_fill(page(0), fill, uri(page(0)))
         except ConnectionError as exc:
             errors.append(exc)
 
     run_threads(readers, read)
     assert len(errors) == readers
     assert not store.has_page(page(0))
-    assert store.get_or_fill(page(0), lambda: b"retried") == b"retried"
+    assert store.get_or_fill(page(0), lambda: b"retried", uri(page(0))).data == b"retried"
 
 
 def test_a_file_invalidated_during_its_fill_is_not_stored(store: PageStore) -> None:
@@ -192,7 +214,7 @@ def test_a_file_invalidated_during_its_fill_is_not_stored(store: PageStore) -> N
         store.delete_file(FILE_A)  # the metadata listener drops the file mid-fetch
         return content(page(0))
 
-    assert store.get_or_fill(page(0), fill) == content(page(0))
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
     assert not store.has_page(page(0))
     assert store.stats().put_failures[PutResult.REJECTED] == 1
 
@@ -203,7 +225,68 @@ def test_invalidating_another_file_does_not_stop_a_fill(store: PageStore) -> Non
         store.delete_file(FILE_A, "v0")
         return content(page(0))
 
-    store.get_or_fill(page(0), fill)
+    store.get_or_fill(page(0), fill, uri(page(0)))
+    assert store.has_page(page(0))
+
+
+FILES_BY_URI = {
+    "s3://b/a": "0a" * 32,
+    "s3://b/a/x": "1a" * 32,
+    "s3://b/a/deep/y": "2a" * 32,
+    "s3://b/ab": "3a" * 32,
+    "s3://b/ab/z": "4a" * 32,
+    "s3://c/a/x": "5a" * 32,
+}
+
+
+def fill_uris(store: PageStore) -> None:
+    for uri_, file_id in FILES_BY_URI.items():
+        for page_id in (page(0, file_id, "v1"), page(1, file_id, "v1"), page(0, file_id, "v2")):
+            assert store.put(page_id, content(page_id), uri_) is PutResult.OK
+
+
+def files_left(store: PageStore) -> set[str]:
+    return {
+        uri_
+        for uri_, file_id in FILES_BY_URI.items()
+        if store.cached_bytes(file_id, "v1") or store.cached_bytes(file_id, "v2")
+    }
+
+
+@pytest.mark.parametrize(
+    ("prefix", "dropped"),
+    [
+        ("s3://b/a", {"s3://b/a", "s3://b/a/x", "s3://b/a/deep/y"}),
+        ("s3://b/a/", {"s3://b/a/x", "s3://b/a/deep/y"}),
+        ("s3://b/a/x", {"s3://b/a/x"}),
+        ("s3://b/", set(FILES_BY_URI) - {"s3://c/a/x"}),
+        ("s3://b/a/x/more", set()),
+        ("s3://b/abc", set()),
+    ],
+)
+def test_deleting_a_prefix_drops_every_file_under_it_and_nothing_else(
+    make_store: StoreFactory, prefix: str, dropped: set[str]
+) -> None:
+    store = make_store(pages=32)
+    fill_uris(store)
+    assert store.delete_prefix(prefix) == 3 * len(dropped)
+    assert files_left(store) == set(FILES_BY_URI) - dropped
+    assert store.page_count == 3 * (len(FILES_BY_URI) - len(dropped))
+
+
+def test_a_file_under_a_prefix_invalidated_during_its_fill_is_not_stored(
+    store: PageStore,
+) -> None:
+    def fill() -> bytes:
+        store.delete_prefix("s3://bucket/files")
+        return content(page(0))
+
+    assert store.get_or_fill(page(0), fill, uri(page(0))).data == content(page(0))
+    assert not store.has_page(page(0))
+    assert store.delete_prefix("s3://bucket/other") == 0
+    assert store.get_or_fill(page(0), lambda: content(page(0)), uri(page(0))).data == content(
+        page(0)
+    )
     assert store.has_page(page(0))
 
 
@@ -218,7 +301,9 @@ def test_many_threads_reading_and_filling_only_ever_see_right_bytes(
             page_id = page((seed * 7 + step * 5) % 20, file_id=FILE_A if step % 3 else FILE_B)
             if step % 29 == 0:
                 store.delete_file(page_id.file_id)
-            data = store.get_or_fill(page_id, functools.partial(content, page_id))
+            data = store.get_or_fill(
+                page_id, functools.partial(content, page_id), uri(page_id)
+            ).data
             if data != content(page_id):
                 wrong.append(page_id)
 

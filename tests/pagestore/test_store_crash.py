@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pagestore.disk import TEMP_SUFFIX
+from pagestore.layout import TEMP_SUFFIX
 from pagestore.page import PageId
 from tests.pagestore.support import content, make_options, open_local
 
@@ -26,7 +26,7 @@ import os, sys, threading
 from pathlib import Path
 import pagestore.disk
 from pagestore.page import PageId
-from tests.pagestore.support import content, make_options, open_local
+from tests.pagestore.support import content, make_options, open_local, uri
 from tests.pagestore.test_store_crash import FILES, INDICES, PAGE_SIZE, PAGES
 
 root, step, hang_at = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -49,7 +49,7 @@ while True:
     for file_id in FILES:
         for index in INDICES:
             page_id = PageId(file_id, "v", (index * step) % len(INDICES))
-            store.put(page_id, content(page_id, PAGE_SIZE))
+            store.put(page_id, content(page_id, PAGE_SIZE), uri(page_id))
             print("put", flush=True)
 """
 

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pagestore.api import PutResult
-from pagestore.disk import TEMP_SUFFIX, PageDir
+from pagestore.api import Lookup, PageRead, PutResult
+from pagestore.disk import PageDir
+from pagestore.layout import TEMP_SUFFIX
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
+from pagestore.pagefile import BLOCK_SIZE, header_size
 from pagestore.store import LocalPageStore
-from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options
+from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, page_files, uri
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
 
@@ -34,10 +36,6 @@ def page_path(store: LocalPageStore, page_id: PageId) -> Path:
         if path.exists():
             return path
     raise AssertionError(f"no file for {page_id}")
-
-
-def files_under(root: Path, suffix: str = "") -> list[Path]:
-    return [p for p in root.rglob(f"*{suffix}") if p.is_file() and p.name != ".lock"]
 
 
 @pytest.fixture
@@ -68,7 +66,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[[str, str], Path]]:
 def stored(tmp_path: Path, local_stores: LocalStores) -> tuple[LocalPageStore, PageId, Path]:
     store = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, '"etag-1"', 0)
-    assert store.put(page_id, content(page_id)) is PutResult.OK
+    assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
     return store, page_id, page_path(store, page_id)
 
 
@@ -84,18 +82,36 @@ def test_a_flipped_byte_is_a_miss_then_refetched(
 ) -> None:
     store, page_id, path = stored
     flip_byte(path, position)
-    assert store.get(page_id) is None
+    assert store.read(page_id) == PageRead(Lookup.FAILED)
     assert store.stats().corrupt_pages == 1
     assert not path.exists() and not store.has_page(page_id)
-    assert store.get_or_fill(page_id, lambda: content(page_id)) == content(page_id)
+    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)).data == content(
+        page_id
+    )
     assert store.get(page_id) == content(page_id)
+
+
+def test_a_flipped_byte_fails_only_reads_of_its_block(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    page_size = 4 * BLOCK_SIZE
+    store = local_stores(make_options(tmp_path, page_size=page_size))
+    page_id = PageId(FILE_A, "v", 0)
+    data = content(page_id, page_size)
+    store.put(page_id, data, uri(page_id))
+    flip_byte(page_path(store, page_id), header_size(page_size) + 3 * BLOCK_SIZE + 1)
+    assert store.get(page_id, 0, 3 * BLOCK_SIZE) == data[: 3 * BLOCK_SIZE]
+    assert store.get(page_id, BLOCK_SIZE + 5, 10) == data[BLOCK_SIZE + 5 : BLOCK_SIZE + 15]
+    assert store.read(page_id, 3 * BLOCK_SIZE + 1000, 10) == PageRead(Lookup.FAILED)
+    assert store.stats().corrupt_pages == 1 and not store.has_page(page_id)
 
 
 def test_a_short_page_is_a_miss(stored: tuple[LocalPageStore, PageId, Path]) -> None:
     store, page_id, path = stored
     os.truncate(path, 1000)
-    assert store.get(page_id, 0, 10) is None
-    assert store.used_bytes == 0
+    fill = store.get_or_fill(page_id, lambda: content(page_id), uri(page_id))
+    assert (fill.data, fill.fetched, fill.cache_failure) == (content(page_id), True, True)
+    assert store.get(page_id) == content(page_id)
 
 
 def test_a_page_removed_behind_our_back_is_a_miss(
@@ -103,7 +119,7 @@ def test_a_page_removed_behind_our_back_is_a_miss(
 ) -> None:
     store, page_id, path = stored
     path.unlink()
-    assert store.get(page_id) is None
+    assert store.read(page_id) == PageRead(Lookup.FAILED)
     assert not store.has_page(page_id)
     assert store.stats().dirs_in_service == 1
 
@@ -113,7 +129,7 @@ def test_an_unreadable_page_is_a_miss(
 ) -> None:
     store, page_id, _ = stored
 
-    def failing_read(self: PageDir, key: object, size: int) -> bytes:
+    def failing_read(self: PageDir, key: object, size: int, offset: int, length: int) -> bytes:
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(PageDir, "read", failing_read)
@@ -132,12 +148,14 @@ def test_a_full_disk_fails_puts_cleanly_and_reads_go_on(
     # The store believes it has 4 MB; the file system has 1 MB.
     store = local_stores(PageStoreOptions((PageDirOptions(root, 4 << 20),), page_size))
     pages = [PageId(file_id, "v", 0) for file_id in file_ids(24)]
-    results = [store.put(p, content(p, page_size)) for p in pages]
+    results = [store.put(p, content(p, page_size), uri(p)) for p in pages]
     assert PutResult.OK in results and PutResult.NO_SPACE in results
     assert store.stats().put_failures[PutResult.NO_SPACE] == results.count(PutResult.NO_SPACE)
-    assert files_under(root, TEMP_SUFFIX) == []  # failed writes leave nothing behind
+    assert page_files(root, TEMP_SUFFIX) == []  # failed writes leave nothing behind
     extra = PageId(FILE_A, "v", 1)
-    assert store.get_or_fill(extra, lambda: content(extra, page_size)) == content(extra, page_size)
+    assert store.get_or_fill(extra, lambda: content(extra, page_size), uri(extra)).data == content(
+        extra, page_size
+    )
     for page_id, result in zip(pages, results, strict=True):
         expected = content(page_id, page_size) if result is PutResult.OK else None
         assert store.get(page_id) == expected
@@ -149,10 +167,11 @@ def test_a_read_only_dir_fails_puts_and_still_serves_reads(
     root = tmpfs("ro", "4m")
     store = local_stores(make_options(root))
     before, after = PageId(FILE_A, "v", 0), PageId(FILE_A, "v", 1)
-    assert store.put(before, content(before)) is PutResult.OK
+    assert store.put(before, content(before), uri(before)) is PutResult.OK
     subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
-    assert store.put(after, content(after)) is PutResult.FAILED
-    assert store.get_or_fill(after, lambda: content(after)) == content(after)
+    assert store.put(after, content(after), uri(after)) is PutResult.FAILED
+    fill = store.get_or_fill(after, lambda: content(after), uri(after))
+    assert (fill.data, fill.cache_failure) == (content(after), True)
     assert store.get(before) == content(before)
     stats = store.stats()
     assert stats.put_failures[PutResult.FAILED] == 2 and stats.io_errors == 2
@@ -167,7 +186,7 @@ def test_a_vanished_dir_is_taken_out_of_service_and_puts_go_elsewhere(
     store = local_stores(make_options(tmp_path, pages=64, dirs=2))
     pages = [PageId(file_id, "v", 0) for file_id in file_ids(32)]
     for page_id in pages:
-        assert store.put(page_id, content(page_id)) is PutResult.OK
+        assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
     lost = [p for p in pages if str(page_path(store, p)).startswith(str(tmp_path / "dir1"))]
     assert lost, "rendezvous hashing should use both directories"
     shutil.rmtree(tmp_path / "dir1")
@@ -177,7 +196,9 @@ def test_a_vanished_dir_is_taken_out_of_service_and_puts_go_elsewhere(
     assert store.stats().dirs_in_service == 1
     assert store.capacity_bytes == 64 * PAGE_SIZE
     for page_id in pages:
-        assert store.get_or_fill(page_id, functools.partial(content, page_id)) == content(page_id)
+        assert store.get_or_fill(
+            page_id, functools.partial(content, page_id), uri(page_id)
+        ).data == content(page_id)
         assert store.has_page(page_id)  # the lost ones were stored again in dir0
 
 
@@ -186,7 +207,7 @@ def test_a_put_that_finds_its_dir_gone_fails_once_then_goes_elsewhere(
 ) -> None:
     store = local_stores(make_options(tmp_path, pages=64, dirs=2))
     shutil.rmtree(tmp_path / "dir0")
-    results = [store.put(PageId(f, "v", 0), b"x") for f in file_ids(32)]
+    results = [store.put(PageId(f, "v", 0), b"x", uri(PageId(f, "v", 0))) for f in file_ids(32)]
     assert results.count(PutResult.FAILED) == 1
     assert results.count(PutResult.OK) == 31
 
@@ -196,11 +217,13 @@ def test_losing_the_only_dir_fails_puts_but_not_reads(
 ) -> None:
     store = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, "v", 0)
-    store.put(page_id, content(page_id))
+    store.put(page_id, content(page_id), uri(page_id))
     shutil.rmtree(tmp_path / "dir0")
     assert store.get(page_id) is None
-    assert store.put(page_id, content(page_id)) is PutResult.FAILED
-    assert store.get_or_fill(page_id, lambda: content(page_id)) == content(page_id)
+    assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.FAILED
+    assert store.get_or_fill(page_id, lambda: content(page_id), uri(page_id)).data == content(
+        page_id
+    )
     assert (store.stats().dirs_in_service, store.capacity_bytes) == (0, 0)
 
 
@@ -210,13 +233,16 @@ def test_a_dir_that_cannot_be_opened_is_out_of_service_from_the_start(
     (tmp_path / "dir1").write_text("a file where a directory should be")
     store = local_stores(make_options(tmp_path, dirs=2))
     assert store.ready and store.stats().dirs_in_service == 1
-    assert all(store.put(PageId(f, "v", 0), b"x") is PutResult.OK for f in file_ids(8))
+    assert all(
+        store.put(PageId(f, "v", 0), b"x", uri(PageId(f, "v", 0))) is PutResult.OK
+        for f in file_ids(8)
+    )
 
 
 def test_two_stores_never_share_a_dir(tmp_path: Path, local_stores: LocalStores) -> None:
     first = local_stores(make_options(tmp_path))
     second = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, "v", 0)
-    assert second.put(page_id, b"x") is PutResult.FAILED
-    assert first.put(page_id, b"x") is PutResult.OK
+    assert second.put(page_id, b"x", uri(page_id)) is PutResult.FAILED
+    assert first.put(page_id, b"x", uri(page_id)) is PutResult.OK
     assert second.stats().dirs_in_service == 0

@@ -3,7 +3,9 @@ directories, the injected clock."""
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +17,18 @@ from pagestore.dirs import StoreDir, place
 from pagestore.disk import PageDir
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId, PageKey
+from pagestore.pagefile import header_size
 from pagestore.store import LocalPageStore
-from tests.pagestore.support import FILE_A, FILE_B, PAGE_SIZE, content, make_options
+from tests.pagestore.support import (
+    FILE_A,
+    FILE_B,
+    PAGE_SIZE,
+    content,
+    make_options,
+    page_files,
+    record_files,
+    uri,
+)
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
 
@@ -28,7 +40,7 @@ def test_deleting_a_file_returns_before_its_files_are_unlinked(
     doomed = [PageId(FILE_A, "v", i) for i in range(10)]
     kept = PageId(FILE_B, "v", 0)
     for page_id in [*doomed, kept]:
-        store.put(page_id, content(page_id))
+        store.put(page_id, content(page_id), uri(page_id))
     release = threading.Event()
     original = PageDir.unlink
 
@@ -40,7 +52,9 @@ def test_deleting_a_file_returns_before_its_files_are_unlinked(
     assert store.delete_file(FILE_A) == 10  # returns while every unlink is still held
     assert store.get(kept) == content(kept)
     assert not store.has_page(doomed[0]) and store.used_bytes == PAGE_SIZE
-    assert store.put(doomed[0], content(doomed[0])) is PutResult.REJECTED  # still being unlinked
+    assert (
+        store.put(doomed[0], content(doomed[0]), uri(doomed[0])) is PutResult.REJECTED
+    )  # still being unlinked
     release.set()
     store.close()
     assert list(tmp_path.rglob(f"{FILE_A}.*")) == []
@@ -82,7 +96,7 @@ def test_puts_spread_over_dirs_and_are_counted_per_dir_capacity(
     files = [f"{n:064x}" for n in range(40)]
     for file_id in files:
         page_id = PageId(file_id, "v", 0)
-        assert store.put(page_id, content(page_id)) is PutResult.OK
+        assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
     assert store.page_count == 8 and store.used_bytes == store.capacity_bytes == 8 * PAGE_SIZE
     for n in range(2):
         assert len(list((tmp_path / f"dir{n}").rglob("*.*.*"))) == 4
@@ -92,6 +106,67 @@ def test_a_store_that_was_never_started_misses_and_refuses(tmp_path: Path) -> No
     store = LocalPageStore(make_options(tmp_path))
     page_id = PageId(FILE_A, "v", 0)
     assert store.get(page_id) is None
-    assert store.put(page_id, b"x") is PutResult.REJECTED
-    assert store.get_or_fill(page_id, lambda: b"x") == b"x"
+    assert store.put(page_id, b"x", uri(page_id)) is PutResult.REJECTED
+    assert store.get_or_fill(page_id, lambda: b"x", uri(page_id)).data == b"x"
     store.close()
+
+
+def test_a_file_has_a_uri_record_exactly_while_it_has_pages(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    store = local_stores(make_options(tmp_path, pages=3))
+    a = [PageId(FILE_A, "v", i) for i in range(2)]
+    for page_id in a:
+        store.put(page_id, content(page_id), uri(page_id))
+    assert [p.name for p in record_files(tmp_path)] == [f"uri.{FILE_A}"]
+    store.delete_file(FILE_A, "other version")
+    b = [PageId(FILE_B, "v", i) for i in range(3)]  # evicts both pages of FILE_A
+    for page_id in b:
+        assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
+    assert [p.name for p in record_files(tmp_path)] == [f"uri.{FILE_B}"]
+    store.delete_file(FILE_B)
+    store.close()  # waits for the background unlinks
+    assert record_files(tmp_path) == [] and page_files(tmp_path) == []
+
+
+def test_a_failed_page_write_leaves_no_record_behind(
+    tmp_path: Path, local_stores: LocalStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = local_stores(make_options(tmp_path))
+
+    def full(self: PageDir, key: PageKey, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(PageDir, "write", full)
+    page_id = PageId(FILE_A, "v", 0)
+    assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.NO_SPACE
+    assert record_files(tmp_path) == []
+
+
+def test_locate_lists_the_stored_pages_of_one_version_in_a_range(
+    tmp_path: Path, local_stores: LocalStores
+) -> None:
+    store = local_stores(make_options(tmp_path, pages=16, dirs=2))
+    for index in (0, 2, 3, 7):
+        page_id = PageId(FILE_A, "v1", index)
+        store.put(page_id, content(page_id, 100 + index), uri(page_id))
+    store.put(PageId(FILE_A, "v2", 1), b"other version", uri(PageId(FILE_A, "v2", 1)))
+    every = store.locate(FILE_A, "v1")
+    assert [(p.index, p.size) for p in every.pages] == [(0, 100), (2, 102), (3, 103), (7, 107)]
+    assert all(os.path.isabs(p.path) and os.path.isfile(p.path) for p in every.pages)
+    assert (every.page_size, every.header_size) == (PAGE_SIZE, header_size(PAGE_SIZE))
+    assert [p.index for p in store.locate(FILE_A, "v1", 1, 3).pages] == [2, 3]
+    assert [p.index for p in store.locate(FILE_A, "v1", 3, 1000).pages] == [3, 7]
+    assert store.locate(FILE_A, "v3").pages == () and store.locate(FILE_B, "v1").pages == ()
+    with pytest.raises(ValueError):
+        store.locate(FILE_A, "v1", 5, 4)
+
+
+def test_locating_a_page_keeps_it_from_eviction(tmp_path: Path, local_stores: LocalStores) -> None:
+    store = local_stores(make_options(tmp_path, pages=2, evictor="lru"))
+    first, second, third = (PageId(FILE_A, "v", i) for i in range(3))
+    for page_id in (first, second):
+        store.put(page_id, content(page_id), uri(page_id))
+    store.locate(FILE_A, "v", 0, 0)  # a short-circuit reader is about to read it
+    store.put(third, content(third), uri(third))
+    assert store.has_page(first) and not store.has_page(second)

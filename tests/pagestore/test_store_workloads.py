@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pagestore.api import PageStore, PutResult
 from pagestore.memory import MemoryPageStore
 from pagestore.page import PageId, PageKey
-from tests.pagestore.support import content, make_options, open_local
+from tests.pagestore.support import content, make_options, open_local, uri
 
 PAGE = 64
 CAPACITY_PAGES = 5
@@ -76,7 +76,7 @@ def apply(store: PageStore, op: tuple[object, ...], model: LruModel | None = Non
     if op[0] == "put":
         page_id = op[1]
         assert isinstance(page_id, PageId)
-        result = store.put(page_id, content(page_id, size_of(page_id)))
+        result = store.put(page_id, content(page_id, size_of(page_id)), uri(page_id))
         # A put right after the page's file was deleted may be refused while the unlink runs.
         assert result in (PutResult.OK, PutResult.REJECTED)
         if model is not None and result is PutResult.OK:

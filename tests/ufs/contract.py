@@ -2,12 +2,20 @@
 ``ufs`` (an adapter) and ``root`` (a fresh, empty directory URI) fixtures, plus ``write_outside``
 (bytes written straight to the backend, bypassing the adapter)."""
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from ufs.adapter import Ufs
-from ufs.errors import UfsIsADirectory, UfsNotADirectory, UfsNotFound, UfsVersionChanged
+from ufs.backend import WRITE_CHUNK
+from ufs.errors import (
+    UfsError,
+    UfsIsADirectory,
+    UfsNotADirectory,
+    UfsNotFound,
+    UfsVersionChanged,
+)
 
 WriteOutside = Callable[[str, bytes], None]
 
@@ -29,6 +37,29 @@ class UfsContract:
         status = ufs.write(f"{root}/s.bin", iter([b"ab", b"cd", b"ef"]))
         assert status.size == 6
         assert ufs.read(f"{root}/s.bin", 0, 6) == b"abcdef"
+
+    def test_streamed_write_of_several_parts_and_open(self, ufs: Ufs, root: str) -> None:
+        body = os.urandom(WRITE_CHUNK + 12345)
+        status = ufs.write(
+            f"{root}/big.bin", (body[i : i + (1 << 20)] for i in range(0, len(body), 1 << 20))
+        )
+        assert status.size == len(body)
+        assert ufs.status(f"{root}/big.bin") == status
+        with ufs.open(f"{root}/big.bin") as handle:
+            assert handle.read(10) == body[:10]
+            assert handle.read() == body[10:]
+
+    def test_a_failed_stream_leaves_the_old_file(self, ufs: Ufs, root: str) -> None:
+        old = ufs.write(f"{root}/keep.bin", b"old")
+
+        def body() -> Iterator[bytes]:
+            yield os.urandom(WRITE_CHUNK + 1)
+            raise ConnectionResetError("the client went away")
+
+        with pytest.raises(UfsError):
+            ufs.write(f"{root}/keep.bin", body())
+        assert ufs.status(f"{root}/keep.bin") == old
+        assert ufs.read(f"{root}/keep.bin", 0, 10) == b"old"
 
     def test_list_gives_children_with_full_status(self, ufs: Ufs, root: str) -> None:
         ufs.write(f"{root}/d/x.txt", b"xx")

@@ -26,6 +26,7 @@ def client_error(code: str, status: int) -> boto.ClientError:
         (OSError(errno.EBUSY, "slow down"), UfsUnavailable),
         (OSError(errno.ECONNREFUSED, "refused"), UfsUnavailable),
         (OSError(errno.ENAMETOOLONG, "long"), UfsInvalidPath),
+        (OSError(errno.ELOOP, "loop"), UfsInvalidPath),
         (ConnectionResetError(), UfsUnavailable),
         (TimeoutError(), UfsUnavailable),
         (boto.EndpointConnectionError(endpoint_url="http://x"), UfsUnavailable),

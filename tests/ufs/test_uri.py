@@ -1,7 +1,7 @@
 import pytest
 
-from ufs.errors import UfsInvalidPath, UfsOutsideRoots
-from ufs.uri import MountRoots, is_under, name, normalize, parent
+from ufs.errors import UfsInvalidPath
+from ufs.uri import child, is_under, name, normalize, parent
 
 
 @pytest.mark.parametrize(
@@ -61,12 +61,20 @@ def test_is_under_respects_segment_boundaries() -> None:
     assert is_under("file:///anything", "file:///")
 
 
-def test_mount_roots() -> None:
-    roots = MountRoots(["s3://b/data/", "file:///srv"])
-    assert roots.check("s3://b/data/x/") == "s3://b/data/x"
-    with pytest.raises(UfsOutsideRoots, match="outside the mount roots"):
-        roots.check("s3://b/database/x")
-    with pytest.raises(UfsInvalidPath):
-        roots.check("file:///srv/../etc/passwd")
-    with pytest.raises(UfsOutsideRoots, match="none configured"):
-        MountRoots([]).check("s3://b/x")
+@pytest.mark.parametrize("directory", ["s3://b/d", "file:///data/d", "file:///", "memory://m"])
+@pytest.mark.parametrize(
+    "entry",
+    ["x.csv", "a%2fb", "%41", "..x", "x..", "a b", "a\\b", "..", ".", "", "%2e%2e", "%252e%252e",
+     "a%2f..%2fb", "x\x00y", "x\ny", "a/b"],
+)  # fmt: skip
+def test_child_is_normalize_of_the_joined_uri(directory: str, entry: str) -> None:
+    joined = directory + entry if directory.endswith("/") else f"{directory}/{entry}"
+    try:
+        expected: str | None = normalize(joined)
+    except UfsInvalidPath:
+        expected = None
+    if expected is None or "/" in entry or not entry:  # neither names one entry
+        with pytest.raises(UfsInvalidPath, match="invalid path"):
+            child(directory, entry)
+    else:
+        assert child(directory, entry) == expected == joined

@@ -112,3 +112,43 @@ class InvalidationChain:
             for chunk in chunks:
                 served += chunk
         assert set(served) == {ord("a")}
+
+    def test_a_change_found_mid_read_is_recorded(
+        self, service: WorkerService, root: str, outside: Outside
+    ) -> None:
+        uri = f"{root}/found.bin"
+        new = b"b" * (12 * PAGE + 5)
+        outside.write(uri, b"a" * (12 * PAGE))
+        old_version = service.status(uri).version
+        chunks = service.read(uri, 0, None, sync_interval=-1).chunks
+        next(chunks)
+        outside.write(uri, new)
+        with pytest.raises(UfsVersionChanged):
+            for _ in chunks:
+                pass
+        # The change is evidence: with "never sync", the next read serves the new version.
+        assert service.status(uri, sync_interval=-1).version != old_version
+        assert read_all(service, uri, sync_interval=-1) == new
+
+    def test_a_change_found_before_the_first_byte_serves_the_new_version(
+        self, service: WorkerService, root: str, outside: Outside
+    ) -> None:
+        uri = f"{root}/before.bin"
+        new = b"b" * (2 * PAGE + 1)
+        outside.write(uri, b"a" * (3 * PAGE))
+        old_version = service.status(uri).version  # cached; no page is
+        outside.write(uri, new)
+        result = service.read(uri, 0, None, sync_interval=-1)
+        assert result.status.version != old_version
+        assert (result.length, b"".join(result.chunks)) == (len(new), new)
+
+    def test_a_change_under_a_pinned_version_is_refused_and_recorded(
+        self, service: WorkerService, root: str, outside: Outside
+    ) -> None:
+        uri = f"{root}/pinned.bin"
+        outside.write(uri, b"a" * (2 * PAGE))
+        old_version = service.status(uri).version
+        outside.write(uri, b"b" * PAGE)
+        with pytest.raises(UfsVersionChanged):
+            service.read(uri, 0, None, sync_interval=-1, version=old_version)
+        assert read_all(service, uri, sync_interval=-1) == b"b" * PAGE

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.types import ASGIApp
 
 from config import load_config
 from pagestore.page import version_key
@@ -20,9 +21,14 @@ from worker.service import WorkerService
 class Api:
     """Synchronous calls into the ASGI app (one event loop for the test)."""
 
-    def __init__(self, service: WorkerService, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        service: WorkerService,
+        headers: dict[str, str] | None = None,
+        app: ASGIApp | None = None,
+    ) -> None:
         self.loop = asyncio.new_event_loop()
-        transport = httpx.ASGITransport(app=create_app(service))
+        transport = httpx.ASGITransport(app=app or create_app(service))
         self.client = httpx.AsyncClient(
             transport=transport, base_url="http://worker", headers=headers or {}
         )

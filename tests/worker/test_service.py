@@ -2,11 +2,13 @@
 
 import os
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from config import ConfigError
 from tests.worker.chain import TTL_DEFINES, InvalidationChain, read_all
 from tests.worker.conftest import open_service, page_files
 from worker.service import WorkerService
@@ -104,3 +106,12 @@ def test_pages_of_other_versions_are_never_served(
     LocalOutside().write(uri, b"2" * PAGE)
     assert read_all(service, uri, sync_interval=0) == b"2" * PAGE
     assert len(page_files(tmp_path / "work", uri)) == 1
+
+
+def test_a_bad_mount_root_is_refused_before_anything_opens(tmp_path: Path, data_dir: Path) -> None:
+    threads = set(threading.enumerate())
+    with pytest.raises(ConfigError, match=r"'dora\.worker\.ufs\.roots'.*'data'"):
+        open_service(tmp_path / "work", "data")
+    assert set(threading.enumerate()) == threads
+    assert not (tmp_path / "work").exists()
+    open_service(tmp_path / "work", f"file://{data_dir}").close()  # no lock was left held

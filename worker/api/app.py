@@ -1,253 +1,146 @@
-"""The REST API (v1) of DESIGN.md over a :class:`WorkerService`.
+"""The worker's ASGI app: the surfaces over one :class:`WorkerService`, mounted in one place
+(:data:`SURFACES`), with what every route shares put around them once:
 
-Handlers parse parameters by hand, run blocking work in the thread pool (never on the event
-loop), and map errors once (``worker.api.errors``). Reads stream: the status, range and first
-chunk are resolved before the answer starts, so errors get their status code; a failure after
-that (the file changed mid-read) cuts the body short of its Content-Length, so a client sees an
-error, never mixed bytes.
+- the token check (when ``dora.worker.security.token`` is set): one middleware covering every
+  path but the probes ``/healthz`` and ``/readyz`` and a surface's own ``open_paths`` — unknown
+  paths and ``/openapi.json`` included;
+- error answers: an exception a route raises is looked up in the error catalogue
+  (``worker.errors``) and written in the shape of the surface that owns the path; an unknown
+  exception is a bug, logged and answered 500 without internals; unknown paths and methods get
+  the catalogue's NoSuchRoute / MethodNotAllowed;
+- request latency and error metrics.
 """
 
 from __future__ import annotations
 
 import hmac
-import itertools
-import json
-import tempfile
+import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from typing import IO, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from fastapi import FastAPI
-from prometheus_client import CONTENT_TYPE_LATEST
-from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from worker import errors as catalogue
 from worker import keys
-from worker.api import params, webhdfs
-from worker.api.errors import PayloadTooLarge, Unauthorized, classify, response_for
-from worker.service import ReadResult, WorkerService
+from worker.api import alluxio, rest_v1, webhdfs
+from worker.api.surface import Handler, Surface
+from worker.metrics import Metrics
+from worker.service import WorkerService
 
-Handler = Callable[[Request], Awaitable[Response]]
-Route = Callable[[WorkerService, Request], Awaitable[Response]]
+log = logging.getLogger(__name__)
+
+SURFACES: tuple[Surface, ...] = (rest_v1.SURFACE, alluxio.SURFACE, webhdfs.SURFACE)
+"""Every surface the worker serves. A new protocol is one more entry here."""
+
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-SPOOL_IN_MEMORY = 16 << 20
-COPY_CHUNK = 1 << 20
+"""Paths answered without a token: orchestrators probe them with no credentials."""
 
 
-def json_response(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data), status, media_type="application/json")
-
-
-def create_app(service: WorkerService) -> FastAPI:
-    """The ASGI app serving ``service``. Token checks (when ``dora.worker.security.token`` is
-    set) cover every route but the probes ``/healthz`` and ``/readyz``."""
-    app = FastAPI(title="doracache worker", version="1", docs_url=None, redoc_url=None)
+def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES) -> FastAPI:
+    """The ASGI app serving ``surfaces`` over ``service``."""
+    app = FastAPI(
+        title="doracache worker",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        exception_handlers={HTTPException: _unrouted(surfaces, service.metrics)},
+    )
+    for surface in surfaces:
+        for route in surface.routes:
+            handle = _guarded(service, surface, route.path, route.handler)
+            app.add_api_route(route.path, handle, methods=[route.method])
     token = (service.config.get(keys.TOKEN) or "").encode()
-    for method, path, fn in ROUTES:
-        app.add_api_route(path, _wrap(service, path, fn, token), methods=[method])
-    app.include_router(webhdfs.router(service))
+    if token:
+        app.add_middleware(TokenCheck, token=token, surfaces=surfaces, metrics=service.metrics)
     return app
 
 
-def _wrap(service: WorkerService, path: str, fn: Route, token: bytes) -> Handler:
-    """Auth, error mapping and latency metrics around one route."""
+def owner(surfaces: tuple[Surface, ...], path: str) -> Surface:
+    """The surface whose prefix is the longest one matching ``path`` (the first on a tie)."""
+    matching = [s for s in surfaces if path.startswith(s.prefix)] or list(surfaces)
+    return max(matching, key=lambda s: len(s.prefix))
+
+
+def _answer_error(surface: Surface, exc: BaseException, metrics: Metrics) -> Response:
+    kind = catalogue.kind_of(exc)
+    if kind is None:
+        log.exception("unexpected error", exc_info=exc)
+        kind, message = catalogue.INTERNAL, f"internal error: {type(exc).__name__}"
+    else:
+        message = str(exc)
+    metrics.errors.labels(kind.code).inc()
+    return surface.render_error(kind, message, catalogue.headers_for(exc))
+
+
+def _guarded(
+    service: WorkerService, surface: Surface, path: str, handler: Handler
+) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` with error answers and latency metrics around it."""
     metrics = service.metrics
 
     async def handle(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            if token and path not in OPEN_PATHS:
-                _check_token(request, token)
-            response = await fn(service, request)
+            response = await handler(service, request)
         except Exception as exc:  # noqa: BLE001 — every error becomes an answer; bugs are logged
-            response = response_for(exc)
-            known = classify(exc)
-            metrics.errors.labels(known[1] if known else "InternalError").inc()
+            response = _answer_error(surface, exc, metrics)
         metrics.request_latency.labels(path).observe(time.perf_counter() - started)
         return response
 
     return handle
 
 
-async def healthz(service: WorkerService, request: Request) -> Response:
-    return json_response({"status": "ok"})
+def _unrouted(
+    surfaces: tuple[Surface, ...], metrics: Metrics
+) -> Callable[[Request, HTTPException], Coroutine[Any, Any, Response]]:
+    """The answer when no route matches the path (404) or the method (405)."""
 
-
-async def readyz(service: WorkerService, request: Request) -> Response:
-    ready = service.ready()
-    return json_response({"ready": ready}, 200 if ready else 503)
-
-
-async def metrics_text(service: WorkerService, request: Request) -> Response:
-    return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
-
-
-async def stats(service: WorkerService, request: Request) -> Response:
-    return json_response(await run_in_threadpool(service.stats))
-
-
-async def status(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, interval = params.required(q, "path"), params.sync_interval(q)
-    version = q.get("version") or None
-
-    def work() -> dict[str, Any]:
-        return service.describe(service.status(path, interval, version))
-
-    return json_response(await run_in_threadpool(work))
-
-
-async def listing(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, interval = params.required(q, "path"), params.sync_interval(q)
-
-    def work() -> dict[str, Any]:
-        return {"entries": [service.describe(s) for s in service.list(path, interval)]}
-
-    return json_response(await run_in_threadpool(work))
-
-
-async def write(service: WorkerService, request: Request) -> Response:
-    path = params.required(request.query_params, "path")
-    service.roots.check(path)
-    spool = await _spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
-    try:
-        written, created = await run_in_threadpool(service.write, path, _file_chunks(spool))
-    finally:
-        spool.close()
-    return json_response(service.describe(written), 201 if created else 200)
-
-
-async def delete(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
-    deleted = await run_in_threadpool(service.delete, path, recursive)
-    return json_response({"deleted": deleted})
-
-
-async def rename(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    src, dst = params.required(q, "src"), params.required(q, "dst")
-    moved = await run_in_threadpool(service.rename, src, dst)
-    return json_response(service.describe(moved))
-
-
-async def mkdir(service: WorkerService, request: Request) -> Response:
-    made = await run_in_threadpool(service.mkdir, params.required(request.query_params, "path"))
-    return json_response(service.describe(made))
-
-
-async def invalidate(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
-    dropped = await run_in_threadpool(service.invalidate, path, recursive)
-    return json_response({"invalidated": dropped})
-
-
-async def load(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
-    include, exclude = _patterns(q.getlist("include")), _patterns(q.getlist("exclude"))
-    job = await run_in_threadpool(service.loads.submit, path, recursive, include, exclude)
-    return json_response(job.to_dict(), 202)
-
-
-async def load_progress(service: WorkerService, request: Request) -> Response:
-    return _job_answer(service.loads.get(request.path_params["job_id"]), request)
-
-
-async def load_cancel(service: WorkerService, request: Request) -> Response:
-    return _job_answer(service.loads.cancel(request.path_params["job_id"]), request)
-
-
-def _check_token(request: Request, token: bytes) -> None:
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token):
-        raise Unauthorized("missing or wrong bearer token (Authorization: Bearer <token>)")
-
-
-def _job_answer(job: Any, request: Request) -> Response:
-    if job is None:
-        job_id = request.path_params["job_id"]
-        return json_response({"error": "NotFound", "message": f"no load job {job_id!r}"}, 404)
-    return json_response(job.to_dict())
-
-
-def _patterns(values: list[str]) -> list[str]:
-    return [p.strip() for value in values for p in value.split(",") if p.strip()]
-
-
-async def read(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, interval = params.required(q, "path"), params.sync_interval(q)
-    version = q.get("version") or None
-    offset, length = params.optional_int(q, "offset") or 0, params.optional_int(q, "length")
-    header = request.headers.get("range")
-    suffix = False
-    if header is not None:
-        offset, length, suffix = params.byte_range(header)
-
-    def resolve() -> tuple[ReadResult, Iterator[bytes]]:
-        if suffix:
-            size = service.status(path, interval, version).size
-            result = service.read(path, max(0, size - offset), None, interval, version)
+    async def handle(request: Request, exc: HTTPException) -> Response:
+        what = f"{request.method} {request.url.path}"
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            kind = catalogue.kind_for_code("MethodNotAllowed")
+            message = f"{what}: method not allowed; allowed: {headers.get('Allow', '')}"
         else:
-            result = service.read(path, offset, length, interval, version)
-        first = next(result.chunks, b"")
-        return result, itertools.chain([first], result.chunks)
+            kind = catalogue.kind_for_code("NoSuchRoute")
+            message = f"{what}: no such route"
+        metrics.errors.labels(kind.code).inc()
+        return owner(surfaces, request.url.path).render_error(kind, message, headers)
 
-    result, body = await run_in_threadpool(resolve)
-    headers = {
-        "Content-Length": str(result.length),
-        "X-Dora-Version": result.status.version,
-        "Accept-Ranges": "bytes",
-    }
-    status_code = 200
-    if header is not None:
-        status_code = 206
-        last = result.offset + result.length - 1
-        headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
-    return StreamingResponse(body, status_code, headers, "application/octet-stream")
+    return handle
 
 
-async def _spool_body(request: Request, limit: int) -> IO[bytes]:
-    """The request body in a spooled temp file (memory, then disk), refused past ``limit``."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 — caller closes
-    received = 0
-    async for chunk in request.stream():
-        received += len(chunk)
-        if received > limit:
-            spool.close()
-            raise PayloadTooLarge(f"body exceeds the limit of {limit} bytes")
-        spool.write(chunk)
-    spool.seek(0)
-    return spool
+class TokenCheck:
+    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` and the owning
+    surface's ``open_paths`` must carry the token
+    the way the surface owning its path takes credentials (:attr:`Surface.credential`; a
+    bearer header by default), else it is answered 401 in that surface's shape. Stateless, so
+    safe for concurrent requests."""
 
+    def __init__(
+        self, app: ASGIApp, token: bytes, surfaces: tuple[Surface, ...], metrics: Metrics
+    ) -> None:
+        self.app = app
+        self._token = token
+        self._surfaces = surfaces
+        self._metrics = metrics
 
-def _file_chunks(spool: IO[bytes]) -> Iterator[bytes]:
-    while chunk := spool.read(COPY_CHUNK):
-        yield chunk
-
-
-ROUTES: tuple[tuple[str, str, Route], ...] = (
-    ("GET", "/healthz", healthz),
-    ("GET", "/readyz", readyz),
-    ("GET", "/metrics", metrics_text),
-    ("GET", "/v1/stats", stats),
-    ("GET", "/v1/status", status),
-    ("GET", "/v1/list", listing),
-    ("GET", "/v1/read", read),
-    ("PUT", "/v1/write", write),
-    ("DELETE", "/v1/delete", delete),
-    ("POST", "/v1/rename", rename),
-    ("POST", "/v1/mkdir", mkdir),
-    ("POST", "/v1/invalidate", invalidate),
-    ("POST", "/v1/load", load),
-    ("GET", "/v1/load/{job_id}", load_progress),
-    ("DELETE", "/v1/load/{job_id}", load_cancel),
-)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        surface = owner(self._surfaces, scope["path"])
+        if scope["path"] in surface.open_paths:
+            await self.app(scope, receive, send)
+            return
+        given = surface.credential(scope)
+        if given is not None and hmac.compare_digest(given, self._token):
+            await self.app(scope, receive, send)
+            return
+        refused = catalogue.Unauthorized(f"missing or wrong token ({surface.credential_hint})")
+        await _answer_error(surface, refused, self._metrics)(scope, receive, send)

@@ -1,5 +1,10 @@
 """Query parameters and the Range header, parsed by hand: precise 400s naming the parameter,
-and no per-request model validation on the hot paths."""
+and no per-request model validation on the hot paths.
+
+Numbers in a request are ASCII digits and nothing else: no sign where none is meaningful, no
+surrounding spaces (``%205``), no other scripts' digits (``٣``) and no underscores, all of which
+Python's ``int()`` would accept.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +13,36 @@ import re
 from starlette.datastructures import QueryParams
 
 from config.units import parse_duration
-from worker.api.errors import BadRequest
-from worker.service import RangeNotSatisfiable
+from worker.errors import InvalidRequest, RangeNotSatisfiable
+from worker.ranges import ByteRange
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_INTEGER = re.compile(r"-?[0-9]+")
+_DURATION = re.compile(r"-1|[0-9]+(?:\.[0-9]+)?[a-z]*")
+_RANGE_SPEC = re.compile(r"([0-9]*)-([0-9]*)")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
 
 
 def required(params: QueryParams, name: str) -> str:
     value = params.get(name)
     if not value:
-        raise BadRequest(f"missing query parameter {name!r}")
+        raise InvalidRequest(f"missing query parameter {name!r}")
     return value
 
 
+def natural(text: str) -> bool:
+    """Whether ``text`` is a non-negative integer in ASCII digits, as headers carry them."""
+    return text.isascii() and text.isdigit()
+
+
 def optional_int(params: QueryParams, name: str) -> int | None:
+    """A non-negative integer parameter; absent or empty: None. A negative one is a range the
+    file cannot satisfy (416), anything else not an integer is a bad request (400)."""
     text = params.get(name)
     if text is None or text == "":
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadRequest(f"query parameter {name}={text!r}: expected an integer") from None
+    if _INTEGER.fullmatch(text) is None:
+        raise InvalidRequest(f"query parameter {name}={text!r}: expected an integer (0-9 only)")
+    value = int(text)
     if value < 0:
         raise RangeNotSatisfiable(f"query parameter {name}={value}: must not be negative")
     return value
@@ -41,7 +54,7 @@ def boolean(params: QueryParams, name: str) -> bool:
         return True
     if text in _FALSE:
         return False
-    raise BadRequest(f"query parameter {name}={text!r}: expected true or false")
+    raise InvalidRequest(f"query parameter {name}={text!r}: expected true or false")
 
 
 def sync_interval(params: QueryParams) -> int | None:
@@ -50,26 +63,26 @@ def sync_interval(params: QueryParams) -> int | None:
     if text is None or text == "":
         return None
     try:
+        if _DURATION.fullmatch(text) is None:
+            raise ValueError("expected a duration such as 0, 500ms, 30s or 1h, or -1 for never")
         return parse_duration(text, allow_never=True)
     except ValueError as exc:
-        raise BadRequest(f"query parameter sync_interval={text!r}: {exc}") from None
+        raise InvalidRequest(f"query parameter sync_interval={text!r}: {exc}") from None
 
 
-def byte_range(header: str) -> tuple[int, int | None, bool]:
-    """Parse ``Range: bytes=a-b`` into (offset, length or None, suffix?). A suffix range
-    ``bytes=-n`` returns (n, None, True): the last n bytes."""
-    match = _RANGE.match(header.strip())
-    if match is None:
-        raise RangeNotSatisfiable(f"unsupported Range header {header!r}; expected bytes=start-end")
+def byte_range(header: str) -> ByteRange | None:
+    """The one range of a ``Range: bytes=...`` header, or None when the header must be ignored
+    and the whole file served (RFC 9110 §14.2): a unit other than bytes, or several ranges
+    (this worker sends no multipart answers). A malformed bytes range is RangeNotSatisfiable."""
+    unit, sep, ranges = header.strip().partition("=")
+    if not sep or unit.lower() != "bytes" or "," in ranges:
+        return None
+    match = _RANGE_SPEC.fullmatch(ranges.strip())
+    if match is None or match.group(0) == "-":
+        raise RangeNotSatisfiable(f"malformed Range header {header!r}; expected bytes=first-last")
     first, last = match.group(1), match.group(2)
-    if not first and not last:
-        raise RangeNotSatisfiable(f"empty Range header {header!r}")
     if not first:
-        return int(last), None, True
-    start = int(first)
-    if last:
-        end = int(last)
-        if end < start:
-            raise RangeNotSatisfiable(f"Range {header!r}: end before start")
-        return start, end - start + 1, False
-    return start, None, False
+        return ByteRange(None, int(last))
+    if last and int(last) < int(first):
+        raise RangeNotSatisfiable(f"Range header {header!r}: last byte before first")
+    return ByteRange(int(first), int(last) if last else None)

@@ -3,48 +3,49 @@ as REST v1, so that Hadoop's own ``WebHdfsFileSystem`` (inside pyspark's jars) r
 cache: ``spark.read.parquet("webhdfs://worker:28080/s3/bucket/table")``.
 
 Paths map to URIs by ``/<scheme>/<rest>`` (:mod:`worker.api.webhdfs_paths`). Freshness and
-caching per path come from ``dora.worker.path.conf`` (:mod:`worker.pathconf`), or from a
+caching per path come from ``dora.worker.path.conf``, which the service applies, or from a
 ``sync_interval`` parameter for callers that can send one. ``OPEN`` and ``CREATE`` redirect to
 themselves with ``data=true`` as a NameNode redirects to a DataNode (:mod:`worker.api.
-webhdfs_data`). Every JSON answer goes out without a Content-Type header: the Hadoop client
-checks one with a media-type parser its shaded jar cannot load.
+webhdfs_data`). Every JSON answer goes out without a Content-Type header, errors included
+(:mod:`worker.api.webhdfs_errors`).
 
-Auth, when ``dora.worker.security.token`` is set: ``Authorization: Bearer <token>``, which the
-Hadoop client sends with its OAuth2 settings (its token provider fetches the access token from
-``POST /webhdfs/oauth2/token`` with the worker token as client secret), or ``delegation=<token>``
-for clients that add query parameters (curl). ``worker.spark.webhdfs.hadoop_conf`` gives the
-Hadoop settings.
+Auth, when ``dora.worker.security.token`` is set, is the app's token check with this surface's
+credential: ``Authorization: Bearer <token>``, which the Hadoop client sends with its OAuth2
+settings (its token provider fetches the access token from ``POST /webhdfs/oauth2/token`` with
+the worker token as client secret; that path checks the secret itself), or ``delegation=<token>``.
+``worker.spark.webhdfs.hadoop_conf`` gives the Hadoop settings.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-import time
+import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from ufs import uri as uris
 from ufs.errors import UfsNotFound, UfsOutsideRoots
-from worker import keys, pathconf
+from worker import keys
 from worker.api import webhdfs_json as shapes
-from worker.api.errors import Unauthorized
-from worker.api.webhdfs_data import DataOps, status_or_none
-from worker.api.webhdfs_errors import InvalidParameter, UnsupportedOperation, response_for
-from worker.api.webhdfs_locality import Locality, Members
+from worker.api.surface import Route, Surface
+from worker.api.webhdfs_data import create_file, open_file, status_or_none
+from worker.api.webhdfs_errors import CREDENTIAL_HINT, credential, json_answer, render_error
+from worker.api.webhdfs_locality import Locality, host_and_name
 from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
 from worker.api.webhdfs_query import Query
+from worker.errors import InvalidRequest, IsADirectory, UnsupportedOperation
 from worker.service import WorkerService
 
 TOKEN_LIFETIME_S = 3600
 BATCH_SIZE = 1000
-Handler = Callable[[Request, Query, str], Awaitable[Response]]
+Op = Callable[["WebHdfs", Request, Query, str], Awaitable[Response]]
 # Operations of the WebHDFS API this surface does not offer: answered as such, not as unknown.
 UNSUPPORTED = frozenset(
     {
@@ -59,115 +60,68 @@ UNSUPPORTED = frozenset(
     }
 )
 
-
-def json_answer(data: Any, status: int = 200) -> Response:
-    """A JSON answer with no Content-Type (see the module docstring)."""
-    return Response(json.dumps(data).encode(), status)
+_SURFACES: weakref.WeakKeyDictionary[WorkerService, WebHdfs] = weakref.WeakKeyDictionary()
+_SURFACES_LOCK = threading.Lock()
 
 
-def router(service: WorkerService, members: Members | None = None) -> APIRouter:
-    """The WebHDFS routes over ``service``, for ``app.include_router``. ``members`` names the
-    workers locality is computed over (default: ``dora.user.workers``). Raises ConfigError for
-    a broken ``dora.worker.path.conf``, so a worker with one does not start."""
-    surface = WebHdfs(service, members)
-    routes = APIRouter()
-    methods = ["GET", "PUT", "POST", "DELETE"]
-    for path in (PREFIX, PREFIX + "/{path:path}"):
-        routes.add_api_route(path, surface.handle, methods=methods, include_in_schema=False)
-    routes.add_api_route(TOKEN_PATH, surface.issue_token, methods=["POST"], include_in_schema=False)
-    return routes
+def _of(service: WorkerService) -> WebHdfs:
+    """The WebHDFS state of ``service`` (namespace, ring), built on its first request."""
+    with _SURFACES_LOCK:
+        state = _SURFACES.get(service)
+        if state is None:
+            state = _SURFACES[service] = WebHdfs(service)
+        return state
+
+
+async def dispatch(service: WorkerService, request: Request) -> Response:
+    """Every ``/webhdfs/v1`` call: on the method and ``op``."""
+    state = _of(service)
+    query = Query(request.query_params)
+    op = (query.text("op") or "").upper()
+    handler = OPS.get((request.method, op))
+    if handler is None:
+        raise _refusal(request.method, op)
+    return await handler(state, request, query, "/" + request.path_params.get("path", ""))
+
+
+def _refusal(method: str, op: str) -> Exception:
+    if not op:
+        return InvalidRequest('Missing webhdfs parameter "op"')
+    if op in UNSUPPORTED:
+        return UnsupportedOperation(f"op={op} is not supported by the doracache worker")
+    if any(op == known for _, known in OPS):
+        return InvalidRequest(f"op={op} is not a {method} operation")
+    return InvalidRequest(
+        f'Invalid value for webhdfs parameter "op": {op!r} is not a WebHDFS operation'
+    )
+
+
+async def issue_token(service: WorkerService, request: Request) -> Response:
+    """OAuth2 client-credentials grant (RFC 6749, 4.4) for the Hadoop client's token provider:
+    the client secret is the worker token, and so is the access token. Answered in OAuth2's
+    shape (RFC 6749, 5.2), not as a RemoteException."""
+    token = (service.config.get(keys.TOKEN) or "").encode()
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    secret = (form.get("client_secret") or [""])[0]
+    if token and not hmac.compare_digest(secret.encode(), token):
+        body = {"error": "invalid_client", "error_description": "wrong client_secret"}
+        return Response(json.dumps(body), 401, media_type="application/json")
+    answer = {
+        "access_token": token.decode() or "none",
+        "token_type": "Bearer",
+        "expires_in": TOKEN_LIFETIME_S,
+    }
+    return Response(json.dumps(answer), 200, media_type="application/json")
 
 
 class WebHdfs:
-    """The WebHDFS operations. Thread-safe: it holds immutable settings and the service."""
+    """The WebHDFS operations over one service. Thread-safe: it holds the service and immutable
+    or thread-safe parts."""
 
-    def __init__(self, service: WorkerService, members: Members | None = None) -> None:
-        config = service.config
-        pathconf.table(config)
+    def __init__(self, service: WorkerService) -> None:
         self.service = service
-        self.config = config
         self.namespace = Namespace(service.roots)
-        self.token = (config.get(keys.TOKEN) or "").encode()
-        workers: list[str] = config.get(keys.USER_WORKERS)
-        self.locality = Locality(
-            members or (lambda: workers), config.get(keys.USER_CLIENT_VIRTUAL_NODES)
-        )
-        self.data = DataOps(service, config.get(keys.MAX_WRITE_SIZE))
-        self.ops: dict[tuple[str, str], Handler] = {
-            ("GET", "GETFILESTATUS"): self.get_file_status,
-            ("GET", "LISTSTATUS"): self.list_status,
-            ("GET", "LISTSTATUS_BATCH"): self.list_status_batch,
-            ("GET", "OPEN"): self.open,
-            ("GET", "GETFILEBLOCKLOCATIONS"): self.block_locations,
-            ("GET", "GETCONTENTSUMMARY"): self.content_summary,
-            ("GET", "GETFILECHECKSUM"): self.checksum,
-            ("GET", "GETHOMEDIRECTORY"): self.home_directory,
-            ("GET", "CHECKACCESS"): self.check_access,
-            ("PUT", "CREATE"): self.create,
-            ("PUT", "MKDIRS"): self.mkdirs,
-            ("PUT", "RENAME"): self.rename,
-            ("DELETE", "DELETE"): self.delete,
-        }
-
-    async def handle(self, request: Request) -> Response:
-        """Authorize, dispatch on the method and ``op``, and answer errors as RemoteException."""
-        started = time.perf_counter()
-        query = Query(request.query_params)
-        op = (query.text("op") or "").upper()
-        route = f"{PREFIX} {op if any(op == known for _, known in self.ops) else '?'}"
-        try:
-            self._authorize(request, query)
-            handler = self.ops.get((request.method, op))
-            if handler is None:
-                raise self._refusal(request.method, op)
-            response = await handler(request, query, "/" + request.path_params.get("path", ""))
-        except Exception as exc:  # noqa: BLE001 — every error becomes an answer; bugs are logged
-            response = response_for(exc)
-            self.service.metrics.errors.labels(f"webhdfs {response.status_code}").inc()
-        self.service.metrics.request_latency.labels(route).observe(time.perf_counter() - started)
-        return response
-
-    def _authorize(self, request: Request, query: Query) -> None:
-        if not self.token:
-            return
-        given = []
-        scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer":
-            given.append(bearer.strip())
-        delegation = query.text("delegation")
-        if delegation is not None:
-            given.append(delegation)
-        if not any(hmac.compare_digest(text.encode(), self.token) for text in given):
-            raise Unauthorized(
-                "missing or wrong token: send Authorization: Bearer <token> (Hadoop: the "
-                "dfs.webhdfs.oauth2.* settings) or the query parameter delegation=<token>"
-            )
-
-    def _refusal(self, method: str, op: str) -> Exception:
-        if not op:
-            return InvalidParameter('Missing webhdfs parameter "op"')
-        if op in UNSUPPORTED:
-            return UnsupportedOperation(f"op={op} is not supported by the doracache worker")
-        if any(op == known for _, known in self.ops):
-            return InvalidParameter(f"op={op} is not a {method} operation")
-        return InvalidParameter(
-            f'Invalid value for webhdfs parameter "op": {op!r} is not a WebHDFS operation'
-        )
-
-    async def issue_token(self, request: Request) -> Response:
-        """OAuth2 client-credentials grant (RFC 6749, 4.4) for the Hadoop client's token
-        provider: the client secret is the worker token, and so is the access token."""
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        secret = (form.get("client_secret") or [""])[0]
-        if self.token and not hmac.compare_digest(secret.encode(), self.token):
-            body = {"error": "invalid_client", "error_description": "wrong client_secret"}
-            return Response(json.dumps(body), 401, media_type="application/json")
-        answer = {
-            "access_token": self.token.decode() or "none",
-            "token_type": "Bearer",
-            "expires_in": TOKEN_LIFETIME_S,
-        }
-        return Response(json.dumps(answer), 200, media_type="application/json")
+        self.locality = Locality.from_config(service.config)
 
     # -- metadata ------------------------------------------------------------------------------
 
@@ -175,15 +129,11 @@ class WebHdfs:
         """The URI of a non-virtual path (virtual directories are handled by each op)."""
         return uri_of(path)
 
-    def _settings(self, uri: str, query: Query) -> pathconf.PathSettings:
-        return pathconf.resolve(self.config, uri, query.sync_interval())
-
     async def get_file_status(self, request: Request, query: Query, path: str) -> Response:
         if self._virtual(path):
             return json_answer(shapes.status_answer(shapes.directory("")))
         uri = self._uri(path)
-        settings = self._settings(uri, query)
-        status = await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
         return json_answer(shapes.status_answer(shapes.file_status(status, "")))
 
     def _virtual(self, path: str) -> bool:
@@ -195,7 +145,7 @@ class WebHdfs:
         if self._virtual(path):
             return [shapes.directory(name) for name in self.namespace.children(path)]
         uri = self._uri(path)
-        interval = self._settings(uri, query).sync_interval
+        interval = query.sync_interval()
 
         def work() -> list[dict[str, Any]]:
             status = self.service.status(uri, interval)
@@ -218,17 +168,18 @@ class WebHdfs:
 
     async def block_locations(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
-        settings = self._settings(uri, query)
         offset, length = query.long("offset", 0), query.long("length", 1 << 62)
-        status = await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
         if status.is_dir:
-            raise IsADirectoryError(f"Path is not a file: {path}")
-        owner = self.locality.owner(status.uri)
+            raise IsADirectory(f"Path is not a file: {path}")
+        owner = await run_in_threadpool(self.locality.owner, status.uri)
+        if owner is None:
+            owner = host_and_name(request.url.netloc)
         return json_answer(shapes.block_locations(status, offset, length, owner))
 
     async def content_summary(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
-        interval = self._settings(uri, query).sync_interval
+        interval = query.sync_interval()
 
         def work() -> dict[str, Any]:
             status = self.service.status(uri, interval)
@@ -250,10 +201,9 @@ class WebHdfs:
 
     async def checksum(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
-        settings = self._settings(uri, query)
-        status = await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
         if status.is_dir:
-            raise IsADirectoryError(f"Path is not a file: {path}")
+            raise IsADirectory(f"Path is not a file: {path}")
         return json_answer(shapes.checksum(status))
 
     async def home_directory(self, request: Request, query: Query, path: str) -> Response:
@@ -263,21 +213,19 @@ class WebHdfs:
         query.fsaction()
         if not self._virtual(path):
             uri = self._uri(path)
-            settings = self._settings(uri, query)
-            await run_in_threadpool(self.service.status, uri, settings.sync_interval)
+            await run_in_threadpool(self.service.status, uri, query.sync_interval())
         return Response(b"", 200)
 
     # -- data ----------------------------------------------------------------------------------
 
     async def open(self, request: Request, query: Query, path: str) -> Response:
         if self._virtual(path):
-            raise IsADirectoryError(f"Path is not a file: {path}")
-        uri = self._uri(path)
-        return await self.data.open(request, query, uri, self._settings(uri, query))
+            raise IsADirectory(f"Path is not a file: {path}")
+        return await open_file(self.service, request, query, self._uri(path))
 
     async def create(self, request: Request, query: Query, path: str) -> Response:
         self._refuse_virtual(path, "create a file")
-        return await self.data.create(request, query, self._uri(path), path)
+        return await create_file(self.service, request, query, self._uri(path), path)
 
     # -- mutations -----------------------------------------------------------------------------
 
@@ -296,10 +244,10 @@ class WebHdfs:
         self._refuse_virtual(path, "rename")
         destination = query.required("destination")
         if not destination.startswith("/"):
-            raise InvalidParameter(f"destination {destination!r} is not an absolute path")
+            raise InvalidRequest(f"destination {destination!r} is not an absolute path")
         self._refuse_virtual(destination, "rename")
         src, dst = self._uri(path), self._uri(destination)
-        interval = self._settings(dst, query).sync_interval
+        interval = query.sync_interval()
         return json_answer(
             shapes.boolean(await run_in_threadpool(self._rename, src, dst, interval))
         )
@@ -336,3 +284,39 @@ class WebHdfs:
             return True
 
         return json_answer(shapes.boolean(await run_in_threadpool(work)))
+
+
+OPS: dict[tuple[str, str], Op] = {
+    ("GET", "GETFILESTATUS"): WebHdfs.get_file_status,
+    ("GET", "LISTSTATUS"): WebHdfs.list_status,
+    ("GET", "LISTSTATUS_BATCH"): WebHdfs.list_status_batch,
+    ("GET", "OPEN"): WebHdfs.open,
+    ("GET", "GETFILEBLOCKLOCATIONS"): WebHdfs.block_locations,
+    ("GET", "GETCONTENTSUMMARY"): WebHdfs.content_summary,
+    ("GET", "GETFILECHECKSUM"): WebHdfs.checksum,
+    ("GET", "GETHOMEDIRECTORY"): WebHdfs.home_directory,
+    ("GET", "CHECKACCESS"): WebHdfs.check_access,
+    ("PUT", "CREATE"): WebHdfs.create,
+    ("PUT", "MKDIRS"): WebHdfs.mkdirs,
+    ("PUT", "RENAME"): WebHdfs.rename,
+    ("DELETE", "DELETE"): WebHdfs.delete,
+}
+"""The operations offered, by HTTP method and ``op``."""
+
+SURFACE = Surface(
+    name="webhdfs",
+    prefix="/webhdfs",
+    routes=(
+        *(
+            Route(method, path, dispatch)
+            for path in (PREFIX, PREFIX + "/{path:path}")
+            for method in ("GET", "PUT", "POST", "DELETE")
+        ),
+        Route("POST", TOKEN_PATH, issue_token),
+    ),
+    render_error=render_error,
+    credential=credential,
+    credential_hint=CREDENTIAL_HINT,
+    open_paths=frozenset({TOKEN_PATH}),
+)
+"""WebHDFS: errors as RemoteException, the token by bearer header or ``delegation=``."""

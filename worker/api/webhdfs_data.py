@@ -7,18 +7,16 @@ seeks to, so one opened stream reads one version of the file, and its open does 
 stream at offset 0 that the client would abandon to seek to the footer.
 
 The data call streams from ``offset`` to the end (the client sends no ``length`` and hangs up
-when it has what it needs): the service fills only pages the client consumes plus a read-ahead
-that starts at one page, and the body iterator is closed as soon as the client disconnects, which
-cancels the fills not yet started. ``CREATE`` spools the body (up to
-``dora.worker.http.max.write.size``) and writes it through the service.
+when it has what it needs) through :meth:`WorkerService.read_span` with ``ramp``: only pages the
+client consumes are filled, plus a read-ahead that starts at one page, and the body is closed as
+soon as the client disconnects, which cancels the fills not yet started. ``CREATE`` spools the
+body (up to ``dora.worker.http.max.write.size``) and writes it through the service.
 """
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections.abc import AsyncIterator, Iterator
-from typing import IO
+from dataclasses import dataclass
 
 from anyio.lowlevel import checkpoint
 from starlette.concurrency import run_in_threadpool
@@ -27,83 +25,75 @@ from starlette.responses import Response, StreamingResponse
 
 from ufs.errors import UfsAlreadyExists, UfsNotFound
 from ufs.status import UfsStatus
-from worker.api.errors import PayloadTooLarge
+from worker import keys
+from worker.api.body import file_chunks, spool_body
+from worker.api.webhdfs_errors import json_answer
 from worker.api.webhdfs_query import Query
-from worker.pathconf import PathSettings
+from worker.errors import IsADirectory
+from worker.ranges import Window
 from worker.service import WorkerService
 
-SPOOL_IN_MEMORY = 16 << 20
-COPY_CHUNK = 1 << 20
 SEND_SLICE = 64 << 10
 
 
-class DataOps:
-    """OPEN and CREATE over a service. Thread-safe: it holds only the service and a limit."""
+@dataclass(frozen=True)
+class OpenSpan:
+    """``OPEN``'s range: as a :class:`Window`, except that an offset at the very end of the
+    file reads nothing rather than failing (a client may open at its end)."""
 
-    def __init__(self, service: WorkerService, max_write_size: int) -> None:
-        self.service = service
-        self.max_write_size = max_write_size
+    offset: int
+    length: int | None
 
-    async def open(
-        self, request: Request, query: Query, uri: str, settings: PathSettings
-    ) -> Response:
-        version = query.text("version")
-        offset = query.long("offset", 0)
-        length = None if query.text("length") is None else query.long("length", 0)
-        if not query.boolean("data"):
-            status = await run_in_threadpool(
-                self.service.status, uri, settings.sync_interval, version
-            )
-            if status.is_dir:
-                raise IsADirectoryError(f"Path is not a file: {request.url.path}")
-            return _redirect(request, query, {"data": "true", "version": status.version})
+    def resolve(self, size: int) -> tuple[int, int]:
+        if self.offset == size:
+            return size, 0
+        return Window(self.offset, self.length).resolve(size)
 
-        def resolve() -> tuple[int, Iterator[bytes]]:
-            status = self.service.status(uri, settings.sync_interval, version)
-            chunks = self.service.stream(status, offset, length, cache=settings.cache)
-            end = status.size if length is None else min(status.size, offset + length)
-            # The first chunk is read before the answer starts, so its errors get their code.
-            first = next(chunks, b"")
-            return end - offset, _prepend(first, chunks)
 
-        size, chunks = await run_in_threadpool(resolve)
-        return StreamingResponse(
-            _until_disconnect(chunks),
-            200,
-            {"Content-Length": str(size)},
-            media_type="application/octet-stream",
-        )
+async def open_file(service: WorkerService, request: Request, query: Query, uri: str) -> Response:
+    """``OPEN``: the redirect to the version-pinned data URL, or the data from ``offset``."""
+    version = query.text("version")
+    interval = query.sync_interval()
+    span = OpenSpan(query.long("offset", 0), _length(query))
+    if not query.boolean("data"):
+        status = await run_in_threadpool(service.status, uri, interval, version)
+        if status.is_dir:
+            raise IsADirectory(f"Path is not a file: {request.url.path}")
+        return _redirect(request, query, {"data": "true", "version": status.version})
+    result = await run_in_threadpool(
+        lambda: service.read_span(uri, span, interval, version, ramp=True)
+    )
+    return StreamingResponse(
+        _until_disconnect(result.chunks),
+        200,
+        {"Content-Length": str(result.length)},
+        media_type="application/octet-stream",
+    )
 
-    async def create(self, request: Request, query: Query, uri: str, path: str) -> Response:
-        # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
-        fresh = 0
-        if not query.boolean("overwrite") and (
-            await run_in_threadpool(status_or_none, self.service, uri, fresh) is not None
-        ):
-            raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
-        if not query.boolean("data"):
-            return _redirect(request, query, {"data": "true"})
-        spool = await self._spool(request)
-        try:
-            await run_in_threadpool(self.service.write, uri, _file_chunks(spool))
-        finally:
-            spool.close()
-        location = f"webhdfs://{request.url.netloc}{path}"
-        return Response(b"", 201, {"Location": location})
 
-    async def _spool(self, request: Request) -> IO[bytes]:
-        """The body in a spooled temporary file (memory, then disk), refused past the limit."""
-        limit = self.max_write_size
-        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 — caller closes
-        received = 0
-        async for chunk in request.stream():
-            received += len(chunk)
-            if received > limit:
-                spool.close()
-                raise PayloadTooLarge(f"body exceeds the limit of {limit} bytes")
-            spool.write(chunk)
-        spool.seek(0)
-        return spool
+def _length(query: Query) -> int | None:
+    return None if query.text("length") is None else query.long("length", 0)
+
+
+async def create_file(
+    service: WorkerService, request: Request, query: Query, uri: str, path: str
+) -> Response:
+    """``CREATE``: the redirect to the data URL, then the body written through."""
+    # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
+    fresh = 0
+    if not query.boolean("overwrite") and (
+        await run_in_threadpool(status_or_none, service, uri, fresh) is not None
+    ):
+        raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
+    if not query.boolean("data"):
+        return _redirect(request, query, {"data": "true"})
+    spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    try:
+        await run_in_threadpool(service.write, uri, file_chunks(spool))
+    finally:
+        spool.close()
+    location = f"webhdfs://{request.url.netloc}{path}"
+    return Response(b"", 201, {"Location": location})
 
 
 def status_or_none(service: WorkerService, uri: str, interval: int | None) -> UfsStatus | None:
@@ -119,7 +109,7 @@ def _redirect(request: Request, query: Query, extra: dict[str, str]) -> Response
     params = {k: v for k, v in request.query_params.items() if k.lower() not in extra}
     location = str(request.url.replace_query_params(**params, **extra))
     if query.boolean("noredirect"):
-        return Response(json.dumps({"Location": location}).encode(), 200)
+        return json_answer({"Location": location})
     return Response(b"", 307, {"Location": location})
 
 
@@ -135,24 +125,6 @@ async def _until_disconnect(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
                 # Lets the loop see a hang-up between slices, which cancels this stream.
                 await checkpoint()
     finally:
-        _close(chunks)
-
-
-def _prepend(first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
-    try:
-        if first:
-            yield first
-        yield from chunks
-    finally:
-        _close(chunks)
-
-
-def _close(chunks: Iterator[bytes]) -> None:
-    close = getattr(chunks, "close", None)
-    if close is not None:
-        close()
-
-
-def _file_chunks(spool: IO[bytes]) -> Iterator[bytes]:
-    while chunk := spool.read(COPY_CHUNK):
-        yield chunk
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()

@@ -1,110 +1,58 @@
-"""Errors as WebHDFS answers: ``{"RemoteException": {"exception", "javaClassName", "message"}}``
-with the Java exception Hadoop's client re-creates (``RemoteException.unwrapRemoteException``),
-so a Spark job fails with ``FileNotFoundException`` or ``AccessControlException``, not a bare
-``IOException``. One table, most specific first; the HTTP codes follow the NameNode's.
+"""How the WebHDFS surface answers errors and reads credentials.
+
+Errors are ``{"RemoteException": {"exception", "javaClassName", "message"}}`` with the status
+and Java exception of the error catalogue (``worker.errors``: each kind's ``hadoop`` class),
+which Hadoop's client re-creates (``RemoteException.unwrapRemoteException``), so a Spark job
+fails with ``FileNotFoundException`` or ``AccessControlException``, not a bare ``IOException``.
+
+Credentials: ``Authorization: Bearer <token>`` (what the Hadoop client's OAuth2 settings send)
+or the ``delegation=<token>`` query parameter (for clients that add parameters, such as curl).
 """
 
 from __future__ import annotations
 
 import json
-import logging
+from urllib.parse import parse_qsl
 
 from starlette.responses import Response
+from starlette.types import Scope
 
-from config import ConfigError
-from ufs.errors import (
-    UfsAlreadyExists,
-    UfsError,
-    UfsInvalidPath,
-    UfsIsADirectory,
-    UfsNotADirectory,
-    UfsNotFound,
-    UfsOutsideRoots,
-    UfsPermissionDenied,
-    UfsUnavailable,
-    UfsVersionChanged,
-)
-from worker.api.errors import BadRequest, PayloadTooLarge, Unauthorized
-from worker.meta.errors import VersionMismatch
-from worker.service import RangeNotSatisfiable
+from worker.api.surface import bearer_token
+from worker.errors import ErrorKind
 
-log = logging.getLogger(__name__)
-
-ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
-ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
-IO_EXCEPTION = "java.io.IOException"
-NOT_FOUND = "java.io.FileNotFoundException"
-
-
-class InvalidParameter(ValueError):
-    """A query parameter is missing or malformed (the NameNode's ``Invalid value for webhdfs
-    parameter``)."""
-
-
-class UnsupportedOperation(Exception):
-    """A WebHDFS operation this surface does not offer (ACLs, snapshots, xattrs, ...)."""
-
-
-_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
-    # The client turns any 401 into an AccessControlException itself.
-    (Unauthorized, 401, "java.lang.SecurityException"),
-    (InvalidParameter, 400, ILLEGAL_ARGUMENT),
-    (BadRequest, 400, ILLEGAL_ARGUMENT),
-    (ConfigError, 400, ILLEGAL_ARGUMENT),
-    (UfsInvalidPath, 400, ILLEGAL_ARGUMENT),
-    (UnsupportedOperation, 400, "java.lang.UnsupportedOperationException"),
-    (UfsOutsideRoots, 403, ACCESS_CONTROL),
-    (UfsPermissionDenied, 403, ACCESS_CONTROL),
-    (UfsNotFound, 404, NOT_FOUND),
-    (UfsAlreadyExists, 403, "org.apache.hadoop.fs.FileAlreadyExistsException"),
-    (UfsNotADirectory, 403, "org.apache.hadoop.fs.PathIsNotDirectoryException"),
-    (UfsIsADirectory, 403, "org.apache.hadoop.fs.PathIsDirectoryException"),
-    # Reading a directory: HDFS answers "Path is not a file" as a FileNotFoundException.
-    (IsADirectoryError, 404, NOT_FOUND),
-    (VersionMismatch, 412, IO_EXCEPTION),
-    (UfsVersionChanged, 412, IO_EXCEPTION),
-    (PayloadTooLarge, 413, IO_EXCEPTION),
-    (RangeNotSatisfiable, 416, "java.io.EOFException"),
-    (UfsUnavailable, 503, IO_EXCEPTION),
-    (UfsError, 502, IO_EXCEPTION),
+CREDENTIAL_HINT = (
+    "Authorization: Bearer <token> (Hadoop: the dfs.webhdfs.oauth2.* settings) "
+    "or the query parameter delegation=<token>"
 )
 
 
-def classify(exc: BaseException) -> tuple[int, str] | None:
-    """The (HTTP status, Java class name) for a known error, or None for a bug."""
-    for kind, status, java_class in _TABLE:
-        if isinstance(exc, kind):
-            return status, java_class
-    return None
+def json_answer(data: object, status: int = 200) -> Response:
+    """A JSON answer with no Content-Type: the Hadoop client checks one with a media-type
+    parser its shaded jar cannot load (``ClassNotFoundException ...RuntimeDelegateImpl``)."""
+    return Response(json.dumps(data).encode(), status)
 
 
-def remote_exception(status: int, java_class: str, message: str) -> Response:
-    """A RemoteException answer. Like every JSON answer of this surface it carries no
-    Content-Type: the Hadoop client validates one with a media-type parser its shaded jar
-    cannot load."""
+def render_error(kind: ErrorKind, message: str, headers: dict[str, str]) -> Response:
+    """The RemoteException answer for an error of ``kind``."""
     body = {
         "RemoteException": {
-            "exception": java_class.rsplit(".", 1)[-1],
-            "javaClassName": java_class,
+            "exception": kind.hadoop_name,
+            "javaClassName": kind.hadoop,
             "message": message,
         }
     }
-    return Response(json.dumps(body).encode(), status)
-
-
-def response_for(exc: BaseException) -> Response:
-    """The answer for ``exc``; an unexpected error is logged and answered 500 without
-    internals."""
-    known = classify(exc)
-    if known is None:
-        log.exception("unexpected error in a WebHDFS call", exc_info=exc)
-        return remote_exception(
-            500, "java.lang.RuntimeException", f"internal error: {type(exc).__name__}"
-        )
-    status, java_class = known
-    response = remote_exception(status, java_class, str(exc))
-    if isinstance(exc, UfsUnavailable):
-        response.headers["Retry-After"] = str(exc.retry_after)
-    if isinstance(exc, Unauthorized):
-        response.headers["WWW-Authenticate"] = "Bearer"
+    response = json_answer(body, kind.status)
+    response.headers.update(headers)
     return response
+
+
+def credential(scope: Scope) -> bytes | None:
+    """The token of a bearer header, else of a ``delegation`` query parameter."""
+    given = bearer_token(scope)
+    if given is not None:
+        return given
+    query: bytes = scope.get("query_string", b"")
+    for name, value in parse_qsl(query.decode("latin-1")):
+        if name.lower() == "delegation" and value:
+            return value.encode()
+    return None

@@ -10,7 +10,7 @@ way towards the roots, and are never mapped to a URI (listing ``/file`` must not
 from __future__ import annotations
 
 from ufs import uri as uris
-from ufs.uri import MountRoots
+from ufs.roots import MountRoots
 
 PREFIX = "/webhdfs/v1"
 # Where the Hadoop client's OAuth2 token provider asks for its access token.

@@ -8,13 +8,13 @@ import re
 from starlette.datastructures import QueryParams
 
 from config.units import parse_duration
-from worker.api.webhdfs_errors import InvalidParameter
+from worker.errors import InvalidRequest
 
 _FSACTION = re.compile(r"^[r-][w-][x-]$")
 
 
-def _invalid(name: str, text: str, expected: str) -> InvalidParameter:
-    return InvalidParameter(f'Invalid value for webhdfs parameter "{name}": {text!r} {expected}')
+def _invalid(name: str, text: str, expected: str) -> InvalidRequest:
+    return InvalidRequest(f'Invalid value for webhdfs parameter "{name}": {text!r} {expected}')
 
 
 class Query:
@@ -30,7 +30,7 @@ class Query:
     def required(self, name: str) -> str:
         value = self.text(name)
         if value is None:
-            raise InvalidParameter(f'Missing webhdfs parameter "{name}"')
+            raise InvalidRequest(f'Missing webhdfs parameter "{name}"')
         return value
 
     def long(self, name: str, default: int) -> int:

@@ -4,12 +4,14 @@ effective configuration, and turning errors into one clear line and a non-zero e
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable
 
 from config import Config, ConfigError, load_config
 from worker.keys import build_registry
 
+log = logging.getLogger(__name__)
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
@@ -30,8 +32,12 @@ def config_options() -> argparse.ArgumentParser:
 
 
 def load(args: argparse.Namespace) -> Config:
-    """The effective configuration for this command's ``--conf`` and ``-D`` options."""
-    return load_config(build_registry(), conf_file=args.conf, defines=args.defines)
+    """The effective configuration for this command's ``--conf`` and ``-D`` options; what
+    loading warns about (a secret other local users can read) is logged once, here."""
+    config = load_config(build_registry(), conf_file=args.conf, defines=args.defines)
+    for warning in config.warnings:
+        log.warning(warning)
+    return config
 
 
 def run_guarded(fn: Callable[[], int]) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-from worker.cli import conf, fs, worker_cmd
+from worker.cli import cluster, conf, fs, worker_cmd
 from worker.cli.common import run_guarded
 from worker.demo import cli as demo_cli
 
@@ -15,11 +16,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dora", description="doracache: a per-host cache agent for data pipelines"
     )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {metadata.version('doracache')}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     conf.add_parser(commands)
     worker_cmd.add_parser(commands)
     fs.add_parser(commands)
     demo_cli.add_parser(commands)
+    cluster.add_parser(commands)
     return parser
 
 

@@ -45,8 +45,8 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         sync_interval: SyncInterval | None = None,
         token: str | None = None,
         timeout: float | str | None = None,
-        fallback_to_ufs: bool | None = None,
-        virtual_nodes: int | None = None,
+        fallback_to_ufs: bool | str | None = None,
+        virtual_nodes: int | str | None = None,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
         config: Config | None = None,
         target_protocol: str | None = None,
@@ -100,8 +100,12 @@ class DoraFileSystemBase(ChainedFileSystem):  # type: ignore[misc]  # fsspec is 
         return self.options.sync_interval if value is None else sync_interval_param(value)
 
     def unstrip_protocol(self, name: str) -> str:
-        """The URL that names ``name`` through dora from anywhere: ``dora::<full UFS URI>``."""
-        return f"{PROTOCOL}::{self._uri(name)}"
+        """The URL that names ``name`` through dora from anywhere: ``dora://<full UFS URI>``.
+
+        The ``scheme://`` form, not the chained ``dora::``: callers that route URLs by their
+        scheme get back what they route (DuckDB expands globs through ``glob`` and this, then
+        opens only ``dora://`` names through the filesystem), and fsspec opens both forms."""
+        return f"{PROTOCOL}://{self._uri(name)}"
 
     @classmethod
     def _parent(cls, path: Any) -> str:

@@ -2,17 +2,24 @@
 to an ASGI app in process: ``DoraFileSystem(transport=httpx.ASGITransport(app=app))``.
 
 Requests run on one event loop in a daemon thread, built once per process; bodies are read in
-full on each side (the in-process app is a test or embedding, not a data path).
+full on each side (the in-process app is a test or embedding, not a data path). An app that fails
+is answered as a server would answer it: before its answer started, the call fails as a dropped
+connection; after, the answer keeps its status and headers and its body is cut short (reading it
+raises ``httpx.RemoteProtocolError``), as over a socket the connection would be cut.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import httpx
 
 from worker.client.forksafe import ProcessLocal
+
+Message = MutableMapping[str, Any]
 
 
 class _Loop:
@@ -26,6 +33,59 @@ class _Loop:
         self.thread.start()
 
 
+class _FailedMidAnswer(Exception):
+    """An ASGI app failed after it started its answer: what it had sent by then."""
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        super().__init__(f"app failed after answering {status}")
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class _ServerLike:
+    """An ASGI app wrapper that records what the app sent, so a failure after the answer started
+    can be told apart from one before it (httpx's ASGITransport loses the headers)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
+        started: list[Message] = []
+        body: list[bytes] = []
+
+        async def recording(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.append(message)
+            elif message["type"] == "http.response.body":
+                body.append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording)
+        except Exception as exc:
+            if not started:
+                raise
+            start = started[0]
+            raise _FailedMidAnswer(
+                start["status"], list(start.get("headers", [])), b"".join(body)
+            ) from exc
+
+
+class _CutStream(httpx.SyncByteStream):
+    """A body that ends in a cut connection after ``body``."""
+
+    def __init__(self, body: bytes, request: httpx.Request, reason: str) -> None:
+        self._body = body
+        self._request = request
+        self._reason = reason
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._body:
+            yield self._body
+        raise httpx.RemoteProtocolError(self._reason, request=self._request)
+
+
 class SyncBridge(httpx.BaseTransport):
     """Sends each request through ``transport`` on a private event loop and waits for it.
 
@@ -34,6 +94,13 @@ class SyncBridge(httpx.BaseTransport):
     """
 
     def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+        if isinstance(transport, httpx.ASGITransport):
+            transport = httpx.ASGITransport(
+                app=_ServerLike(transport.app),
+                raise_app_exceptions=transport.raise_app_exceptions,
+                root_path=transport.root_path,
+                client=transport.client,
+            )
         self.transport = transport
         self._loop = ProcessLocal(_Loop)
 
@@ -52,19 +119,32 @@ class SyncBridge(httpx.BaseTransport):
                 await response.aclose()
         except httpx.TransportError:
             raise
+        except _FailedMidAnswer as failed:
+            reason = f"app failed mid-answer: {failed.__cause__!r}"
+            return _cut(failed.status, failed.headers, failed.body, request, reason)
         except Exception as exc:
-            # Over a socket, an app failing mid-answer cuts the connection; say the same here.
+            # Over a socket, an app failing before it answers drops the connection; say the same.
             raise httpx.RemoteProtocolError(
-                f"app failed mid-answer: {exc!r}", request=request
+                f"app failed before answering: {exc!r}", request=request
             ) from exc
         declared = response.headers.get("Content-Length")
         if declared is not None and declared.isdigit() and int(declared) != len(body):
-            raise httpx.RemoteProtocolError(
-                f"answer cut short: {len(body)} of {declared} bytes", request=request
-            )
+            reason = f"answer cut short: {len(body)} of {declared} bytes"
+            return _cut(response.status_code, response.headers.raw, body, request, reason)
         return httpx.Response(
             response.status_code,
             headers=response.headers,
             stream=httpx.ByteStream(body),
             extensions=response.extensions,
         )
+
+
+def _cut(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    request: httpx.Request,
+    reason: str,
+) -> httpx.Response:
+    """An answer whose body stops after ``body``: reading it raises RemoteProtocolError."""
+    return httpx.Response(status, headers=headers, stream=_CutStream(body, request, reason))

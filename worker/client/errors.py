@@ -3,7 +3,9 @@
 Every error is a :class:`DoraError` (an ``OSError``) and also the builtin a Python caller expects:
 ``FileNotFoundError`` for 404, ``PermissionError`` for 401/403, ``FileExistsError`` for 409,
 ``ValueError`` for a bad request or range, ``ConnectionError`` when no worker (or the UFS behind
-it) can be reached. Mapping goes by the ``error`` code of the JSON body first, then by status.
+it) can be reached. The classes and the code/status table live in the error catalogue
+(:mod:`worker.errors`), shared with the worker and every other surface; this module reads an
+answer and asks the catalogue, by the ``error`` code of the JSON body first, then by status.
 """
 
 from __future__ import annotations
@@ -12,124 +14,44 @@ import json
 
 import httpx
 
+from worker import errors as catalogue
+from worker.errors import (
+    AccessDenied,
+    AlreadyExists,
+    DoraError,
+    InvalidRequest,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    PayloadTooLarge,
+    RangeNotSatisfiable,
+    UfsFailure,
+    UfsUnavailable,
+    Unauthorized,
+    VersionMismatch,
+    WorkerFailure,
+    WorkerUnavailable,
+)
 
-class DoraError(OSError):
-    """Base of every error the dora client raises. ``status`` and ``code`` are the worker's HTTP
-    status and error code when the error came from a worker's answer; ``worker`` is its address."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        code: str | None = None,
-        worker: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.worker = worker
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-class InvalidRequest(DoraError, ValueError):
-    """The worker refused the request as malformed (400): a bad path or parameter."""
-
-
-class NotFound(DoraError, FileNotFoundError):
-    """The path does not exist (404)."""
-
-
-class AccessDenied(DoraError, PermissionError):
-    """The worker refused the caller (401: token) or the path (403: outside the mount roots,
-    or the UFS denied access)."""
-
-
-class AlreadyExists(DoraError, FileExistsError):
-    """The target of a create already exists (409)."""
-
-
-class NotADirectory(DoraError, NotADirectoryError):
-    """A directory operation named a file."""
-
-
-class IsADirectory(DoraError, IsADirectoryError):
-    """A file operation named a directory."""
-
-
-class VersionMismatch(DoraError):
-    """The file no longer has the version the caller pinned (412): it changed in the UFS."""
-
-
-class PayloadTooLarge(DoraError):
-    """The worker refused a write body larger than its limit (413)."""
-
-
-class RangeNotSatisfiable(DoraError, ValueError):
-    """The requested byte range is outside the file (416)."""
-
-
-class UfsFailure(DoraError):
-    """The UFS behind the worker failed (502)."""
-
-
-class UfsUnavailable(DoraError, ConnectionError):
-    """The UFS behind the worker is unavailable (503), still after the client's retries.
-    ``retry_after`` is the worker's hint in seconds."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retry_after: float = 1.0,
-        status: int | None = None,
-        code: str | None = None,
-        worker: str | None = None,
-    ) -> None:
-        super().__init__(message, status=status, code=code, worker=worker)
-        self.retry_after = retry_after
-
-
-class WorkerUnavailable(DoraError, ConnectionError):
-    """No worker could be reached (and the call could not or may not fall back to the UFS), or a
-    worker dropped a call that is not safe to repeat."""
-
-
-class WorkerFailure(DoraError):
-    """A worker answered with an error this client does not know (e.g. a 500)."""
-
-
-_BY_CODE: dict[str, type[DoraError]] = {
-    "BadRequest": InvalidRequest,
-    "InvalidPath": InvalidRequest,
-    "NotADirectory": NotADirectory,
-    "IsADirectory": IsADirectory,
-    "Unauthorized": AccessDenied,
-    "OutsideMountRoots": AccessDenied,
-    "PermissionDenied": AccessDenied,
-    "NotFound": NotFound,
-    "AlreadyExists": AlreadyExists,
-    "VersionMismatch": VersionMismatch,
-    "PayloadTooLarge": PayloadTooLarge,
-    "RangeNotSatisfiable": RangeNotSatisfiable,
-    "UfsError": UfsFailure,
-    "UfsUnavailable": UfsUnavailable,
-}
-
-_BY_STATUS: dict[int, type[DoraError]] = {
-    400: InvalidRequest,
-    401: AccessDenied,
-    403: AccessDenied,
-    404: NotFound,
-    409: AlreadyExists,
-    412: VersionMismatch,
-    413: PayloadTooLarge,
-    416: RangeNotSatisfiable,
-    502: UfsFailure,
-    503: UfsUnavailable,
-}
+__all__ = [
+    "AccessDenied",
+    "AlreadyExists",
+    "DoraError",
+    "InvalidRequest",
+    "IsADirectory",
+    "NotADirectory",
+    "NotFound",
+    "PayloadTooLarge",
+    "RangeNotSatisfiable",
+    "UfsFailure",
+    "UfsUnavailable",
+    "Unauthorized",
+    "VersionMismatch",
+    "WorkerFailure",
+    "WorkerUnavailable",
+    "error_from_response",
+    "retry_after",
+]
 
 
 def retry_after(response: httpx.Response) -> float:
@@ -143,17 +65,15 @@ def retry_after(response: httpx.Response) -> float:
 def error_from_response(response: httpx.Response, worker: str, what: str) -> DoraError:
     """The exception for a worker's error answer to ``what`` (e.g. ``"status s3://b/k"``)."""
     code, message = _error_body(response)
-    kind = _BY_CODE.get(code or "") or _BY_STATUS.get(response.status_code, WorkerFailure)
     text = f"{what}: {message} (worker {worker}, HTTP {response.status_code} {code or ''})"
-    if kind is UfsUnavailable:
-        return UfsUnavailable(
-            text.rstrip(),
-            retry_after=retry_after(response),
-            status=response.status_code,
-            code=code,
-            worker=worker,
-        )
-    return kind(text.rstrip(), status=response.status_code, code=code, worker=worker)
+    return catalogue.client_error(
+        catalogue.for_answer(code, response.status_code),
+        text.rstrip(),
+        status=response.status_code,
+        code=code,
+        worker=worker,
+        retry_after=retry_after(response),
+    )
 
 
 def _error_body(response: httpx.Response) -> tuple[str | None, str]:

@@ -17,6 +17,7 @@ from config import Config
 from ufs import errors as ufs_errors
 from ufs.adapter import Ufs
 from ufs.status import UfsStatus
+from worker import errors as catalogue
 from worker.client import errors
 from worker.client.answers import ReadResult
 from worker.client.forksafe import ProcessLocal
@@ -24,19 +25,6 @@ from worker.client.stats import Counters
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-# Most specific first: several UFS errors share base classes.
-_TRANSLATION: tuple[tuple[type[ufs_errors.UfsError], type[errors.DoraError]], ...] = (
-    (ufs_errors.UfsNotFound, errors.NotFound),
-    (ufs_errors.UfsOutsideRoots, errors.AccessDenied),
-    (ufs_errors.UfsPermissionDenied, errors.AccessDenied),
-    (ufs_errors.UfsInvalidPath, errors.InvalidRequest),
-    (ufs_errors.UfsAlreadyExists, errors.AlreadyExists),
-    (ufs_errors.UfsNotADirectory, errors.NotADirectory),
-    (ufs_errors.UfsIsADirectory, errors.IsADirectory),
-    (ufs_errors.UfsUnavailable, errors.UfsUnavailable),
-    (ufs_errors.UfsVersionChanged, errors.VersionMismatch),
-)
 
 
 class UfsFallback:
@@ -71,7 +59,9 @@ class UfsFallback:
     def read(self, uri: str, offset: int, length: int | None, version: str | None) -> ReadResult:
         """Bytes ``[offset, offset+length)`` (to the end when ``length`` is None) and the version
         they belong to. The status is checked first so a pinned version is honoured and a
-        directory is refused, as a worker would."""
+        directory is refused, as a worker would; the read itself is pinned to that version too
+        (S3: ``If-Match``; elsewhere a re-check), so a file replaced in between raises
+        VersionMismatch instead of answering bytes of another version under this one's name."""
         self._count("read", uri)
         ufs = self._ufs.get()
         status = self._translated(lambda: ufs.status(uri))
@@ -84,7 +74,7 @@ class UfsFallback:
         if offset > status.size:
             raise errors.RangeNotSatisfiable(f"read {uri}: offset {offset} > size {status.size}")
         wanted = status.size - offset if length is None else length
-        data = self._translated(lambda: ufs.read(uri, offset, wanted))
+        data = self._translated(lambda: ufs.read(uri, offset, wanted, version=status.version))
         return ReadResult(data, status.version, status.size)
 
     def _count(self, what: str, uri: str) -> None:
@@ -99,7 +89,4 @@ class UfsFallback:
         try:
             return call()
         except ufs_errors.UfsError as exc:
-            for ufs_kind, kind in _TRANSLATION:
-                if isinstance(exc, ufs_kind):
-                    raise kind(f"UFS fallback: {exc}") from exc
-            raise errors.UfsFailure(f"UFS fallback: {exc}") from exc
+            raise catalogue.client_error_for(exc, f"UFS fallback: {exc}") from exc

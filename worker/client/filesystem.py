@@ -7,7 +7,22 @@ Two ways to name a file, both full UFS URIs in the end::
     fs.open("s3://bucket/key")                       # a full UFS URI on an instance
 
 ``dora://s3://bucket/key`` names the same file; pandas (2.x) hands only ``scheme://`` URLs to
-fsspec, so it needs this form: ``pd.read_parquet("dora://s3://bucket/t.parquet")``.
+fsspec, so it needs this form: ``pd.read_parquet("dora://s3://bucket/t.parquet")``. So does
+DuckDB, globs and hive partitions included::
+
+    duckdb.register_filesystem(fs)
+    duckdb.sql("select * from read_parquet('dora://s3://bucket/t/**/*.parquet', "
+               "hive_partitioning=true)")
+
+Polars sends no unknown scheme to fsspec on its own, and passes ``storage_options`` as strings
+only (every option takes a string form: ``workers="h1:28080,h2:28080"``, ``timeout="30"``,
+``fallback_to_ufs="false"``). Files go through ``use_pyarrow=True``, datasets through pyarrow::
+
+    pl.read_parquet("dora://s3://bucket/t.parquet", use_pyarrow=True,
+                    storage_options={"workers": "h1:28080,h2:28080"})
+    pl.read_csv("dora://s3://bucket/t.csv", use_pyarrow=True, storage_options=...)
+    pl.scan_pyarrow_dataset(pyarrow.dataset.dataset("s3://bucket/t", filesystem=fs,
+                                                    partitioning="hive"))
 
 Names returned by ``ls``/``info``/``find`` are full UFS URIs (for an instance built from a chained
 URL, the inner filesystem's form: see :mod:`worker.client.paths`). Each call goes to the worker that
@@ -42,9 +57,10 @@ class DoraFileSystem(DoraFileSystemBase):
 
     Options (constructor or fsspec ``storage_options``), each defaulting to the client's site
     properties (``dora.user.workers``, ``dora.user.client.*``): ``workers`` (``host:port``
-    list), ``sync_interval`` (ms, a duration such as ``30s``, ``-1`` or ``0``; unset leaves the
-    worker's default), ``token``, ``timeout`` (seconds or a duration), ``fallback_to_ufs``,
-    ``virtual_nodes``; ``transport`` (an httpx transport, e.g. ``httpx.ASGITransport`` in tests)
+    list, or one comma-separated string), ``sync_interval`` (ms, a duration such as ``30s``,
+    ``-1`` or ``0``; unset leaves the worker's default), ``token``, ``timeout`` (seconds or a
+    duration), ``fallback_to_ufs``, ``virtual_nodes``, each of these also as a string;
+    ``transport`` (an httpx transport, e.g. ``httpx.ASGITransport`` in tests)
     and ``config`` (a :class:`config.Config`, instead of loading one from the environment).
     ``info``, ``ls``, ``open`` and ``cat_file`` also take ``sync_interval=`` and ``version=``
     per call.
@@ -182,10 +198,14 @@ class DoraFileSystem(DoraFileSystemBase):
         mode: str = "overwrite",
     ) -> None:
         """Upload local ``lpath`` as ``rpath``, streamed; a local directory becomes a
-        directory."""
+        directory. An ``rpath`` ending in ``/`` names a directory: the file goes into it under
+        its own name (``x.txt`` to ``s3://b/dir/`` writes ``s3://b/dir/x.txt``), as with
+        ``aws s3 cp`` and fsspec's ``put``."""
         if os.path.isdir(lpath):
             self.makedirs(rpath, exist_ok=True)
             return
+        if str(rpath).endswith("/"):
+            rpath = f"{rpath}{os.path.basename(os.fspath(lpath))}"
         uri = self._check_create(rpath, mode)
         size = os.path.getsize(lpath)
         callback.set_size(size)

@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from config import Config, Source
+from config.keys import PropertyKey
 from config.units import parse_duration
 from worker import keys
+from worker.cluster import keys as cluster_keys
 from worker.meta.keys import SYNC_INTERVAL
 
 SyncInterval = int | str
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,10 @@ class ClientOptions:
     read_chunk_size: int
     read_parallelism: int
     sync_interval: str | None
+    # With endpoints, the ring follows the workers registered in etcd (worker.cluster).
+    etcd_endpoints: tuple[str, ...] = ()
+    cluster_name: str = ""
+    etcd_timeout_s: float = 2.0
 
     @classmethod
     def resolve(
@@ -44,13 +53,16 @@ class ClientOptions:
         token: str | None = None,
         timeout: float | str | None = None,
         sync_interval: SyncInterval | None = None,
-        fallback_to_ufs: bool | None = None,
-        virtual_nodes: int | None = None,
+        fallback_to_ufs: bool | str | None = None,
+        virtual_nodes: int | str | None = None,
     ) -> ClientOptions:
         """Options from ``config``, each overridden by the matching argument when it is given.
 
-        Raises ValueError naming the option for a malformed worker address, timeout or sync
-        interval.
+        Every argument may also be given as text (Polars passes ``storage_options`` only as
+        strings): ``workers`` comma-separated, ``timeout`` seconds or a duration,
+        ``fallback_to_ufs`` true/false, ``virtual_nodes`` an integer.
+
+        Raises ValueError naming the option for a malformed value.
         """
         names = _worker_names(workers if workers is not None else config.get(keys.USER_WORKERS))
         timeout_s = (
@@ -59,10 +71,17 @@ class ClientOptions:
             else _seconds("timeout", timeout)
         )
         nodes = (
-            config.get(keys.USER_CLIENT_VIRTUAL_NODES) if virtual_nodes is None else virtual_nodes
+            config.get(keys.USER_CLIENT_VIRTUAL_NODES)
+            if virtual_nodes is None
+            else _parsed("virtual_nodes", virtual_nodes, keys.USER_CLIENT_VIRTUAL_NODES)
         )
         if nodes < 1:
             raise ValueError(f"virtual_nodes={nodes!r}: expected at least 1")
+        fallback = (
+            config.get(keys.USER_CLIENT_FALLBACK_TO_UFS)
+            if fallback_to_ufs is None
+            else bool(_parsed("fallback_to_ufs", fallback_to_ufs, keys.USER_CLIENT_FALLBACK_TO_UFS))
+        )
         return cls(
             workers=tuple(_base_url(name) for name in names),
             ring_names=names,
@@ -70,16 +89,20 @@ class ClientOptions:
             timeout_s=timeout_s,
             connect_timeout_s=min(timeout_s, config.get(keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000),
             retry_attempts=config.get(keys.USER_CLIENT_RETRY_ATTEMPTS),
-            fallback_to_ufs=(
-                config.get(keys.USER_CLIENT_FALLBACK_TO_UFS)
-                if fallback_to_ufs is None
-                else bool(fallback_to_ufs)
-            ),
+            fallback_to_ufs=fallback,
             virtual_nodes=nodes,
             read_chunk_size=config.get(keys.USER_CLIENT_READ_CHUNK_SIZE),
             read_parallelism=config.get(keys.USER_CLIENT_READ_PARALLELISM),
             sync_interval=_default_sync_interval(config, sync_interval),
+            etcd_endpoints=_etcd_endpoints(config),
+            cluster_name=config.get(cluster_keys.CLUSTER_NAME),
+            etcd_timeout_s=config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
         )
+
+
+def _etcd_endpoints(config: Config) -> tuple[str, ...]:
+    endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+    return tuple(endpoints)
 
 
 def sync_interval_param(value: SyncInterval) -> str:
@@ -126,14 +149,28 @@ def _base_url(name: str) -> str:
     return f"http://{name}"
 
 
+def _parsed(name: str, value: T | str, key: PropertyKey[T]) -> T:
+    """``value``, or text in the form of ``key`` parsed; ValueError naming the option."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return key.parse(value)
+    except ValueError as exc:
+        raise ValueError(f"{name}={value!r}: {exc}") from None
+
+
 def _seconds(name: str, value: float | str) -> float:
+    """Seconds from a number, a number as text (the same seconds), or a duration (``30s``)."""
     if isinstance(value, str):
         try:
-            seconds = parse_duration(value) / 1000
-        except ValueError as exc:
-            raise ValueError(f"{name}={value!r}: {exc}") from None
+            seconds = float(value)
+        except ValueError:
+            try:
+                seconds = parse_duration(value) / 1000
+            except ValueError as exc:
+                raise ValueError(f"{name}={value!r}: {exc}") from None
     else:
         seconds = float(value)
-    if seconds <= 0:
+    if not (seconds > 0 and math.isfinite(seconds)):
         raise ValueError(f"{name}={value!r}: expected a positive number of seconds or a duration")
     return seconds

@@ -78,7 +78,9 @@ class Remote:
             version=version,
             sync_interval=sync_interval,
         )
-        call = Call("GET", "/v1/read", uri, f"read {uri} [{offset}+{length}]", params)
+        call = Call(
+            "GET", "/v1/read", uri, f"read {uri} [{offset}+{length}]", params, pin_on_cut=True
+        )
         try:
             response = self.client.send(call).response
         except NoWorkerReachable:

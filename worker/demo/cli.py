@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from config import Source
@@ -54,6 +54,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="where datasets are cached and runs keep their state (default: %(default)s)",
     )
     parser.add_argument("--cores", type=_positive, default=2, help="Spark local cores")
+    parser.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="with 2 or more, then also run that many workers as one cache through a local etcd",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -97,11 +103,23 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     progress.say("")
     progress.say(render(results))
+    if getattr(args, "workers", 1) > 1 and not _cluster_demo(args, progress.say):
+        return EXIT_MISMATCH
     if all(result.matches for result in results):
         progress.say("\nevery answer matches the direct read of the UFS")
         return 0
     print("\nsome answers differ from the direct read of the UFS", file=sys.stderr)
     return EXIT_MISMATCH
+
+
+def _cluster_demo(args: argparse.Namespace, say: Callable[[str], None]) -> bool:
+    from worker.cluster.demo import run_cluster_demo
+
+    say("")
+    if run_cluster_demo(args.work_dir, args.workers, say):
+        return True
+    print("a worker served old bytes after a change made through another", file=sys.stderr)
+    return False
 
 
 def _chosen_settings(args: argparse.Namespace) -> tuple[str, ...]:

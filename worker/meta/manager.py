@@ -36,6 +36,7 @@ from worker.meta.rocks import RocksMetastore
 log = logging.getLogger(__name__)
 
 _Gone = tuple[str, str]  # (uri, version) whose pages must go
+SyncListener = Callable[[str, UfsStatus | None], None]
 
 _CANONICAL_CACHE = 65536
 _COUNTERS = (
@@ -92,6 +93,10 @@ class MetadataManager:
         self._status_flights: SingleFlight[str, MetaEntry] = SingleFlight()
         self._list_flights: SingleFlight[str, tuple[UfsStatus, ...]] = SingleFlight()
         self._listeners = Listeners()
+        self._sync_listeners: tuple[SyncListener, ...] = ()
+        # Entries and listings loaded before this (epoch ms) are re-checked once whatever the
+        # sync interval: the cluster feed lost events it cannot replay.
+        self._fresh_after = 0
         self._counters = Counters(_COUNTERS)
         # Canonicalizing costs microseconds (percent-decoding rounds, segment checks), more than
         # a memory hit: remember recent answers. Errors are not cached, so a bad URI always
@@ -110,6 +115,27 @@ class MetadataManager:
     def add_listener(self, fn: Listener) -> None:
         """Call ``fn(uri, version)`` whenever version ``version`` of file ``uri`` is gone."""
         self._listeners.add(fn)
+
+    def add_sync_listener(self, fn: SyncListener) -> None:
+        """Call ``fn(uri, status)`` when a sync with the UFS found a cached file changed:
+        ``status`` is the new one, None if the file is gone. Runs on the syncing thread after
+        the cache holds the new state; an exception from ``fn`` reaches the caller."""
+        with self._lock:
+            self._sync_listeners = (*self._sync_listeners, fn)
+
+    def require_sync_before(self, epoch_ms: int) -> None:
+        """Re-check with the UFS, once, every status and listing loaded before ``epoch_ms``,
+        whatever the sync interval (a re-check that finds the same version keeps the pages)."""
+        with self._lock:
+            self._fresh_after = max(self._fresh_after, epoch_ms)
+
+    def load_marker(self, name: str) -> bytes | None:
+        """A marker kept in the metastore (see :meth:`Metastore.load_marker`)."""
+        return self._store.load_marker(name)
+
+    def save_marker(self, name: str, value: bytes) -> None:
+        """Store a marker after every metadata change made so far is durable."""
+        self._store.save_marker(name, value)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -143,7 +169,11 @@ class MetadataManager:
         uri = self._canonical(uri)
         interval = self._interval(sync_interval)
         listing = self._listings.get(uri)
-        if listing is not None and not needs_sync(listing.loaded_at, interval, self._clock()):
+        if (
+            listing is not None
+            and listing.loaded_at >= self._fresh_after
+            and not needs_sync(listing.loaded_at, interval, self._clock())
+        ):
             self._counters.add("listing_hits")
             return list(listing.children)
         self._counters.add("listing_misses" if listing is None else "syncs")
@@ -162,6 +192,8 @@ class MetadataManager:
         if version is not None:
             # The caller knows what it wants: the cached entry is right iff it names that.
             return entry.version == version
+        if entry.loaded_at < self._fresh_after:
+            return False
         return not needs_sync(entry.loaded_at, interval, self._clock())
 
     def _lookup(self, uri: str) -> MetaEntry | None:
@@ -222,6 +254,7 @@ class MetadataManager:
             with self._lock:
                 self._fence.end(token)
         self._listeners.notify(gone)
+        self._notify_synced(gone, {uri: entry.status})
         return entry
 
     def _relist(self, uri: str) -> tuple[UfsStatus, ...]:
@@ -244,9 +277,16 @@ class MetadataManager:
             with self._lock:
                 self._fence.end(token)
         self._listeners.notify(gone)
+        found: dict[str, UfsStatus | None] = {child.uri: child for child in children}
+        self._notify_synced(gone, found)
         if missing is not None:
             raise missing
         return tuple(children)
+
+    def _notify_synced(self, gone: list[_Gone], found: dict[str, UfsStatus | None]) -> None:
+        for uri in dict.fromkeys(u for u, _ in gone):
+            for fn in self._sync_listeners:
+                fn(uri, found.get(uri))
 
     # -- writes and invalidation ----------------------------------------------------------------
 

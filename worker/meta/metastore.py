@@ -63,6 +63,16 @@ class Metastore(Protocol):
         """Counters for metrics (flushes, flush errors, pending entries)."""
         ...
 
+    def load_marker(self, name: str) -> bytes | None:
+        """A small value another component keeps here (the cluster's feed position), or None.
+        Marker keys can never collide with a URI. Raises MetastoreError if the store fails."""
+        ...
+
+    def save_marker(self, name: str, value: bytes) -> None:
+        """Store a marker durably, after every write made before it is durable (so a marker
+        never claims more than the entries show). Raises MetastoreError if the store fails."""
+        ...
+
 
 class MemoryMetastore:
     """A :class:`Metastore` in a dict: nothing survives the process. For tests and for a worker
@@ -73,6 +83,7 @@ class MemoryMetastore:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, MetaEntry] = {}
+        self._markers: dict[str, bytes] = {}
 
     @property
     def lifetimes(self) -> Lifetimes:
@@ -110,3 +121,11 @@ class MemoryMetastore:
 
     def stats(self) -> dict[str, int]:
         return {"metastore_pending": 0, "metastore_flushes": 0, "metastore_flush_errors": 0}
+
+    def load_marker(self, name: str) -> bytes | None:
+        with self._lock:
+            return self._markers.get(name)
+
+    def save_marker(self, name: str, value: bytes) -> None:
+        with self._lock:
+            self._markers[name] = value

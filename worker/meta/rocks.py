@@ -27,6 +27,10 @@ from worker.meta.rocks_open import DirLock, open_store
 
 log = logging.getLogger(__name__)
 
+# Markers are keyed by this prefix plus a name: no URI key starts with a NUL byte (URIs always
+# contain "://" after a scheme), so neither a lookup nor a prefix scan of a URI can meet one.
+_MARKER_PREFIX = b"\0marker/"
+
 # A buffered write: an entry, or None for a delete.
 _Buffer = dict[str, MetaEntry | None]
 
@@ -220,6 +224,23 @@ class RocksMetastore:
         finally:
             self._db.close()
             self._dir_lock.release()
+
+    def load_marker(self, name: str) -> bytes | None:
+        with self._buffer_lock:
+            self._check_open()
+        try:
+            raw: bytes | None = self._db.get(_MARKER_PREFIX + name.encode())
+        except Exception as exc:  # rocksdict raises bare Exception
+            raise MetastoreError(f"metastore {self.path!r}: cannot read marker {name!r}") from exc
+        return raw
+
+    def save_marker(self, name: str, value: bytes) -> None:
+        # Commit the buffered entries first: the marker is written after what it covers.
+        self.flush()
+        try:
+            self._db.put(_MARKER_PREFIX + name.encode(), value)
+        except Exception as exc:  # rocksdict raises bare Exception
+            raise MetastoreError(f"metastore {self.path!r}: cannot write marker {name!r}") from exc
 
     def _check_open(self) -> None:
         if self._closed:

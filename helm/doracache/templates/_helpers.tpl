@@ -101,6 +101,15 @@ render on a secret key or a port that disagrees with worker.port. */}}
   "dora.worker.page.store.dirs" .Values.storage.pages.mountPath
   "dora.worker.metastore.rocksdb.dir" .Values.storage.metastore.mountPath
   "dora.work.dir" .Values.storage.workDir }}
+{{- with .Values.cluster }}
+{{- if .etcd.endpoints }}
+{{- if eq (include "doracache.isSidecar" $) "true" }}
+{{- fail "cluster.etcd.endpoints needs mode: daemonset (a sidecar worker listens on loopback, which other pods cannot reach)" }}
+{{- end }}
+{{- $_ := set $derived "dora.cluster.etcd.endpoints" .etcd.endpoints }}
+{{- $_ := set $derived "dora.cluster.name" .name }}
+{{- end }}
+{{- end }}
 {{- $user := .Values.properties | default dict }}
 {{- range $key := list "dora.worker.security.token" "dora.ufs.s3.access.key.id" "dora.ufs.s3.secret.access.key" }}
 {{- if get $user $key }}
@@ -177,16 +186,51 @@ httpGet:
 {{- include "doracache.s3Env" . }}
 {{- end }}
 
-{{/* The token from the Secret, as env var "name": DORA_WORKER_SECURITY_TOKEN for the worker
+{{/* "true" when the chart generates the token: none is given and the worker listens beyond
+loopback (see auth.generate). */}}
+{{- define "doracache.generateToken" -}}
+{{- $auth := .Values.auth }}
+{{- if and $auth.generate (not $auth.token) (not $auth.existingSecret) (ne (include "doracache.loopbackOnly" .) "true") }}true{{ end }}
+{{- end }}
+
+{{/* Where the token in force lives, as YAML {name, key}; empty when the worker runs without one. */}}
+{{- define "doracache.tokenRef" -}}
+{{- $auth := .Values.auth }}
+{{- if $auth.existingSecret }}
+name: {{ $auth.existingSecret }}
+key: {{ $auth.existingSecretKey }}
+{{- else if or $auth.token (include "doracache.generateToken" .) }}
+name: {{ include "doracache.fullname" . }}
+key: token
+{{- end }}
+{{- end }}
+
+{{/* The token the chart's Secret holds: auth.token; else, when generating, the token already in
+the release's Secret (so it survives upgrades and executors keep working), else a new random one.
+`lookup` answers nothing outside a real install or upgrade (helm template, --dry-run=client). */}}
+{{- define "doracache.secretToken" -}}
+{{- if .Values.auth.token }}
+{{- .Values.auth.token | toString }}
+{{- else }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "doracache.fullname" .) }}
+{{- $data := (get ($existing | default dict) "data") | default dict }}
+{{- if get $data "token" }}
+{{- get $data "token" | b64dec }}
+{{- else }}
+{{- randAlphaNum 48 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The token from its Secret, as env var "name": DORA_WORKER_SECURITY_TOKEN for the worker
 (what it checks), DORA_USER_CLIENT_TOKEN for clients (what they send). */}}
 {{- define "doracache.tokenEnv" -}}
-{{- $values := .root.Values }}
-{{- if or $values.auth.token $values.auth.existingSecret }}
-- name: {{ .name }}
+{{- with include "doracache.tokenRef" .root | fromYaml }}
+- name: {{ $.name }}
   valueFrom:
     secretKeyRef:
-      name: {{ $values.auth.existingSecret | default (include "doracache.fullname" .root) }}
-      key: {{ ternary $values.auth.existingSecretKey "token" (not (empty $values.auth.existingSecret)) }}
+      name: {{ .name }}
+      key: {{ .key }}
 {{- end }}
 {{- end }}
 
@@ -347,6 +391,13 @@ restartPolicy Always, started before the executor and stopped after it. */}}
     # The same file, for `dora` commands run by hand in the container (kubectl exec).
     - name: DORA_CONF_DIR
       value: {{ $confDir }}
+    {{- if .Values.cluster.etcd.endpoints }}
+    # What other pods reach this worker at, in its etcd membership entry.
+    - name: DORA_CLUSTER_ADVERTISE_HOST
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+    {{- end }}
     {{- with include "doracache.secretEnv" . | trim }}
     {{- . | nindent 4 }}
     {{- end }}
@@ -369,6 +420,15 @@ restartPolicy Always, started before the executor and stopped after it. */}}
   readinessProbe:
     {{- include "doracache.probeHandler" (dict "ctx" . "path" "/readyz") | trim | nindent 4 }}
     {{- toYaml .Values.worker.probes.readiness | nindent 4 }}
+  {{- if and (not $sidecar) .Values.daemonset.preStopSleepSeconds }}
+  # Keep serving while the Service and the monitors drop this pod; SIGTERM comes after.
+  lifecycle:
+    preStop:
+      exec:
+        command:
+          - sleep
+          - {{ include "doracache.propertyValue" .Values.daemonset.preStopSleepSeconds | quote }}
+  {{- end }}
   resources:
     {{- toYaml .Values.worker.resources | nindent 4 }}
   securityContext:
@@ -388,4 +448,96 @@ restartPolicy Always, started before the executor and stopped after it. */}}
     {{- with .Values.worker.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+{{- end }}
+
+{{/*
+Metrics.
+*/}}
+
+{{/* prometheus.io annotations of the pods running a worker others can reach (metrics.podAnnotations). */}}
+{{- define "doracache.scrapeAnnotations" -}}
+{{- if and .Values.metrics.podAnnotations (ne (include "doracache.loopbackOnly" .) "true") }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ include "doracache.propertyValue" .Values.worker.port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end }}
+
+{{/* One scrape endpoint of a ServiceMonitor or PodMonitor; call with (dict "ctx" $ "monitor" .Values.metrics.podMonitor). */}}
+{{- define "doracache.scrapeEndpoint" -}}
+- port: dora-http
+  path: /metrics
+  scheme: http
+  {{- with .monitor.interval }}
+  interval: {{ . }}
+  {{- end }}
+  {{- with .monitor.scrapeTimeout }}
+  scrapeTimeout: {{ . }}
+  {{- end }}
+  {{- with include "doracache.tokenRef" .ctx | fromYaml }}
+  authorization:
+    type: Bearer
+    credentials:
+      name: {{ .name }}
+      key: {{ .key }}
+  {{- end }}
+  {{- with .monitor.relabelings }}
+  relabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .monitor.metricRelabelings }}
+  metricRelabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/* Stops the render when a monitor is asked for a worker it cannot reach; call with
+(dict "ctx" $ "name" "podMonitor"). */}}
+{{- define "doracache.checkMonitor" -}}
+{{- if eq (include "doracache.loopbackOnly" .ctx) "true" }}
+{{- fail (printf "metrics.%s.enabled needs a worker other pods can reach, but it listens on loopback (sidecar mode): bind it elsewhere with properties.dora.worker.http.bind.host, or turn the monitor off" .name) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The executor pod template.
+*/}}
+
+{{- define "doracache.executorTemplateName" -}}
+{{- printf "%s-executor-pod-template" (include "doracache.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The variable that tells the executor's client where the page files are mounted. Not DORA_:
+the configuration loader takes every DORA_ variable for a property key and refuses others. */}}
+{{- define "doracache.shortCircuitEnv" -}}DORACACHE_SHORT_CIRCUIT_ROOT{{- end }}
+
+{{/* "true" when the executor container gets the page store: executor.shortCircuit, and a volume
+it can share (in daemonset mode only the node's hostPath). */}}
+{{- define "doracache.shortCircuit" -}}
+{{- if .Values.executor.shortCircuit }}
+{{- if or (eq (include "doracache.isSidecar" .) "true") (eq (include "doracache.storageType" (dict "ctx" . "volume" .Values.storage.pages)) "hostPath") }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* DORA_USER_WORKERS of the executor container: its sidecar on loopback; in daemonset mode its
+node's worker, on the node's IP when the worker is published there, else through the node-local
+Service. */}}
+{{- define "doracache.executorWorkersEnv" -}}
+{{- $port := include "doracache.propertyValue" .Values.worker.port }}
+{{- if eq (include "doracache.isSidecar" .) "true" }}
+- name: DORA_USER_WORKERS
+  value: {{ printf "127.0.0.1:%s" $port | quote }}
+{{- else if or .Values.daemonset.hostNetwork .Values.daemonset.hostPort }}
+- name: HOST_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.hostIP
+- name: DORA_USER_WORKERS
+  value: {{ printf "$(HOST_IP):%s" $port | quote }}
+{{- else if .Values.service.enabled }}
+- name: DORA_USER_WORKERS
+  value: {{ printf "%s.%s.svc:%s" (include "doracache.fullname" .) .Release.Namespace (include "doracache.propertyValue" .Values.service.port) | quote }}
+{{- else }}
+{{- fail "executor.podTemplate in daemonset mode needs a way to the node's worker: service.enabled, daemonset.hostPort or daemonset.hostNetwork (or set executor.podTemplate: false)" }}
+{{- end }}
 {{- end }}

@@ -1,258 +1,120 @@
-"""The REST contract of DESIGN.md, in process, over a local-directory UFS."""
+"""The app assembly: one token check over every path but the probes, errors in the shape of
+the surface that owns the path, unknown paths and methods answered in that shape too."""
 
-import os
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Scope
 
 from tests.worker.conftest import Api
-from ufs.status import file_id
+from worker.api.app import SURFACES, create_app
+from worker.api.surface import Route, Surface
+from worker.errors import ErrorKind, NotFound
 from worker.service import WorkerService
-
-PAGE = 64 * 1024
 
 
 def uri(data_dir: Path, name: str) -> str:
     return f"file://{data_dir}/{name}"
 
 
-def test_status_list_and_read_through(api: Api, data_dir: Path) -> None:
-    content = os.urandom(3 * PAGE + 123)
-    (data_dir / "f.bin").write_bytes(content)
-    (data_dir / "sub").mkdir()
-    status = api.get("/v1/status", params={"path": uri(data_dir, "f.bin")}).json()
-    assert status["size"] == len(content)
-    assert status["cached_bytes"] == 0
-    assert set(status) == {"uri", "name", "is_dir", "size", "mtime_ns", "version",
-                           "content_hash", "cached_bytes"}  # fmt: skip
-    read = api.get("/v1/read", params={"path": uri(data_dir, "f.bin")})
-    assert read.status_code == 200
-    assert read.content == content
-    assert read.headers["x-dora-version"] == status["version"]
-    after = api.get("/v1/status", params={"path": uri(data_dir, "f.bin")}).json()
-    assert after["cached_bytes"] == len(content)
-    entries = api.get("/v1/list", params={"path": f"file://{data_dir}"}).json()["entries"]
-    assert [(e["name"], e["is_dir"]) for e in entries] == [("f.bin", False), ("sub", True)]
-
-
-def test_ranges_by_offset_and_header(api: Api, data_dir: Path) -> None:
-    content = os.urandom(2 * PAGE)
-    (data_dir / "r.bin").write_bytes(content)
-    path = uri(data_dir, "r.bin")
-    part = api.get("/v1/read", params={"path": path, "offset": PAGE - 10, "length": 20})
-    assert part.content == content[PAGE - 10 : PAGE + 10]
-    past_end = api.get("/v1/read", params={"path": path, "offset": 2 * PAGE - 5, "length": 99})
-    assert past_end.content == content[-5:]
-    ranged = api.get("/v1/read", params={"path": path}, headers={"Range": "bytes=100-199"})
-    assert ranged.status_code == 206
-    assert ranged.headers["content-range"] == f"bytes 100-199/{2 * PAGE}"
-    assert ranged.content == content[100:200]
-    suffix = api.get("/v1/read", params={"path": path}, headers={"Range": "bytes=-7"})
-    assert suffix.content == content[-7:]
-    open_ended = api.get("/v1/read", params={"path": path}, headers={"Range": f"bytes={PAGE}-"})
-    assert open_ended.content == content[PAGE:]
-
-
-@pytest.mark.parametrize(
-    ("params", "headers", "status", "code"),
-    [
-        ({"offset": 10**9}, {}, 416, "RangeNotSatisfiable"),
-        ({"offset": -1}, {}, 416, "RangeNotSatisfiable"),
-        ({"offset": "ten"}, {}, 400, "BadRequest"),
-        ({}, {"Range": "bytes=9-3"}, 416, "RangeNotSatisfiable"),
-        ({}, {"Range": "lines=1-2"}, 416, "RangeNotSatisfiable"),
-        ({"sync_interval": "soon"}, {}, 400, "BadRequest"),
-        ({"version": "not-the-version"}, {}, 412, "VersionMismatch"),
-    ],
-)
-def test_bad_reads_get_precise_errors(
-    api: Api,
-    data_dir: Path,
-    params: dict[str, object],
-    headers: dict[str, str],
-    status: int,
-    code: str,
-) -> None:
-    (data_dir / "e.bin").write_bytes(b"0123456789")
-    answer = api.get("/v1/read", params={"path": uri(data_dir, "e.bin"), **params}, headers=headers)
-    assert answer.status_code == status
-    body = answer.json()
-    assert body["error"] == code
-    assert body["message"]
-
-
-@pytest.mark.parametrize(
-    ("path", "status", "code"),
-    [
-        ("file:///etc/passwd", 403, "OutsideMountRoots"),
-        ("{data}/../etc/passwd", 400, "InvalidPath"),
-        ("{data}/%2e%2e/etc/passwd", 400, "InvalidPath"),
-        ("{data}/missing", 404, "NotFound"),
-        ("relative/path", 400, "InvalidPath"),
-        ("", 400, "BadRequest"),
-    ],
-)
-def test_paths_are_checked(api: Api, data_dir: Path, path: str, status: int, code: str) -> None:
-    answer = api.get("/v1/status", params={"path": path.format(data=f"file://{data_dir}")})
-    assert (answer.status_code, answer.json()["error"]) == (status, code)
-
-
-def test_write_then_read_your_writes(api: Api, data_dir: Path) -> None:
-    path = uri(data_dir, "w/new.txt")
-    created = api.request("PUT", "/v1/write", params={"path": path}, content=b"first")
-    assert created.status_code == 201
-    assert api.get("/v1/read", params={"path": path}).content == b"first"
-    updated = api.request("PUT", "/v1/write", params={"path": path}, content=b"second!")
-    assert updated.status_code == 200
-    assert updated.json()["size"] == 7
-    assert api.get("/v1/read", params={"path": path}).content == b"second!"
-    names = [
-        e["name"]
-        for e in api.get("/v1/list", params={"path": uri(data_dir, "w")}).json()["entries"]
-    ]
-    assert names == ["new.txt"]
-
-
-def test_delete_rename_mkdir(api: Api, data_dir: Path) -> None:
-    (data_dir / "d").mkdir()
-    (data_dir / "d" / "a.txt").write_bytes(b"a")
-    api.get("/v1/read", params={"path": uri(data_dir, "d/a.txt")})
-    moved = api.request(
-        "POST",
-        "/v1/rename",
-        params={"src": uri(data_dir, "d/a.txt"), "dst": uri(data_dir, "d/b.txt")},
-    )
-    assert moved.json()["name"] == "b.txt"
-    assert api.get("/v1/status", params={"path": uri(data_dir, "d/a.txt")}).status_code == 404
-    assert api.get("/v1/read", params={"path": uri(data_dir, "d/b.txt")}).content == b"a"
-    made = api.request("POST", "/v1/mkdir", params={"path": uri(data_dir, "d/e/f")})
-    assert made.json()["is_dir"] is True
-    refused = api.request("DELETE", "/v1/delete", params={"path": uri(data_dir, "d")})
-    assert (refused.status_code, refused.json()["error"]) == (400, "IsADirectory")
-    gone = api.request(
-        "DELETE", "/v1/delete", params={"path": uri(data_dir, "d"), "recursive": "true"}
-    )
-    assert gone.json() == {"deleted": uri(data_dir, "d")}
-    assert api.get("/v1/read", params={"path": uri(data_dir, "d/b.txt")}).status_code == 404
-    assert not (data_dir / "d").exists()
-    bad = api.request(
-        "DELETE", "/v1/delete", params={"path": uri(data_dir, "x"), "recursive": "maybe"}
-    )
-    assert (bad.status_code, bad.json()["error"]) == (400, "BadRequest")
-
-
-def test_invalidate_drops_metadata_and_pages(
-    api: Api, service: WorkerService, data_dir: Path
-) -> None:
-    (data_dir / "i.bin").write_bytes(os.urandom(PAGE * 2))
-    path = uri(data_dir, "i.bin")
-    version = api.get("/v1/status", params={"path": path}).json()["version"]
-    api.get("/v1/read", params={"path": path})
-    assert service.pages.cached_bytes(file_id(path), version) == PAGE * 2
-    answer = api.request("POST", "/v1/invalidate", params={"path": path})
-    assert answer.json()["invalidated"] >= 1
-    assert service.pages.cached_bytes(file_id(path), version) == 0
-
-
-def test_load_job_with_globs_and_progress(api: Api, service: WorkerService, data_dir: Path) -> None:
-    (data_dir / "l").mkdir()
-    for name in ("a.parquet", "b.parquet", "c.csv"):
-        (data_dir / "l" / name).write_bytes(os.urandom(PAGE + 1))
-    job = api.request(
-        "POST", "/v1/load", params={"path": uri(data_dir, "l"), "include": "*.parquet"}
-    )
-    assert job.status_code == 202
-    service.loads.wait(job.json()["id"], timeout=60)
-    progress = api.get(f"/v1/load/{job.json()['id']}").json()
-    assert progress["state"] == "done"
-    assert (progress["files_total"], progress["files_done"]) == (2, 2)
-    assert progress["bytes_done"] == 2 * (PAGE + 1)
-    for name, cached in (("a.parquet", PAGE + 1), ("c.csv", 0)):
-        assert (
-            api.get("/v1/status", params={"path": uri(data_dir, f"l/{name}")}).json()[
-                "cached_bytes"
-            ]
-            == cached
-        )
-    assert api.get("/v1/load/load-999").status_code == 404
-
-
-def test_probes_metrics_and_stats(api: Api, data_dir: Path) -> None:
-    assert api.get("/healthz").json() == {"status": "ok"}
-    assert api.get("/readyz").status_code == 200
-    (data_dir / "m.bin").write_bytes(b"x" * 100)
-    api.get("/v1/read", params={"path": uri(data_dir, "m.bin")})
-    api.get("/v1/read", params={"path": uri(data_dir, "m.bin")})
-    text = api.get("/metrics").text
-    assert 'dora_bytes_served_total{source="ufs"} 100.0' in text
-    assert 'dora_bytes_served_total{source="cache"} 100.0' in text
-    assert 'dora_metadata_hits_total{tier="memory"}' in text
-    assert "dora_ufs_call_seconds_bucket" in text
-    assert "dora_page_store_capacity_bytes" in text
-    stats = api.get("/v1/stats").json()
-    assert (stats["bytes_from_ufs"], stats["bytes_from_cache"]) == (100, 100)
-
-
-def test_token_guards_everything_but_probes(
-    make_service: Callable[..., WorkerService], data_dir: Path
-) -> None:
+@pytest.fixture
+def guarded(make_service: Callable[..., WorkerService]) -> Iterator[dict[str, Api]]:
     service = make_service("dora.worker.security.token=s3cret")
-    anonymous, wrong, right = (
-        Api(service),
-        Api(service, {"Authorization": "Bearer nope"}),
-        Api(service, {"Authorization": "Bearer s3cret"}),
-    )
-    (data_dir / "t").write_bytes(b"t")
-    path = {"path": uri(data_dir, "t")}
-    assert anonymous.get("/healthz").status_code == 200
-    assert anonymous.get("/readyz").status_code == 200
-    for client in (anonymous, wrong):
-        answer = client.get("/v1/status", params=path)
-        assert (answer.status_code, answer.json()["error"]) == (401, "Unauthorized")
-        assert client.get("/metrics").status_code == 401
-    assert right.get("/v1/status", params=path).status_code == 200
-    for client in (anonymous, wrong, right):
+    clients = {
+        "anonymous": Api(service),
+        "wrong": Api(service, {"Authorization": "Bearer nope"}),
+        "right": Api(service, {"Authorization": "Bearer s3cret"}),
+    }
+    yield clients
+    for client in clients.values():
         client.close()
 
 
-def test_write_size_is_bounded(make_service: Callable[..., WorkerService], data_dir: Path) -> None:
-    client = Api(make_service("dora.worker.http.max.write.size=1KB"))
-    answer = client.request(
-        "PUT", "/v1/write", params={"path": uri(data_dir, "big")}, content=b"x" * 2048
-    )
-    assert (answer.status_code, answer.json()["error"]) == (413, "PayloadTooLarge")
-    assert not (data_dir / "big").exists()
-    client.close()
+def test_token_guards_everything_but_probes(guarded: dict[str, Api], data_dir: Path) -> None:
+    (data_dir / "t").write_bytes(b"t")
+    path = {"path": uri(data_dir, "t")}
+    anonymous, right = guarded["anonymous"], guarded["right"]
+    assert anonymous.get("/healthz").status_code == 200
+    assert anonymous.get("/readyz").status_code == 200
+    for client in (anonymous, guarded["wrong"]):
+        for url in ("/v1/status", "/metrics", "/openapi.json", "/docs", "/no/such/route"):
+            answer = client.get(url, params=path)
+            assert (answer.status_code, answer.json()["error"]) == (401, "Unauthorized"), url
+            assert answer.headers["www-authenticate"] == "Bearer"
+    assert right.get("/v1/status", params=path).status_code == 200
+    assert right.get("/openapi.json").status_code == 200
 
 
-def test_excluded_files_pass_through_uncached(
-    make_service: Callable[..., WorkerService], data_dir: Path
-) -> None:
-    service = make_service("dora.worker.cache.exclude=*.tmp")
-    client = Api(service)
-    (data_dir / "x.tmp").write_bytes(b"scratch")
-    path = uri(data_dir, "x.tmp")
-    assert client.get("/v1/read", params={"path": path}).content == b"scratch"
-    assert client.get("/v1/status", params={"path": path}).json()["cached_bytes"] == 0
-    assert service.stats()["passthrough_reads"] == 1
-    client.close()
+def test_unknown_routes_and_methods_answer_in_the_error_shape(api: Api) -> None:
+    missing = api.get("/v2/read")
+    assert missing.status_code == 404
+    assert missing.json() == {"error": "NoSuchRoute", "message": "GET /v2/read: no such route"}
+    wrong_method = api.request("POST", "/v1/read")
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"] == "MethodNotAllowed"
+    assert "GET" in wrong_method.json()["message"]
+    assert wrong_method.headers["allow"] == "GET"
 
 
-def test_unreachable_ufs_is_503_with_retry_after(
+def _plain(kind: ErrorKind, message: str, headers: dict[str, str]) -> Response:
+    return Response(f"{kind.hadoop_name}: {message}", kind.status, headers=headers or None)
+
+
+async def _missing(service: WorkerService, request: Request) -> Response:
+    raise NotFound("no such thing")
+
+
+async def _buggy(service: WorkerService, request: Request) -> Response:
+    raise KeyError("internal detail")
+
+
+def _query_token(scope: Scope) -> bytes | None:
+    found = parse_qs(scope["query_string"].decode()).get("delegation")
+    return found[0].encode() if found else None
+
+
+OTHER = Surface(
+    "other",
+    "/other/",
+    (Route("GET", "/other/missing", _missing), Route("GET", "/other/buggy", _buggy)),
+    _plain,
+    credential=_query_token,
+    credential_hint="delegation=<token>",
+)
+
+
+def test_each_surface_answers_errors_in_its_own_shape(service: WorkerService) -> None:
+    api = Api(service, app=create_app(service, (*SURFACES, OTHER)))
+    try:
+        assert api.get("/other/missing").text == "FileNotFoundException: no such thing"
+        assert api.get("/other/nope").status_code == 404
+        assert api.get("/other/nope").text.startswith("UnsupportedOperationException: ")
+        assert json.loads(api.get("/v1/nope").text)["error"] == "NoSuchRoute"
+        buggy = api.get("/other/buggy")
+        assert buggy.status_code == 500
+        assert "internal detail" not in buggy.text
+    finally:
+        api.close()
+
+
+def test_each_surface_takes_the_token_its_own_way(
     make_service: Callable[..., WorkerService],
 ) -> None:
-    from worker.locals3 import free_port
-
-    service = make_service(
-        "dora.worker.ufs.roots=s3://bucket",
-        f"dora.ufs.s3.endpoint=http://127.0.0.1:{free_port()}",
-        "dora.ufs.s3.access.key.id=k",
-        "dora.ufs.s3.secret.access.key=s",
-        "dora.ufs.retry.max.attempts=1",
-    )
-    client = Api(service)
-    answer = client.get("/v1/status", params={"path": "s3://bucket/key"})
-    assert (answer.status_code, answer.json()["error"]) == (503, "UfsUnavailable")
-    assert int(answer.headers["retry-after"]) >= 1
-    client.close()
+    service = make_service("dora.worker.security.token=s3cret")
+    api = Api(service, app=create_app(service, (*SURFACES, OTHER)))
+    try:
+        refused = api.get("/other/missing")
+        assert refused.status_code == 401
+        assert refused.text == "AccessControlException: missing or wrong token (delegation=<token>)"
+        bearer = {"Authorization": "Bearer s3cret"}
+        assert api.get("/other/missing", headers=bearer).status_code == 401
+        assert api.get("/other/missing", params={"delegation": "s3cret"}).status_code == 404
+        assert api.get("/metrics", headers=bearer).status_code == 200
+        assert api.get("/metrics", params={"delegation": "s3cret"}).status_code == 401
+    finally:
+        api.close()

@@ -162,7 +162,7 @@ def test_reading_a_directory_is_file_not_found(
     web: Callable[..., httpx.Response], data_dir: Path
 ) -> None:
     (data_dir / "d").mkdir()
-    assert remote(web("GET", "/d", "OPEN")) == (404, "java.io.FileNotFoundException")
+    assert remote(web("GET", "/d", "OPEN")) == (400, "java.io.FileNotFoundException")
     assert remote(web("GET", "/nope", "OPEN")) == (404, "java.io.FileNotFoundException")
 
 
@@ -187,6 +187,14 @@ def test_block_locations_name_the_ring_owner(
         assert body(empty) == {"BlockLocations": {"BlockLocation": []}}
     finally:
         api.close()
+
+
+def test_without_a_cluster_or_worker_list_block_locations_name_this_worker(
+    web: Callable[..., httpx.Response], data_dir: Path
+) -> None:
+    (data_dir / "f.bin").write_bytes(b"x" * 10)
+    blocks = body(web("GET", "/f.bin", "GETFILEBLOCKLOCATIONS"))["BlockLocations"]["BlockLocation"]
+    assert (blocks[0]["hosts"], blocks[0]["names"]) == (["worker"], ["worker"])
 
 
 def test_content_summary_checksum_and_access(
@@ -222,7 +230,7 @@ def test_create_mkdirs_rename_delete_through_the_cache(
     assert (data_dir / "out" / "new.bin").read_bytes() == b"payload"
     assert body(web("GET", "/out/new.bin", "GETFILESTATUS"))["FileStatus"]["length"] == 7
     taken = web("PUT", "/out/new.bin", "CREATE", data="true", content=b"other")
-    assert remote(taken) == (403, "org.apache.hadoop.fs.FileAlreadyExistsException")
+    assert remote(taken) == (409, "org.apache.hadoop.fs.FileAlreadyExistsException")
     replaced = web("PUT", "/out/new.bin", "CREATE", data="true", overwrite="true", content=b"v2")
     assert replaced.status_code == 201
     assert body(web("PUT", "/dir/sub", "MKDIRS")) == {"boolean": True}
@@ -344,7 +352,8 @@ def test_token_by_bearer_header_delegation_parameter_or_oauth2_grant(
     path = f"/webhdfs/v1/file{data_dir}/f"
     try:
         refused = api.get(path, params={"op": "GETFILESTATUS"})
-        assert remote(refused) == (401, "java.lang.SecurityException")
+        assert remote(refused) == (401, "org.apache.hadoop.security.AccessControlException")
+        assert "delegation=<token>" in body(refused)["RemoteException"]["message"]
         wrong = api.get(path, params={"op": "GETFILESTATUS", "delegation": "guess"})
         assert wrong.status_code == 401
         by_param = api.get(path, params={"op": "GETFILESTATUS", "delegation": "s3cret"})

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ufs.uri import MountRoots
+from ufs.roots import MountRoots
 from worker.api.webhdfs_paths import Namespace, path_of, uri_of
 
 

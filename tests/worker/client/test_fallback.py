@@ -9,15 +9,8 @@ import fsspec
 import httpx
 import pytest
 
-from tests.worker.client.conftest import client_config
+from tests.worker.client.conftest import client_config, refusing, replace_before_later_chunk
 from worker.client import DoraFileSystem, VersionMismatch, WorkerUnavailable
-
-
-def refusing() -> httpx.MockTransport:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
-
-    return httpx.MockTransport(handler)
 
 
 def offline(*defines: str) -> DoraFileSystem:
@@ -60,6 +53,29 @@ def test_a_pinned_version_is_honoured_in_fallback(tmp_path: Path) -> None:
     fs = offline()
     with pytest.raises(VersionMismatch):
         fs.cat_file(f"file://{tmp_path}/f", version="other")
+
+
+def test_a_file_replaced_between_chunks_raises_instead_of_mixing_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two chunks, the second read after the replacement: with more, a later chunk's own
+    # version check could notice the replacement first and hide the mix.
+    old, new = b"a" * 30_000, b"b" * 30_000
+    path = tmp_path / "f.bin"
+    path.write_bytes(old)
+
+    def replace() -> None:
+        (tmp_path / "next").write_bytes(new)
+        stat = path.stat()
+        # Same size: only the mtime tells the versions apart, so make sure it differs.
+        os.utime(tmp_path / "next", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+        os.replace(tmp_path / "next", path)
+
+    replace_before_later_chunk(monkeypatch, replace)
+    fs = offline("dora.user.client.read.chunk.size=16KB")
+    with pytest.raises(VersionMismatch):
+        fs.cat_file(f"file://{path}")
+    assert fs.cat_file(f"file://{path}") == new  # a fresh read sees the new version whole
 
 
 def test_mutations_never_fall_back(tmp_path: Path) -> None:

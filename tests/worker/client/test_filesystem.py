@@ -3,23 +3,23 @@ directory: metadata, reads, writes, errors, freshness and version pinning."""
 
 import io
 import os
-import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.worker.client.conftest import dora_fs
-from worker.client import DoraFileSystem, VersionMismatch
+from tests.worker.client.conftest import (
+    BeforeRead,
+    client_config,
+    dora_fs,
+    replace_before_later_chunk,
+    write_outside,
+)
+from worker.api.app import create_app
+from worker.client import ClientStats, DoraFileSystem, VersionMismatch
+from worker.client.bridge import SyncBridge
 from worker.client.errors import AccessDenied, AlreadyExists, IsADirectory, NotFound
 from worker.service import WorkerService
-
-
-def write_outside(path: Path, data: bytes) -> None:
-    """Change a file behind the worker's back, with an mtime it cannot confuse."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    before = path.stat().st_mtime_ns if path.exists() else 0
-    path.write_bytes(data)
-    os.utime(path, ns=(time.time_ns(), max(time.time_ns(), before + 1_000_000)))
 
 
 def test_info_ls_and_existence(fs: DoraFileSystem, root: str, data_dir: Path) -> None:
@@ -115,6 +115,23 @@ def test_writes(fs: DoraFileSystem, root: str, data_dir: Path, tmp_path: Path) -
         fs.open(f"{root}/w/p.txt", "ab")
 
 
+def test_uploads_into_a_directory_keep_their_names(
+    fs: DoraFileSystem, root: str, data_dir: Path, tmp_path: Path
+) -> None:
+    local = tmp_path / "x.txt"
+    local.write_bytes(b"hello")
+    fs.put_file(str(local), f"{root}/dir/")
+    assert (data_dir / "dir" / "x.txt").read_bytes() == b"hello"
+    fs.put(str(local), f"{root}/other/")
+    assert (data_dir / "other" / "x.txt").read_bytes() == b"hello"
+    (tmp_path / "tree" / "sub").mkdir(parents=True)
+    (tmp_path / "tree" / "a.txt").write_bytes(b"a")
+    (tmp_path / "tree" / "sub" / "b.txt").write_bytes(b"b")
+    fs.put(str(tmp_path / "tree"), f"{root}/copied", recursive=True)
+    assert (data_dir / "copied" / "a.txt").read_bytes() == b"a"
+    assert (data_dir / "copied" / "sub" / "b.txt").read_bytes() == b"b"
+
+
 def test_directories_moves_and_deletes(fs: DoraFileSystem, root: str, data_dir: Path) -> None:
     fs.makedirs(f"{root}/m/n")
     assert fs.isdir(f"{root}/m/n")
@@ -188,6 +205,45 @@ def test_an_open_file_stays_on_its_version(fs: DoraFileSystem, root: str, data_d
         fs.cat_file(uri, version="not-the-version", sync_interval=0)
     version = fs.info(uri, sync_interval=0)["version"]
     assert fs.cat_file(uri, 0, 3, version=version) == b"bbb"
+
+
+def changed_mid_read(
+    service: WorkerService, data_dir: Path, monkeypatch: pytest.MonkeyPatch, sync_before: int
+) -> tuple[DoraFileSystem, str]:
+    """A 300 KB file (five 64 KB pages) that is replaced once the worker has started streaming
+    it, and a client of the worker that sends each read in one request. With ``sync_before``,
+    the worker is synced with the UFS (as another caller's ``sync_interval=0`` would) just
+    before the client sends its read number ``sync_before``."""
+    path = data_dir / "changing.bin"
+    path.write_bytes(os.urandom(300_000))
+    uri = f"file://{path}"
+    replace_before_later_chunk(monkeypatch, lambda: write_outside(path, os.urandom(300_000)))
+    transport = BeforeRead(
+        SyncBridge(httpx.ASGITransport(app=create_app(service))),
+        sync_before,
+        lambda: service.status(uri, sync_interval=0),
+    )
+    fs = DoraFileSystem(transport=transport, config=client_config(), skip_instance_cache=True)
+    return fs, uri
+
+
+@pytest.mark.parametrize(
+    "sync_before",
+    [
+        # Another caller syncs the worker between the cut and the client's second ask.
+        pytest.param(2, id="worker-synced-meanwhile"),
+        # The worker itself records the change it found when it cut the read.
+        pytest.param(0, id="worker-records-the-cut"),
+    ],
+)
+def test_a_read_cut_by_a_change_mid_stream_raises_version_mismatch_without_failover(
+    service: WorkerService, data_dir: Path, monkeypatch: pytest.MonkeyPatch, sync_before: int
+) -> None:
+    fs, uri = changed_mid_read(service, data_dir, monkeypatch, sync_before)
+    with pytest.raises(VersionMismatch):
+        fs.cat_file(uri)
+    assert fs.fallback_stats() == ClientStats()  # no failover, no fallback, no worker down
+    assert fs.cat_file(uri, sync_interval=0) == (data_dir / "changing.bin").read_bytes()
 
 
 def test_paths_outside_the_mount_roots_raise_permission_error(fs: DoraFileSystem) -> None:

@@ -3,7 +3,7 @@
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -163,6 +163,102 @@ def test_a_dropped_mutation_is_not_repeated() -> None:
     with pytest.raises(errors.WorkerUnavailable, match="may or may not have been applied"):
         client.send(write_call())
     assert seen == [owner]
+
+
+class CutBody(httpx.SyncByteStream):
+    """A body that stops after a few bytes, as when the worker cuts the connection."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b"old"
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete body")
+
+
+def read_call(key: str = KEY) -> Call:
+    return Call("GET", "/v1/read", key, f"read {key}", {"path": key}, pin_on_cut=True)
+
+
+def cut_then(second: Script) -> Script:
+    """Cuts the first read after headers naming version v1; ``second`` answers the rest."""
+    asked: list[httpx.Request] = []
+
+    def script(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        if len(asked) == 1:
+            headers = {"Content-Length": "1000", "X-Dora-Version": "v1"}
+            return httpx.Response(200, headers=headers, stream=CutBody())
+        return second(request)
+
+    return script
+
+
+def pinned_to_v1(answer: Script) -> Script:
+    def script(request: httpx.Request) -> httpx.Response:
+        assert request.url.params.get("version") == "v1", "the re-ask must be pinned"
+        return answer(request)
+
+    return script
+
+
+def version_mismatch(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(412, json={"error": "VersionMismatch", "message": "changed"})
+
+
+def test_a_read_cut_after_the_headers_is_asked_again_pinned_and_412_is_a_version_mismatch() -> None:
+    client, _, seen = make_client(cut_then(pinned_to_v1(version_mismatch)))
+    with pytest.raises(errors.VersionMismatch, match="changed"):
+        client.send(read_call())
+    owner = client.ring.owner(KEY)
+    assert seen == [owner, owner]  # no failover: every worker would see the same change
+    stats = client.counters.snapshot()
+    assert (stats.unreachable, stats.failovers) == ({}, 0)
+    assert client.candidates(KEY)[0] == owner  # not marked down
+
+
+def test_a_read_cut_then_answered_in_full_was_a_transient_drop() -> None:
+    client, _, seen = make_client(cut_then(pinned_to_v1(lambda r: httpx.Response(200, text="x"))))
+    answer = client.send(read_call())
+    assert answer.response.content == b"x"
+    assert seen == [client.ring.owner(KEY)] * 2
+    assert client.counters.snapshot().unreachable == {}
+
+
+def test_a_read_cut_by_a_worker_that_then_refuses_connections_fails_over() -> None:
+    probe, _, _ = make_client(ok)
+    owner, second, _ = probe.ring.owners(KEY)
+    client, _, seen = make_client(cut_then(refuse(owner.split(":")[0])))
+    assert client.send(read_call()).worker == second
+    assert seen == [owner, owner, second]
+    assert client.counters.snapshot().unreachable == {owner: 1}
+
+
+def test_a_read_cut_twice_marks_the_worker_down_and_fails_over() -> None:
+    probe, _, _ = make_client(ok)
+    owner, second, _ = probe.ring.owners(KEY)
+
+    def second_ask(request: httpx.Request) -> httpx.Response:
+        if request.url.host == owner.split(":")[0]:
+            return httpx.Response(200, headers={"Content-Length": "9"}, stream=CutBody())
+        return ok(request)
+
+    client, _, seen = make_client(cut_then(second_ask))
+    assert client.send(read_call()).worker == second
+    assert seen == [owner, owner, second]
+    assert client.counters.snapshot().unreachable == {owner: 1}
+
+
+def test_a_status_cut_after_the_headers_is_a_drop() -> None:
+    probe, _, _ = make_client(ok)
+    owner, second, _ = probe.ring.owners(KEY)
+
+    def script(request: httpx.Request) -> httpx.Response:
+        if request.url.host == owner.split(":")[0]:
+            headers = {"Content-Length": "50", "X-Dora-Version": "v1"}
+            return httpx.Response(200, headers=headers, stream=CutBody())
+        return ok(request)
+
+    client, _, seen = make_client(script)
+    assert client.send(status_call()).worker == second
+    assert seen == [owner, owner, second]
 
 
 def unavailable_then_ok(failures: int, retry_after: str = "5") -> Script:

@@ -42,6 +42,25 @@ def test_arguments_override_the_properties() -> None:
     assert options.token == "t"
 
 
+def test_every_option_also_takes_text_as_polars_storage_options_send() -> None:
+    options = ClientOptions.resolve(
+        client_config(),
+        workers="h1:1, h2:2",
+        timeout="2.5",
+        sync_interval="30s",
+        token="t",
+        fallback_to_ufs="false",
+        virtual_nodes="3",
+    )
+    assert options.ring_names == ("h1:1", "h2:2")
+    assert options.timeout_s == 2.5  # a number as text is seconds, as the number is
+    assert options.sync_interval == "30s"
+    assert options.fallback_to_ufs is False
+    assert options.virtual_nodes == 3
+    assert ClientOptions.resolve(client_config(), timeout="250ms").timeout_s == 0.25
+    assert ClientOptions.resolve(client_config(), fallback_to_ufs="true").fallback_to_ufs
+
+
 def test_a_sync_interval_set_in_the_properties_is_sent() -> None:
     config = client_config("dora.user.file.metadata.sync.interval=30s")
     assert ClientOptions.resolve(config).sync_interval == "30s"
@@ -63,6 +82,11 @@ def test_sync_interval_forms(value: int | str) -> None:
         ({"timeout": "soon"}, "timeout='soon'"),
         ({"sync_interval": "often"}, "sync_interval='often'"),
         ({"virtual_nodes": 0}, "virtual_nodes=0"),
+        ({"virtual_nodes": "0"}, "virtual_nodes='0': expected at least 1"),
+        ({"virtual_nodes": "many"}, "virtual_nodes='many': expected an integer"),
+        ({"fallback_to_ufs": "nope"}, "fallback_to_ufs='nope': expected true or false"),
+        ({"timeout": "nan"}, "timeout='nan'"),
+        ({"timeout": "-1"}, "timeout='-1'"),
     ],
 )
 def test_bad_options_name_themselves(options: dict[str, object], message: str) -> None:

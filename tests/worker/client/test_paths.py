@@ -59,10 +59,10 @@ def test_a_chained_instance_shows_names_in_the_inner_form() -> None:
     assert fs._strip_protocol("bucket/key/") == "bucket/key"
     assert fs._strip_protocol(["bucket/a", "s3://bucket/b"]) == ["bucket/a", "bucket/b"]
     assert fs._strip_protocol("gs://other/x") == "gs://other/x"
-    assert fs.unstrip_protocol("bucket/key") == "dora::s3://bucket/key"
+    assert fs.unstrip_protocol("bucket/key") == "dora://s3://bucket/key"
     local = offline_fs(target_protocol="file")
     assert local._strip_protocol("file:///data/x") == "/data/x"
-    assert local.unstrip_protocol("/data/x") == "dora::file:///data/x"
+    assert local.unstrip_protocol("/data/x") == "dora://file:///data/x"
 
 
 @pytest.mark.parametrize("bad", ["relative/path", "s3://b/../k", "s3://"])
@@ -73,9 +73,13 @@ def test_bad_paths_are_refused(bad: str) -> None:
 
 
 def test_unstrip_gives_a_url_that_reopens_through_dora() -> None:
+    """In the ``dora://`` form: DuckDB only routes names of that form to the filesystem."""
     fs = offline_fs()
-    assert fs.unstrip_protocol("s3://b/k") == "dora::s3://b/k"
-    assert fs.unstrip_protocol("dora://s3://b/k") == "dora::s3://b/k"
+    assert fs.unstrip_protocol("s3://b/k") == "dora://s3://b/k"
+    assert fs.unstrip_protocol("dora::s3://b/k") == "dora://s3://b/k"
+    again, path = fsspec.core.url_to_fs(fs.unstrip_protocol("s3://b/k"), config=client_config())
+    assert isinstance(again, DoraFileSystem)
+    assert again._uri(path) == "s3://b/k"
 
 
 def test_parent_of_full_uris() -> None:

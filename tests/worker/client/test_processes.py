@@ -1,5 +1,6 @@
-"""Three real worker processes (``dora worker start``) fronting one directory: keys spread as
-the ring says, and reads go on with correct bytes when workers die (failover, then fallback)."""
+"""Real worker processes (``dora worker start``) fronting one directory: keys spread as the
+ring says, reads go on with correct bytes when workers die (failover, then fallback), and a read
+the worker cuts because the file changed mid-stream is a version change, not a dead worker."""
 
 import json
 import os
@@ -9,15 +10,15 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.worker.client.conftest import client_config
-from worker.client import DoraFileSystem
+from tests.worker.client.conftest import client_config, write_outside
+from worker.client import ClientStats, DoraFileSystem, VersionMismatch
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +45,7 @@ class WorkerProcess:
             self.process.wait(timeout=30)
 
 
-def start_worker(base: Path, index: int, data_dir: Path) -> WorkerProcess:
+def start_worker(base: Path, index: int, data_dir: Path, *defines: str) -> WorkerProcess:
     work = base / f"worker-{index}"
     work.mkdir()
     state = work / "state.json"
@@ -58,6 +59,7 @@ def start_worker(base: Path, index: int, data_dir: Path) -> WorkerProcess:
             "-Ddora.worker.http.port=0",
             f"-Ddora.worker.ufs.roots=file://{data_dir}",
             f"-Ddora.work.dir={work}",
+            *(f"-D{define}" for define in defines),
             "--state-file",
             str(state),
         ],
@@ -182,3 +184,75 @@ def test_a_forked_child_reads_through_the_same_filesystem(
     assert answer == b"ok"
     for uri, data in contents.items():
         assert fs.cat_file(uri) == data  # the parent's connections still work
+
+
+class _ChangeOnFirstBytes(httpx.SyncByteStream):
+    def __init__(self, stream: httpx.SyncByteStream, change: Callable[[], None]) -> None:
+        self.stream = stream
+        self.change = change
+
+    def __iter__(self) -> Iterator[bytes]:
+        for index, chunk in enumerate(self.stream):
+            if index == 0:
+                self.change()
+            yield chunk
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+class ChangeAfterFirstBytes(httpx.BaseTransport):
+    """Real HTTP; runs ``change`` once, when the first bytes of the first read's body arrive
+    (the worker has sent its headers and is still streaming)."""
+
+    def __init__(self, change: Callable[[], None]) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.change = change
+        self.reads = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if request.url.path == "/v1/read":
+            self.reads += 1
+            if self.reads == 1:
+                assert isinstance(response.stream, httpx.SyncByteStream)
+                response.stream = _ChangeOnFirstBytes(response.stream, self.change)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_read_cut_because_the_file_changed_is_a_version_mismatch_over_http(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    worker = start_worker(tmp_path, 0, data_dir, "dora.worker.page.store.page.size=64KB")
+    try:
+        worker.wait_listening()
+        # Far more than the socket buffers and the worker's read-ahead hold: the worker is still
+        # fetching pages when the file changes, and cuts the body.
+        path = data_dir / "big.bin"
+        path.write_bytes(os.urandom(32 << 20))
+        uri = f"file://{path}"
+
+        def change() -> None:
+            write_outside(path, os.urandom(32 << 20))
+            # Another caller syncs the worker before the client asks again.
+            answer = httpx.get(
+                f"http://{worker.name}/v1/status",
+                params={"path": uri, "sync_interval": "0"},
+                timeout=30,
+            )
+            answer.raise_for_status()
+
+        fs = DoraFileSystem(
+            transport=ChangeAfterFirstBytes(change),
+            config=client_config("dora.user.client.read.chunk.size=64MB", workers=worker.name),
+            skip_instance_cache=True,
+        )
+        with pytest.raises(VersionMismatch):
+            fs.cat_file(uri)
+        assert fs.fallback_stats() == ClientStats()
+        assert fs.cat_file(uri) == path.read_bytes()
+    finally:
+        worker.stop()

@@ -1,0 +1,75 @@
+"""Options and markers for every test.
+
+- ``--soak`` runs the long versions of the reliability scenarios (``make soak``); without it
+  they run short (``make test``). Tests read it through the ``soak`` fixture.
+- Markers: ``integration`` (real servers: every test under ``tests/integration/`` carries it)
+  and ``reliability`` (the scenarios under ``tests/reliability/``). The fast lane
+  (``make test-fast``) deselects both.
+- Figures: a reliability test reports what it measured with the ``figure`` fixture; they are
+  printed at the end of the run, for RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Figure = tuple[str, str, float, str]
+FIGURES = pytest.StashKey[list[Figure]]()
+INTEGRATION_DIR = Path(__file__).parent / "integration"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--soak",
+        action="store_true",
+        default=False,
+        help="run the long (soak) versions of the reliability scenarios",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "reliability: a reliability scenario with real processes and faults; short by default, "
+        "long with --soak",
+    )
+    config.stash[FIGURES] = []
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(INTEGRATION_DIR):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def soak(pytestconfig: pytest.Config) -> bool:
+    """Whether this run is a soak (``--soak``): scenarios pick their long sizes."""
+    return bool(pytestconfig.getoption("--soak"))
+
+
+@pytest.fixture
+def figure(request: pytest.FixtureRequest) -> Callable[[str, float, str], None]:
+    """Record a measured figure: ``figure("time to 503", 4.2, "s")``."""
+    figures = request.config.stash[FIGURES]
+
+    def record(name: str, value: float, unit: str = "") -> None:
+        figures.append((f"{request.node.path.stem}::{request.node.name}", name, value, unit))
+
+    return record
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    figures = config.stash.get(FIGURES, [])
+    if not figures:
+        return
+    mode = "soak" if config.getoption("--soak") else "short"
+    terminalreporter.section(f"reliability figures ({mode})")
+    for nodeid, name, value, unit in figures:
+        shown = f"{value:.3f}".rstrip("0").rstrip(".") if isinstance(value, float) else value
+        terminalreporter.write_line(f"{nodeid}: {name} = {shown} {unit}".rstrip())

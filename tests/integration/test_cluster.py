@@ -1,0 +1,172 @@
+"""Three real worker processes and one real etcd (issue 13): changes through one worker reach
+the others at once for a client that carries the revision, deletes too; a killed worker catches
+up from its saved position, and past a compaction re-checks what it cannot prove; a running
+client follows joins and leaves; with etcd down workers serve and clients keep their ring."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from worker.client.filesystem import DoraFileSystem
+from worker.cluster.etcd import Etcd
+from worker.cluster.localetcd import LocalEtcd
+
+from .cluster_support import LEASE_TTL_S, ClusterWorker, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def etcd_server(tmp_path: Path) -> Iterator[LocalEtcd]:
+    server = LocalEtcd(tmp_path / "etcd").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def workers(tmp_path: Path, data: Path, etcd_server: LocalEtcd) -> Iterator[list[ClusterWorker]]:
+    made = [ClusterWorker(tmp_path / f"w{i}", data, etcd_server) for i in range(3)]
+    try:
+        for worker in made:
+            worker.start()
+        for worker in made:
+            wait_for(lambda w=worker: w.metric("dora_cluster_etcd_connected") == 1)  # type: ignore[misc]
+        yield made
+    finally:
+        for worker in made:
+            worker.stop()
+            worker.http.close()
+
+
+def client(etcd: LocalEtcd, *static: str) -> DoraFileSystem:
+    from config import load_config
+    from worker.keys import build_registry
+
+    config = load_config(
+        build_registry(),
+        environ={},
+        defines=[
+            f"dora.cluster.etcd.endpoints={etcd.endpoint}",
+            "dora.cluster.etcd.timeout=1s",
+            f"dora.user.workers={','.join(static) or '127.0.0.1:9'}",
+        ],
+    )
+    return DoraFileSystem(config=config, skip_instance_cache=True, fallback_to_ufs=False)
+
+
+def test_a_write_through_a_is_visible_through_b_and_c(
+    workers: list[ClusterWorker], data: Path
+) -> None:
+    a, b, c = workers
+    uri = f"file://{data}/t.csv"
+    (data / "t.csv").write_bytes(b"v1")
+    for worker in (b, c):
+        assert worker.status(uri).json()["size"] == 2  # cached, never re-checked (-1)
+    written = a.http.put("/v1/write", params={"path": uri}, content=b"version2")
+    revision = int(written.headers["X-Dora-Revision"])
+    for worker in (b, c):
+        answer = worker.status(uri, revision)
+        assert answer.json()["size"] == 8
+        assert int(answer.headers["X-Dora-Revision"]) >= revision
+    # Without the client's revision they converge as the feed arrives.
+    wait_for(lambda: c.status(uri).json()["size"] == 8)
+
+
+def test_a_delete_through_b_is_404_on_a_and_c(workers: list[ClusterWorker], data: Path) -> None:
+    a, b, c = workers
+    uri = f"file://{data}/gone"
+    (data / "gone").write_bytes(b"x")
+    for worker in workers:
+        assert worker.status(uri).status_code == 200
+    deleted = b.http.delete("/v1/delete", params={"path": uri})
+    revision = int(deleted.headers["X-Dora-Revision"])
+    for worker in (a, c):
+        assert worker.status(uri, revision).status_code == 404
+
+
+def test_a_killed_worker_catches_up_from_its_saved_revision(
+    workers: list[ClusterWorker], data: Path
+) -> None:
+    a, _, c = workers
+    uri = f"file://{data}/k"
+    (data / "k").write_bytes(b"1")
+    assert c.status(uri).json()["size"] == 1
+    wait_for(lambda: c.metric("dora_metadata_metastore_pending") == 0)  # in RocksDB
+    c.kill()
+    written = a.http.put("/v1/write", params={"path": uri}, content=b"22")
+    revision = int(written.headers["X-Dora-Revision"])
+    c.start()
+    wait_for(lambda: c.metric("dora_cluster_feed_applied_revision") >= revision)
+    assert c.status(uri).json()["size"] == 2
+    assert c.metric("dora_cluster_feed_events_applied_total") >= 1
+    assert c.metric("dora_cluster_feed_resets_total", '{reason="compacted"}') == 0
+    assert c.metric("dora_cluster_feed_resets_total", '{reason="unknown_start"}') == 0
+
+
+def test_past_a_compaction_a_restarted_worker_rechecks_what_it_cannot_prove(
+    workers: list[ClusterWorker], data: Path, etcd_server: LocalEtcd
+) -> None:
+    a, _, c = workers
+    uri = f"file://{data}/old"
+    (data / "old").write_bytes(b"1")
+    assert c.status(uri).json()["size"] == 1
+    wait_for(lambda: c.metric("dora_metadata_metastore_pending") == 0)
+    c.kill()
+    a.http.put("/v1/write", params={"path": uri}, content=b"22")
+    etcd = Etcd([etcd_server.endpoint], 2.0)
+    etcd.compact(etcd.put("/bump", b"x"))
+    c.start()
+    wait_for(lambda: c.metric("dora_cluster_feed_resets_total", '{reason="compacted"}') == 1)
+    assert c.status(uri).json()["size"] == 2
+    assert "compacted" in c.log() and "re-checked" in c.log()
+
+
+def test_a_running_client_follows_joins_and_leaves(
+    workers: list[ClusterWorker], data: Path, etcd_server: LocalEtcd, tmp_path: Path
+) -> None:
+    fs = client(etcd_server)
+    names = {w.address for w in workers}
+    wait_for(lambda: set(fs.client.ring.workers) == names)
+    joining = ClusterWorker(tmp_path / "w3", data, etcd_server).start()
+    try:
+        wait_for(lambda: set(fs.client.ring.workers) == names | {joining.address})
+        (data / "f").write_bytes(b"hello")
+        owned = [f"file://{data}/f{i}" for i in range(200)]
+        assert any(fs.worker_for(uri) == joining.address for uri in owned)
+        joining.kill()  # no deregistration: the lease must lapse
+        wait_for(lambda: set(fs.client.ring.workers) == names, timeout=4 * LEASE_TTL_S)
+    finally:
+        joining.kill()
+        joining.http.close()
+    assert fs.cat(f"file://{data}/f") == b"hello"
+
+
+def test_with_etcd_down_workers_serve_and_clients_keep_their_ring(
+    workers: list[ClusterWorker], data: Path, etcd_server: LocalEtcd
+) -> None:
+    fs = client(etcd_server)
+    names = {w.address for w in workers}
+    wait_for(lambda: set(fs.client.ring.workers) == names)
+    (data / "e").write_bytes(b"during")
+    etcd_server.kill()
+    wait_for(lambda: fs.client.rings.etcd_available is False)
+    assert set(fs.client.ring.workers) == names
+    assert fs.cat(f"file://{data}/e") == b"during"
+    for worker in workers:
+        wait_for(lambda w=worker: w.metric("dora_cluster_etcd_connected") == 0)  # type: ignore[misc]
+        assert worker.status(f"file://{data}/e").status_code == 200
+        assert "etcd unavailable" in worker.log()
+    # A write still succeeds; its event waits for etcd and reaches the others afterwards.
+    fs.pipe(f"file://{data}/e", b"after outage")
+    etcd_server.start()
+    wait_for(lambda: fs.client.rings.etcd_available is True)
+    for worker in workers:
+        wait_for(lambda w=worker: w.status(f"file://{data}/e").json()["size"] == 12)  # type: ignore[misc]

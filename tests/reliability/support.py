@@ -1,0 +1,158 @@
+"""Real parts for the reliability scenarios: ``dora worker start`` processes that can be killed,
+frozen and restarted on the same work dir, and content that says which version it is."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+DORA = str(Path(sys.executable).with_name("dora"))
+RecordFigure = Callable[[str, float, str], None]  # the ``figure`` fixture of tests/conftest.py
+START_SECONDS = 60.0
+
+
+def content(seed: object, size: int) -> bytes:
+    """``size`` random bytes fixed by ``seed``: two versions never share a long run."""
+    return random.Random(str(seed)).randbytes(size)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Poll ``condition`` until it holds; AssertionError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+class Worker:
+    """One ``dora worker start`` process over the work dir ``work``, on a free port.
+
+    ``start()`` may be called again after the process died (a restart on the same metastore
+    and page dirs). Signals go to the PID only. Not thread-safe (``http`` is: share it)."""
+
+    def __init__(self, work: Path, *defines: str) -> None:
+        self.work = work
+        self.defines = defines
+        self.process: subprocess.Popen[bytes] | None = None
+        self.http = httpx.Client(timeout=60)
+        self.url = ""
+        self.starts = 0
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "the worker was never started"
+        return self.process.pid
+
+    @property
+    def address(self) -> str:
+        return self.url.removeprefix("http://")
+
+    def start(self) -> Worker:
+        self.work.mkdir(parents=True, exist_ok=True)
+        state = self.work / "state.json"
+        state.unlink(missing_ok=True)
+        defines = ["dora.worker.http.port=0", f"dora.work.dir={self.work}", *self.defines]
+        args = [DORA, "worker", "start", *(f"-D{d}" for d in defines), "--state-file", str(state)]
+        with (self.work / "worker.log").open("ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.starts += 1
+        deadline = time.monotonic() + START_SECONDS
+        while not state.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"the worker did not start:\n{self.log_tail()}")
+            time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{json.loads(state.read_text())['port']}"
+        return self
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, sig: signal.Signals) -> None:
+        os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL by PID and reap (a stopped process dies too)."""
+        if self.alive():
+            self.signal(signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait()
+
+    def stop(self) -> int | None:
+        """SIGTERM (after SIGCONT, in case it is frozen); SIGKILL if it does not exit in time.
+        The exit code, None if it was never started."""
+        if self.process is None:
+            return None
+        if self.alive():
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.process.wait()
+
+    def close(self) -> None:
+        self.stop()
+        self.http.close()
+
+    def rss_bytes(self) -> int:
+        """Resident set size of the worker process, from /proc."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError(f"no VmRSS for pid {self.pid}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        path = self.work / "worker.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    # -- REST ----------------------------------------------------------------------------------
+
+    def get(self, endpoint: str, **params: str | int) -> httpx.Response:
+        return self.http.get(self.url + endpoint, params=params)
+
+    def read(self, path: str, **params: str | int) -> httpx.Response:
+        return self.get("/v1/read", path=path, **params)
+
+    def stats(self) -> dict[str, int]:
+        answer: dict[str, int] = self.get("/v1/stats").raise_for_status().json()
+        return answer
+
+    def metric(self, name: str) -> float:
+        """The sum of a Prometheus metric's samples (every label) from ``/metrics``."""
+        total = 0.0
+        for line in self.get("/metrics").raise_for_status().text.splitlines():
+            if line.startswith(name) and line[len(name) : len(name) + 1] in (" ", "{"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of ``size`` mounted at ``path`` (root only: skips otherwise), unmounted at
+    the end."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)

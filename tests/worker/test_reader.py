@@ -1,0 +1,92 @@
+"""The read path: right bytes whatever the page store does, and every read that went to the UFS
+because the page store failed counted in ``dora_cache_failures`` (real faults: a corrupt page
+file, a read-only or vanished page directory on a real tmpfs)."""
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.worker.chain import read_all
+from ufs.status import file_id
+from worker.service import WorkerService
+
+PAGE = 64 * 1024
+PAGES = 5
+
+
+def cache_failures(service: WorkerService) -> float:
+    value = service.metrics.registry.get_sample_value("dora_cache_failures_total")
+    assert value is not None
+    return value
+
+
+@pytest.fixture
+def page_disk(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs of its own for the page store (tests run as root, as CI does)."""
+    mount = tmp_path / "pages-disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+@pytest.fixture
+def worker(make_service: Callable[..., WorkerService], page_disk: Path) -> WorkerService:
+    return make_service(
+        "dora.worker.page.store.page.size=64KB", f"dora.worker.page.store.dirs={page_disk}"
+    )
+
+
+@pytest.fixture
+def data(data_dir: Path) -> tuple[str, bytes]:
+    content = os.urandom(PAGES * PAGE - 100)
+    (data_dir / "f.bin").write_bytes(content)
+    return f"file://{data_dir}/f.bin", content
+
+
+def test_a_healthy_store_counts_no_failures(worker: WorkerService, data: tuple[str, bytes]) -> None:
+    uri, content = data
+    assert read_all(worker, uri) == content  # cold
+    assert read_all(worker, uri) == content  # warm
+    assert cache_failures(worker) == 0
+
+
+def test_a_corrupt_page_is_read_from_the_ufs_and_counted(
+    worker: WorkerService, data: tuple[str, bytes], page_disk: Path
+) -> None:
+    uri, content = data
+    read_all(worker, uri)
+    (victim,) = page_disk.rglob(f"{file_id(uri)}.*.2")
+    corrupt = bytearray(victim.read_bytes())
+    corrupt[-1] ^= 0xFF
+    victim.write_bytes(bytes(corrupt))
+    assert read_all(worker, uri) == content
+    assert cache_failures(worker) == 1
+    assert read_all(worker, uri) == content  # stored again
+    assert cache_failures(worker) == 1
+
+
+def test_a_read_only_page_dir_sends_every_page_to_the_ufs_and_each_is_counted(
+    worker: WorkerService, data: tuple[str, bytes], page_disk: Path
+) -> None:
+    uri, content = data
+    subprocess.run(["mount", "-o", "remount,ro", str(page_disk)], check=True)
+    assert read_all(worker, uri) == content
+    assert cache_failures(worker) == PAGES
+    assert b"".join(worker.read(uri, 0, PAGE).chunks) == content[:PAGE]
+    assert cache_failures(worker) == PAGES + 1
+
+
+def test_a_vanished_page_dir_is_counted_on_every_page_it_cannot_serve(
+    worker: WorkerService, data: tuple[str, bytes], page_disk: Path
+) -> None:
+    uri, content = data
+    read_all(worker, uri)
+    for child in page_disk.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    assert read_all(worker, uri) == content
+    assert cache_failures(worker) == PAGES

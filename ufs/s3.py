@@ -1,0 +1,214 @@
+"""S3 as a UFS backend, through s3fs: every S3 specific in one place — the client settings, the
+conditional (``If-Match``) ranged read that pins a version, how S3 reports a failed
+precondition, the uploads (one PUT, or a multipart upload of a stream) and the status a write
+answers. Every request is a coroutine on fsspec's IO loop, cancelled (its connection closed) at
+its deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from email.utils import parsedate_to_datetime
+from functools import partial
+from typing import Any
+
+import s3fs
+from botocore.exceptions import ClientError
+
+from ufs.backend import WRITE_CHUNK
+from ufs.deadline import Deadline, ThreadRunner
+from ufs.errors import UfsVersionChanged
+from ufs.generic import FsspecBackend, unquoted_etag
+from ufs.options import UfsOptions
+from ufs.status import UfsStatus
+
+SCHEMES = ("s3", "s3a")
+PART_SIZE = WRITE_CHUNK  # S3 wants parts of at least 5 MiB, all but the last
+MAX_PUT = 5 << 30  # the largest object S3 takes in one PUT
+
+
+def storage_options(options: UfsOptions) -> dict[str, Any]:
+    """s3fs constructor options; every cache s3fs offers is off, so a file written from outside
+    is visible at once (s3fs issue #851): the worker's cache is the only cache."""
+    client_kwargs: dict[str, Any] = {}
+    if options.s3_endpoint:
+        client_kwargs["endpoint_url"] = options.s3_endpoint
+    if options.s3_region:
+        client_kwargs["region_name"] = options.s3_region
+    return {
+        "anon": options.s3_anonymous,
+        "key": options.s3_access_key_id,
+        "secret": options.s3_secret_access_key,
+        "client_kwargs": client_kwargs,
+        "config_kwargs": {
+            "connect_timeout": options.connect_timeout_ms / 1000,
+            "read_timeout": options.read_timeout_ms / 1000,
+            # Retries are ours (bounded, counted); botocore's would multiply them.
+            "retries": {"max_attempts": 1, "mode": "standard"},
+        },
+        "use_listings_cache": False,
+        "default_cache_type": "none",
+        "skip_instance_cache": True,
+    }
+
+
+class S3Backend(FsspecBackend):
+    """S3 (``s3://``, ``s3a://``) through s3fs. Versions are ETags, and a read with a version
+    carries ``If-Match``, so it can never return bytes of another version. Thread-safe."""
+
+    pins_versions = True
+
+    def __init__(self, scheme: str, options: UfsOptions, threads: ThreadRunner) -> None:
+        filesystem = s3fs.S3FileSystem(**storage_options(options))
+        # s3fs retries some errors itself (5 times); ours are the bounded ones.
+        filesystem.retries = 1
+        super().__init__(scheme, filesystem, threads)
+
+    def s3(self, method: str, **kwargs: Any) -> Callable[[], Coroutine[Any, Any, Any]]:
+        """A request to S3's API (botocore's ``method``), for :meth:`run`."""
+        return lambda: self.filesystem._call_s3(method, **kwargs)
+
+    def read(
+        self, uri: str, offset: int, length: int, version: str | None, deadline: Deadline
+    ) -> bytes:
+        if version is None:
+            return super().read(uri, offset, length, None, deadline)
+        bucket, _, key = self.path(uri).partition("/")
+        get = self.s3(
+            "get_object",
+            Bucket=bucket,
+            Key=key,
+            Range=f"bytes={offset}-{offset + length - 1}",
+            IfMatch=f'"{version}"',
+        )
+
+        async def body() -> bytes:
+            response = await get()
+            try:
+                data: bytes = await response["Body"].read()
+                return data
+            finally:
+                response["Body"].close()
+
+        try:
+            return self.run(body, deadline)
+        except OSError as exc:
+            if _precondition_failed(exc):
+                raise UfsVersionChanged(uri, version, None) from exc
+            raise
+
+    def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
+        """One PUT (a multipart upload past S3's limit for one), all within ``deadline``."""
+        if len(data) > MAX_PUT:
+            parts = (data[start : start + PART_SIZE] for start in range(0, len(data), PART_SIZE))
+            return self._upload(uri, parts, lambda: deadline)
+        return self._written(uri, len(data), self.run(self._put(uri, data), deadline), deadline)
+
+    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
+        """One PUT for a small body, else a multipart upload, one part per request; a failed
+        upload is aborted, so nothing of it becomes visible."""
+        return self._upload(uri, chunks, lambda: Deadline(step))
+
+    def _put(self, uri: str, data: bytes) -> Callable[[], Coroutine[Any, Any, Any]]:
+        bucket, _, key = self.path(uri).partition("/")
+        return self.s3("put_object", Bucket=bucket, Key=key, Body=data)
+
+    def _upload(
+        self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]
+    ) -> UfsStatus:
+        bucket, _, key = self.path(uri).partition("/")
+        upload = _Multipart(self, bucket, key)
+        buffer = bytearray()
+        size = 0
+        try:
+            for chunk in chunks:
+                buffer += chunk
+                size += len(chunk)
+                while len(buffer) >= PART_SIZE:
+                    part = bytes(buffer[:PART_SIZE])
+                    del buffer[:PART_SIZE]
+                    self.run(partial(upload.send, part), deadline())
+            if upload.id is None:
+                response = self.run(self._put(uri, bytes(buffer)), deadline())
+            else:
+                if buffer:
+                    self.run(lambda: upload.send(bytes(buffer)), deadline())
+                response = self.run(upload.complete, deadline())
+        except BaseException:
+            upload.abort_soon(deadline().seconds)
+            raise
+        return self._written(uri, size, response, deadline())
+
+    def _written(
+        self, uri: str, size: int, response: dict[str, Any], deadline: Deadline
+    ) -> UfsStatus:
+        """The status of the object a PutObject or CompleteMultipartUpload ``response`` has
+        just stored: its ETag from that response, its size as sent. S3 answers a write with
+        no modification time, so that comes from the HEAD right after when it still shows
+        this ETag (and a later status equals this one). If the object was deleted or
+        replaced meanwhile, or the HEAD failed, the best value is the ``Date`` of
+        ``response``: the server's clock as the write completed, to the second like
+        Last-Modified (which S3 sets when the upload began, so a long upload's is earlier);
+        this host's clock if the response has no date."""
+        return self.written(
+            uri, size, unquoted_etag(response.get("ETag")), _date_ns(response), deadline
+        )
+
+
+class _Multipart:
+    """One multipart upload, created with its first part. Used by one thread at a time."""
+
+    def __init__(self, backend: S3Backend, bucket: str, key: str) -> None:
+        self._backend = backend
+        self._where = {"Bucket": bucket, "Key": key}
+        self.id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+
+    async def send(self, data: bytes) -> None:
+        if self.id is None:
+            created = await self._backend.s3("create_multipart_upload", **self._where)()
+            self.id = str(created["UploadId"])
+        number = len(self._parts) + 1
+        sent = await self._backend.s3(
+            "upload_part", PartNumber=number, UploadId=self.id, Body=data, **self._where
+        )()
+        self._parts.append({"PartNumber": number, "ETag": sent["ETag"]})
+
+    async def complete(self) -> Any:
+        return await self._backend.s3(
+            "complete_multipart_upload",
+            UploadId=self.id,
+            MultipartUpload={"Parts": self._parts},
+            **self._where,
+        )()
+
+    def abort_soon(self, timeout: float) -> None:
+        """Abort the upload in the background (bounded by ``timeout``), so a failed upload
+        leaves no parts behind; without waiting, as the store may be what failed."""
+        if self.id is None:
+            return
+        abort = self._backend.s3("abort_multipart_upload", UploadId=self.id, **self._where)
+        loop: asyncio.AbstractEventLoop = self._backend.filesystem.loop
+        asyncio.run_coroutine_threadsafe(asyncio.wait_for(abort(), timeout), loop)
+
+
+def _date_ns(response: dict[str, Any]) -> int:
+    """The ``Date`` header of a response in ns since the epoch; this host's clock without one."""
+    date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    try:
+        return int(parsedate_to_datetime(date).timestamp()) * 1_000_000_000
+    except (TypeError, ValueError):
+        return time.time_ns()
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    """s3fs turns S3's 412 into a generic OSError; the ClientError it came from says 412."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ClientError):
+            meta = cause.response.get("ResponseMetadata", {})
+            code = cause.response.get("Error", {}).get("Code")
+            return bool(meta.get("HTTPStatusCode") == 412 or code == "PreconditionFailed")
+        cause = cause.__cause__ or cause.__context__
+    return False

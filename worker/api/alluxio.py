@@ -1,0 +1,398 @@
+"""Alluxio's worker REST API, as Alluxio's Python client ``alluxiofs`` calls it, over the same
+:class:`WorkerService` as REST v1 (no read or write path of its own).
+
+The app mounts :data:`ROUTES` beside its own, with the same token check, error shapes and
+metrics. None of these paths is one of ours: where both use a name, the method or the path
+shape differs (``GET /v1/load?opType=`` beside ``POST /v1/load`` and ``GET /v1/load/{id}``;
+``POST /v1/mkdir/{id}`` beside ``POST /v1/mkdir?path=``). Semantics follow Alluxio where ours
+differ: ``{path_id}`` is the sha256 of the path, page ``i`` is bytes ``[i*P, (i+1)*P)`` with
+``P`` this worker's page size, ``mInAlluxioPercentage`` comes from the bytes in the page store.
+Writes go through ``service.write``; the mutations answer ``{"success": true}``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import IO, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ufs.errors import UfsAlreadyExists, UfsIsADirectory, UfsNotADirectory, UfsNotFound
+from ufs.status import UfsStatus
+from worker import errors as catalogue
+from worker import keys
+from worker.api import alluxio_keys, params
+from worker.api import alluxio_params as ap
+from worker.api import alluxio_shapes as shapes
+from worker.api.body import SPOOL_IN_MEMORY, file_chunks, spool_body
+from worker.api.errors import error_response
+from worker.api.surface import Route as SurfaceRoute
+from worker.api.surface import Surface
+from worker.errors import InvalidRequest as BadRequest
+from worker.errors import RangeNotSatisfiable
+from worker.load import JobState
+from worker.ranges import Span, Window
+from worker.service import WorkerService
+
+Route = Callable[[WorkerService, Request], Awaitable[Response]]
+OBJECTS = "/v1/object"
+SUCCESS = {"success": True}
+HEAD_TAIL_BYTES = 1024
+
+# Where alluxiofs reads meaning into a status code, the code it expects (route, error code):
+# only a 500 from /v1/info becomes FileNotFoundError, so exists() answers False rather than
+# counting an error and falling back to the UFS. Everywhere else REST v1's codes stand.
+STATUS_FOR: dict[tuple[str, str], int] = {("/v1/info", "NotFound"): 500}
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data), status, media_type="application/json")
+
+
+def _answering(path: str, fn: Route) -> Route:
+    """``fn`` with the status codes of :data:`STATUS_FOR`; other errors go to the app."""
+
+    async def handle(service: WorkerService, request: Request) -> Response:
+        try:
+            return await fn(service, request)
+        except Exception as exc:
+            kind = catalogue.kind_of(exc)
+            status = STATUS_FOR.get((path, kind.code)) if kind else None
+            if kind is None or status is None:
+                raise
+            return error_response(replace(kind, status=status), str(exc), {})
+
+    return handle
+
+
+def _record(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
+    return shapes.file_record(status, service.describe(status)["cached_bytes"])
+
+
+async def _stream(service: WorkerService, uri: str, span: Span, status: int = 200) -> Response:
+    """``span`` of ``uri``, streamed; errors before the first byte get their status."""
+    result = await run_in_threadpool(service.read_span, uri, span)
+    headers = {"Content-Length": str(result.length), "X-Dora-Version": result.status.version}
+    if status == 206:
+        last = result.offset + result.length - 1
+        headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
+    return StreamingResponse(result.chunks, status, headers, "application/octet-stream")
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The last ``count`` bytes, or the whole file when it is shorter (an empty file too)."""
+
+    count: int
+
+    def resolve(self, size: int) -> tuple[int, int]:
+        return max(0, size - self.count), min(self.count, size)
+
+
+# -- metadata ----------------------------------------------------------------------------------
+
+
+async def node(service: WorkerService, request: Request) -> Response:
+    """The worker to ask about a path: this one, at the address the client reached it by."""
+    host, port = request.url.hostname or "", request.url.port
+    if port is None:
+        port = 443 if request.url.scheme == "https" else 80
+    if service.config.get(alluxio_keys.NODE_ANSWER) == alluxio_keys.NODE_ANSWER_LOCATIONS:
+        return _json(shapes.node_locations(host, port, request.query_params.get("path", "")))
+    return _json(shapes.node_address(host, port))
+
+
+async def info(service: WorkerService, request: Request) -> Response:
+    path = params.required(request.query_params, "path")
+    return _json(await run_in_threadpool(lambda: [_record(service, service.status(path))]))
+
+
+async def files(service: WorkerService, request: Request) -> Response:
+    """A directory's children; a file lists as itself, as in Alluxio."""
+    path = params.required(request.query_params, "path")
+
+    def work() -> list[dict[str, Any]]:
+        try:
+            children = service.list(path)
+        except UfsNotADirectory:
+            children = [service.status(path)]
+        return [_record(service, child) for child in children]
+
+    return _json(await run_in_threadpool(work))
+
+
+# -- reads -------------------------------------------------------------------------------------
+
+
+async def read_range(service: WorkerService, request: Request) -> Response:
+    uri = ap.target(request)
+    offset = params.optional_int(request.query_params, "offset") or 0
+    length = params.optional_int(request.query_params, "length")
+    return await _stream(service, uri, Window(offset, length))
+
+
+async def read_page(service: WorkerService, request: Request) -> Response:
+    """Page ``i`` of the file in this worker's page size, or ``[offset, offset+length)`` of
+    it; a page that starts past the end of the file is 416."""
+    uri, index = ap.target(request), ap.page_index(request)
+    page_size = service.reader.page_size
+    within = params.optional_int(request.query_params, "offset") or 0
+    length = params.optional_int(request.query_params, "length")
+    if within >= page_size:
+        raise RangeNotSatisfiable(f"offset {within} is past the page size {page_size}")
+    length = page_size - within if length is None else min(length, page_size - within)
+    return await _stream(service, uri, Window(index * page_size + within, length))
+
+
+async def read_chunk(service: WorkerService, request: Request) -> Response:
+    """The whole file, streamed (``chunkSize`` is the client's buffer size; it is checked and
+    otherwise not needed)."""
+    uri = ap.target(request)
+    params.optional_int(request.query_params, "chunkSize")
+    return await _stream(service, uri, Window())
+
+
+async def head(service: WorkerService, request: Request) -> Response:
+    uri, count = ap.target(request), ap.byte_count(request, "numOfBytes", HEAD_TAIL_BYTES)
+    return await _stream(service, uri, Window(0, count))
+
+
+async def tail(service: WorkerService, request: Request) -> Response:
+    uri, count = ap.target(request), ap.byte_count(request, "numOfBytes", HEAD_TAIL_BYTES)
+    return await _stream(service, uri, _Tail(count))
+
+
+async def read_object(service: WorkerService, request: Request) -> Response:
+    """``GET /<scheme>/<path>`` with an optional Range header, as Alluxio's S3 API answers it
+    (alluxiofs 1.1.x reads byte ranges this way, by the record's ``mPath``)."""
+    uri = shapes.uri_of(request.path_params["path"])
+    header = request.headers.get("range")
+    span = None if header is None else ap.object_range(header)
+    if span is None:
+        return await _stream(service, uri, Window())
+    return await _stream(service, uri, span, 206)
+
+
+# -- writes and mutations ----------------------------------------------------------------------
+
+
+async def write_chunk(service: WorkerService, request: Request) -> Response:
+    """The body (sent chunked) as the file's new content, written through."""
+    uri = ap.target(request)
+    params.optional_int(request.query_params, "chunkSize")
+    spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    try:
+        _, created = await run_in_threadpool(service.write, uri, file_chunks(spool))
+    finally:
+        spool.close()
+    return _json(SUCCESS, 201 if created else 200)
+
+
+async def write_page(service: WorkerService, request: Request) -> Response:
+    """The body as the bytes from ``i * page size`` on, the rest of the file kept: the new
+    content is written through whole (a compatibility path, not a fast one). A page that would
+    leave a hole after the end of the file is 416."""
+    uri, index = ap.target(request), ap.page_index(request)
+    start = index * service.reader.page_size
+    body = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+
+    def work() -> bool:
+        try:
+            old = service.status(uri, sync_interval=0)
+        except UfsNotFound:
+            old = None
+        size = 0 if old is None else old.size
+        if start > size:
+            raise RangeNotSatisfiable(f"page {index} starts at {start}, past the end ({size})")
+        with _spooled() as content:
+            if old is not None and start:
+                _copy(service.read(uri, 0, start, version=old.version).chunks, content)
+            end = start + _copy(file_chunks(body), content)
+            if old is not None and end < size:
+                _copy(service.read(uri, end, None, version=old.version).chunks, content)
+            content.seek(0)
+            return service.write(uri, file_chunks(content))[1]
+
+    try:
+        created = await run_in_threadpool(work)
+    finally:
+        body.close()
+    return _json(SUCCESS, 201 if created else 200)
+
+
+async def mkdir(service: WorkerService, request: Request) -> Response:
+    await run_in_threadpool(service.mkdir, ap.target(request))
+    return _json(SUCCESS)
+
+
+async def touch(service: WorkerService, request: Request) -> Response:
+    """An empty file where none is; an existing file is left as it is (as Unix touch leaves
+    the content, and an object store has no times to set)."""
+    uri = ap.target(request)
+
+    def work() -> bool:
+        try:
+            service.status(uri, sync_interval=0)
+        except UfsNotFound:
+            return service.write(uri, b"")[1]
+        return False
+
+    return _json(SUCCESS, 201 if await run_in_threadpool(work) else 200)
+
+
+async def rm(service: WorkerService, request: Request) -> Response:
+    """Delete through to the UFS, or with ``remove_alluxio_only`` drop only what the cache
+    holds (Alluxio's "remove from Alluxio space only")."""
+    uri = ap.target(request)
+    recursive = ap.flag(request, "recursive", "recursiveAlias")
+    if ap.flag(request, "remove_alluxio_only"):
+        await run_in_threadpool(service.invalidate, uri, recursive)
+    else:
+        await run_in_threadpool(service.delete, uri, recursive)
+    return _json(SUCCESS)
+
+
+async def mv(service: WorkerService, request: Request) -> Response:
+    src, dst = ap.target(request, "srcPath"), ap.unchecked_path(request, "dstPath")
+    await run_in_threadpool(service.rename, src, dst)
+    return _json(SUCCESS)
+
+
+async def copy(service: WorkerService, request: Request) -> Response:
+    """A file, or with ``recursive`` a directory's files, read and written through; an
+    existing destination file is replaced only with ``forced``."""
+    src, dst = ap.target(request, "srcPath"), ap.unchecked_path(request, "dstPath")
+    recursive, forced = ap.flag(request, "recursive"), ap.flag(request, "forced")
+
+    def work() -> None:
+        root, target = service.status(src, sync_interval=0), service.roots.check(dst)
+        if root.is_dir and not recursive:
+            raise UfsIsADirectory(f"cannot copy {root.uri!r}: a directory needs recursive")
+        sources = _files_under(service, root) if root.is_dir else [root]
+        for source in sources:
+            _copy_file(service, source, target + source.uri[len(root.uri) :], forced)
+
+    await run_in_threadpool(work)
+    return _json(SUCCESS)
+
+
+def _copy_file(service: WorkerService, source: UfsStatus, dst: str, forced: bool) -> None:
+    if not forced:
+        try:
+            service.status(dst, sync_interval=0)
+        except UfsNotFound:
+            pass
+        else:
+            raise UfsAlreadyExists(f"cannot copy to {dst!r}: it exists (use forced to replace)")
+    # Spooled whole first: a source that changes mid-read fails the copy before anything is
+    # written, rather than leaving a torn destination.
+    with _spooled() as content:
+        _copy(service.read(source.uri, version=source.version).chunks, content)
+        content.seek(0)
+        service.write(dst, file_chunks(content))
+
+
+def _files_under(service: WorkerService, root: UfsStatus) -> list[UfsStatus]:
+    found: list[UfsStatus] = []
+    pending = [root.uri]
+    while pending:
+        for child in service.list(pending.pop(), sync_interval=0):
+            if child.is_dir:
+                pending.append(child.uri)
+            else:
+                found.append(child)
+    return found
+
+
+def _spooled() -> IO[bytes]:
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
+
+
+def _copy(chunks: Iterator[bytes], out: IO[bytes]) -> int:
+    copied = 0
+    for chunk in chunks:
+        out.write(chunk)
+        copied += len(chunk)
+    return copied
+
+
+# -- load jobs ---------------------------------------------------------------------------------
+
+
+async def load(service: WorkerService, request: Request) -> Response:
+    """``opType=submit`` starts loading a file or everything under a directory (one job per
+    path: a submit while one runs joins it), ``progress`` reports the newest job for the path,
+    ``stop`` cancels it."""
+    q = request.query_params
+    path, op = params.required(q, "path"), params.required(q, "opType")
+    verbose = params.boolean(q, "verbose")
+    if op not in ("submit", "progress", "stop"):
+        raise BadRequest(f"query parameter opType={op!r}: expected submit, progress or stop")
+
+    def work() -> dict[str, Any]:
+        job = service.loads.latest(service.roots.check(path))
+        running = job is not None and job.state is JobState.RUNNING
+        if op == "submit":
+            if not running:
+                service.loads.submit(path, True, (), ())
+            return SUCCESS
+        if job is None:
+            raise UfsNotFound(f"no load job for {path!r}")
+        if op == "progress":
+            return shapes.load_progress(job, verbose)
+        service.loads.cancel(job.id)
+        return {"success": running}
+
+    return _json(await run_in_threadpool(work))
+
+
+ROUTES: tuple[SurfaceRoute, ...] = tuple(
+    SurfaceRoute(method, path, _answering(path, fn))
+    for method, path, fn in (
+        ("GET", "/v1/node", node),
+        ("GET", "/v1/info", info),
+        ("GET", "/v1/files", files),
+        ("GET", "/v1/range/{path_id}", read_range),
+        ("GET", "/v1/file/{path_id}/page/{page_index}", read_page),
+        ("POST", "/v1/file/{path_id}/page/{page_index}", write_page),
+        ("GET", "/v1/chunk/{path_id}", read_chunk),
+        ("POST", "/v1/chunk/{path_id}", write_chunk),
+        ("GET", "/v1/head/{path_id}", head),
+        ("GET", "/v1/tail/{path_id}", tail),
+        ("POST", "/v1/mkdir/{path_id}", mkdir),
+        ("POST", "/v1/touch/{path_id}", touch),
+        ("POST", "/v1/rm/{path_id}", rm),
+        ("POST", "/v1/mv/{path_id}", mv),
+        ("POST", "/v1/copy/{path_id}", copy),
+        ("GET", "/v1/load", load),
+        ("GET", OBJECTS + "/{path:path}", read_object),
+    )
+)
+"""Alluxio's calls."""
+
+SURFACE = Surface(name="alluxio", prefix=OBJECTS, routes=ROUTES, render_error=error_response)
+"""Alluxio's REST calls; errors in REST v1's shape (alluxiofs reads only status codes). It owns
+only its object path: its other routes sit among REST v1's under /v1, whose answers for unknown
+paths stand."""
+
+
+def objects_on_port(app: ASGIApp, port: int) -> ASGIApp:
+    """``app`` with every request that arrives on ``port`` (the S3 listener of
+    ``dora.worker.alluxio.s3.port``) answered as ``GET /v1/object/<its path>``: alluxiofs 1.1.x
+    reads ``http://<worker>:29998<mPath>``."""
+
+    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server")
+        if scope["type"] == "http" and server is not None and server[1] == port:
+            scope = dict(scope)
+            scope["path"] = OBJECTS + scope["path"]
+            scope["raw_path"] = OBJECTS.encode() + (scope.get("raw_path") or b"")
+        await app(scope, receive, send)
+
+    return dispatch

@@ -1,0 +1,62 @@
+"""What a surface is: a set of routes speaking one protocol over the one :class:`WorkerService`,
+and how that protocol writes an error. The app assembly (``worker.api.app``) mounts surfaces and
+puts the token check, error answers and request metrics around every route, so a surface is
+only a thin adapter: parse the request, call the service, shape the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Scope
+
+from worker.errors import ErrorKind
+from worker.service import WorkerService
+
+Handler = Callable[[WorkerService, Request], Awaitable[Response]]
+"""A route: the service and the request in, the answer out; errors are raised, not answered."""
+
+ErrorRenderer = Callable[[ErrorKind, str, dict[str, str]], Response]
+"""How a surface answers an error: the catalogue's kind, a message, extra headers."""
+
+Credential = Callable[[Scope], bytes | None]
+"""The token a request carries, the way a surface's clients send it (None: none)."""
+
+
+def bearer_token(scope: Scope) -> bytes | None:
+    """The token of an ``Authorization: Bearer <token>`` header."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, given = value.partition(b" ")
+            return given.strip() if scheme.lower() == b"bearer" else None
+    return None
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route of a surface."""
+
+    method: str
+    path: str
+    handler: Handler
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A protocol the worker speaks. ``prefix`` is the part of the URL space it owns: errors
+    on paths under it that no route of it raised (a missing token, an unknown path) are written
+    by its ``render_error`` too (the longest matching prefix wins), and when the worker has a
+    token, requests under it must carry it as ``credential`` reads it (``credential_hint``
+    says how, in the 401's message). ``open_paths`` are paths of it answered without the token
+    because they check a credential of their own (WebHDFS's OAuth2 token grant checks its client
+    secret)."""
+
+    name: str
+    prefix: str
+    routes: tuple[Route, ...]
+    render_error: ErrorRenderer
+    credential: Credential = bearer_token
+    credential_hint: str = "Authorization: Bearer <token>"
+    open_paths: frozenset[str] = frozenset()

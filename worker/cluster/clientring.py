@@ -1,0 +1,83 @@
+"""The hash ring a client routes by: the live workers in etcd, followed with a watch, when the
+cluster is configured; the static ``dora.user.workers`` list otherwise, and as the last resort
+when etcd has never answered or lists no worker."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+from worker.client.forksafe import ProcessLocal
+from worker.client.ring import HashRing
+from worker.cluster.etcd import Etcd
+from worker.cluster.members import MembershipView
+
+log = logging.getLogger(__name__)
+
+
+class ClusterRing:
+    """Builds the current :class:`HashRing`: from a :class:`MembershipView` (rebuilt only when
+    the membership changed) or from the static names.
+
+    Thread-safe: the ring is replaced, never mutated; rebuilding is guarded by a lock. Fork-safe:
+    the view (its etcd connection and watch thread) is built per process, on first use.
+    """
+
+    def __init__(
+        self,
+        static_names: Sequence[str],
+        virtual_nodes: int,
+        etcd_endpoints: Sequence[str] = (),
+        cluster: str = "",
+        etcd_timeout_s: float = 2.0,
+    ) -> None:
+        self._virtual_nodes = virtual_nodes
+        self._static = HashRing(static_names, virtual_nodes)
+        self._endpoints = tuple(etcd_endpoints)
+        self._cluster = cluster
+        self._timeout_s = etcd_timeout_s
+        self._view = ProcessLocal(self._build_view) if self._endpoints else None
+        self._lock = threading.Lock()
+        self._built: tuple[int, HashRing] | None = None
+        self._fell_back = False
+
+    def _build_view(self) -> MembershipView:
+        etcd = Etcd(self._endpoints, self._timeout_s)
+        return MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s).start()
+
+    @property
+    def dynamic(self) -> bool:
+        return self._view is not None
+
+    def current(self) -> HashRing:
+        """The ring to route by now."""
+        if self._view is None:
+            return self._static
+        view = self._view.get()
+        built = self._built
+        if built is not None and built[0] == view.generation:
+            return built[1]
+        with self._lock:
+            names = view.names()
+            if not names:
+                if not self._fell_back:
+                    log.warning(
+                        "dora: no live worker in etcd cluster %s (%s); using dora.user.workers",
+                        self._cluster,
+                        "etcd unreachable" if not view.listed else "none registered",
+                    )
+                self._fell_back = True
+                return self._static
+            self._fell_back = False
+            ring = HashRing(names, self._virtual_nodes)
+            self._built = (view.generation, ring)
+            return ring
+
+    @property
+    def etcd_available(self) -> bool | None:
+        """Whether the ring follows etcd right now (None without a cluster)."""
+        if self._view is None:
+            return None
+        view = self._view.peek()
+        return view is not None and view.available

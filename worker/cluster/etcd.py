@@ -1,0 +1,322 @@
+"""The etcd v3 client the cluster uses: etcd3gw over etcd's grpc-gateway (JSON over HTTP).
+
+Why etcd3gw and the gateway (docs/consistency.md has the comparison): it is maintained (OpenStack),
+typed, synchronous and pure Python over ``requests``, so it works the same in the threaded worker
+and in forked Spark Python workers, where a gRPC channel must not cross a fork. Debian's etcd
+3.4 serves the gateway under ``/v3/`` (``/v3beta/`` too; ``/v3alpha/`` is gone); etcd3gw finds
+the prefix from ``/version``.
+
+etcd3gw's own ``Watcher`` drops what the feed needs (a watch cancelled by compaction, progress
+notifications, the end of the stream), so :class:`WatchStream` reads the watch stream itself over
+the same session. Errors are translated once, here: :class:`EtcdUnavailable` (no endpoint
+answered in time), :class:`EtcdError` (etcd refused the call), :class:`Compacted`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import requests
+from etcd3gw import exceptions as gw_errors
+from etcd3gw.client import Etcd3Client
+
+log = logging.getLogger(__name__)
+
+
+class EtcdUnavailable(Exception):
+    """No etcd endpoint answered within the deadline (refused, timed out, or dropped)."""
+
+
+class EtcdError(Exception):
+    """etcd answered, but refused the call (a bad request, a missing lease, ...)."""
+
+
+class Compacted(Exception):
+    """A watch asked for history older than etcd keeps: it was compacted up to ``revision``."""
+
+    def __init__(self, revision: int) -> None:
+        super().__init__(f"etcd compacted its history up to revision {revision}")
+        self.revision = revision
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    """One key as etcd stores it; ``lease`` is 0 for a key without a lease."""
+
+    key: str
+    value: bytes
+    mod_revision: int
+    lease: int = 0
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """A put (``deleted`` False) or delete of ``kv.key`` at ``kv.mod_revision``."""
+
+    kv: KeyValue
+    deleted: bool
+
+
+@dataclass(frozen=True)
+class WatchReply:
+    """One answer on a watch stream: events in revision order, or, with none, a progress
+    notification saying every event up to ``revision`` has been delivered."""
+
+    revision: int
+    events: tuple[WatchEvent, ...]
+
+
+def _encode(data: str | bytes) -> str:
+    """The gateway's form of bytes: base64 (text is UTF-8 first)."""
+    return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+
+
+def _decode(data: str) -> bytes:
+    return base64.b64decode(data)
+
+
+def _prefix_end(prefix: str) -> str:
+    """The range end that makes a range "every key starting with ``prefix``"."""
+    raw = bytearray(prefix.encode())
+    raw[-1] += 1  # our prefixes end in "/" or a letter, never 0xff
+    return _encode(bytes(raw))
+
+
+def _kv(raw: dict[str, Any], with_value: bool = True) -> KeyValue:
+    value = _decode(raw["value"]) if with_value and "value" in raw else b""
+    return KeyValue(
+        key=_decode(raw["key"]).decode(),
+        value=value,
+        mod_revision=int(raw.get("mod_revision", 0)),
+        lease=int(raw.get("lease", 0)),
+    )
+
+
+class Etcd:
+    """A client for one etcd cluster given by its endpoints (``http://host:port``).
+
+    Every call has the deadline ``timeout_s``; a call an endpoint cannot take goes to the next
+    endpoint, and when none takes it raises :class:`EtcdUnavailable`. Thread-safe (a
+    ``requests.Session`` per endpoint, shared, as ``requests`` allows for plain calls); not
+    fork-safe: a forked process builds its own.
+    """
+
+    def __init__(self, endpoints: Sequence[str], timeout_s: float) -> None:
+        if not endpoints:
+            raise ValueError("etcd: at least one endpoint is needed")
+        self.endpoints = tuple(endpoints)
+        self.timeout_s = timeout_s
+        self._clients = [_client(endpoint, timeout_s) for endpoint in self.endpoints]
+        self._lock = threading.Lock()
+        self._current = 0
+
+    # -- plain calls ---------------------------------------------------------------------------
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        failures: list[str] = []
+        with self._lock:
+            start = self._current
+        for step in range(len(self._clients)):
+            index = (start + step) % len(self._clients)
+            client = self._clients[index]
+            try:
+                answer = cast(dict[str, Any], client.post(client.get_url(path), json=body))
+            except (gw_errors.ConnectionFailedError, gw_errors.ConnectionTimeoutError) as exc:
+                failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")
+                continue
+            except gw_errors.Etcd3Exception as exc:
+                raise EtcdError(f"etcd {path}: {exc.detail_text or exc}") from exc
+            except requests.RequestException as exc:
+                failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")
+                continue
+            with self._lock:
+                self._current = index
+            return answer
+        raise EtcdUnavailable(f"etcd {path}: no endpoint answered ({'; '.join(failures)})")
+
+    def revision(self) -> int:
+        """The store's current revision."""
+        answer = self._post("/kv/range", {"key": _encode("\0"), "count_only": True})
+        return int(answer["header"]["revision"])
+
+    def get(self, key: str) -> KeyValue | None:
+        answer = self._post("/kv/range", {"key": _encode(key)})
+        kvs = answer.get("kvs") or []
+        return _kv(kvs[0]) if kvs else None
+
+    def get_prefix(self, prefix: str) -> tuple[int, list[KeyValue]]:
+        """Every key under ``prefix`` and the revision the answer is consistent at."""
+        answer = self._post("/kv/range", {"key": _encode(prefix), "range_end": _prefix_end(prefix)})
+        return int(answer["header"]["revision"]), [_kv(kv) for kv in answer.get("kvs") or []]
+
+    def put(self, key: str, value: bytes, lease: int = 0) -> int:
+        """Store ``value`` at ``key`` (attached to ``lease`` unless 0); the new revision."""
+        body: dict[str, Any] = {"key": _encode(key), "value": _encode(value)}
+        if lease:
+            body["lease"] = str(lease)  # int64: a string keeps every digit
+        return int(self._post("/kv/put", body)["header"]["revision"])
+
+    def delete(self, key: str) -> int:
+        return int(self._post("/kv/deleterange", {"key": _encode(key)})["header"]["revision"])
+
+    def grant(self, ttl_s: int) -> int:
+        """A new lease of ``ttl_s`` seconds; its id."""
+        return int(self._post("/lease/grant", {"TTL": ttl_s, "ID": 0})["ID"])
+
+    def keepalive(self, lease: int) -> int:
+        """Renew ``lease``; the seconds it now has left, 0 if etcd no longer knows it."""
+        answer = self._post("/lease/keepalive", {"ID": str(lease)})
+        return int(answer.get("result", {}).get("TTL", 0))
+
+    def revoke(self, lease: int) -> None:
+        """Drop ``lease`` and every key attached to it."""
+        self._post("/kv/lease/revoke", {"ID": str(lease)})
+
+    def compact(self, revision: int) -> None:
+        """Discard history before ``revision`` (what an operator's auto-compaction does)."""
+        self._post("/kv/compaction", {"revision": revision, "physical": True})
+
+    # -- watching ------------------------------------------------------------------------------
+
+    def watch(
+        self, key: str, *, prefix: bool, start_revision: int, idle_timeout_s: float
+    ) -> WatchStream:
+        """A stream of changes to ``key`` (or every key under it, with ``prefix``) from
+        ``start_revision`` on. ``idle_timeout_s``: silence after which the stream counts as
+        dead (:class:`EtcdUnavailable`); progress notifications are asked for, so a live etcd
+        configured with a shorter ``--experimental-watch-progress-notify-interval`` never
+        looks dead. Raises EtcdUnavailable when no endpoint takes the watch."""
+        request: dict[str, Any] = {
+            "key": _encode(key),
+            "start_revision": start_revision,
+            "progress_notify": True,
+        }
+        if prefix:
+            request["range_end"] = _prefix_end(key)
+        failures: list[str] = []
+        for index, client in enumerate(self._clients):
+            try:
+                response = client.session.post(
+                    client.get_url("/watch"),
+                    json={"create_request": request},
+                    stream=True,
+                    timeout=(self.timeout_s, idle_timeout_s),
+                )
+            except (requests.RequestException, gw_errors.Etcd3Exception) as exc:
+                failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")
+                continue
+            if response.status_code != 200:
+                response.close()
+                failures.append(f"{self.endpoints[index]}: HTTP {response.status_code}")
+                continue
+            return WatchStream(response)
+        raise EtcdUnavailable(f"etcd watch: no endpoint answered ({'; '.join(failures)})")
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.session.close()
+
+
+class WatchStream:
+    """The answers of one watch, read line by line from the gateway's chunked JSON stream.
+
+    Iterating yields :class:`WatchReply` and raises :class:`Compacted` when etcd cancels the
+    watch because its start is compacted, :class:`EtcdUnavailable` when the stream ends, breaks
+    or stays silent too long. :meth:`close` may be called from another thread and ends the
+    iteration; otherwise one thread uses a stream.
+    """
+
+    def __init__(self, response: requests.Response) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[WatchReply]:
+        try:
+            for line in self._response.iter_lines():
+                if not line.strip():
+                    continue
+                reply = self._parse(json.loads(line))
+                if reply is not None:
+                    yield reply
+        except (requests.RequestException, OSError, ValueError) as exc:
+            if self._closed:
+                return
+            raise EtcdUnavailable(f"etcd watch stream broke: {type(exc).__name__}") from exc
+        except AttributeError:
+            # http.client reading a response that close() released from another thread.
+            if self._closed:
+                return
+            raise
+        if not self._closed:
+            raise EtcdUnavailable("etcd closed the watch stream")
+
+    @staticmethod
+    def _parse(message: dict[str, Any]) -> WatchReply | None:
+        if "error" in message:
+            raise EtcdUnavailable(f"etcd watch failed: {message['error']}")
+        result = message.get("result", {})
+        compacted = int(result.get("compact_revision", 0))
+        if compacted:
+            raise Compacted(compacted)
+        if result.get("canceled"):
+            raise EtcdUnavailable(f"etcd cancelled the watch: {result.get('cancel_reason', '')}")
+        if result.get("created"):
+            return None
+        events = tuple(
+            WatchEvent(_kv(event["kv"]), event.get("type") == "DELETE")
+            for event in result.get("events") or []
+        )
+        return WatchReply(int(result.get("header", {}).get("revision", 0)), events)
+
+    def close(self) -> None:
+        """End the stream; a thread blocked reading it wakes up. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        # A blocked recv() is only woken by shutting the socket down; closing the response
+        # from another thread is not enough (etcd3gw's Watcher.stop does the same).
+        try:
+            raw = self._response.raw._fp  # http.client.HTTPResponse under urllib3
+            sock = socket.socket(fileno=raw.fileno())
+        except (AttributeError, OSError, ValueError):
+            sock = None
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed by the peer
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.detach()  # the fd belongs to the response, which closes it
+        self._response.close()
+
+    def __enter__(self) -> WatchStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _client(endpoint: str, timeout_s: float) -> Etcd3Client:
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.port is None:
+        raise ValueError(f"etcd endpoint {endpoint!r}: expected http(s)://host:port")
+    # Debian's etcd 3.4 serves /v3/; naming it saves a /version round trip per process.
+    return Etcd3Client(
+        host=parts.hostname,
+        port=parts.port,
+        protocol=parts.scheme,
+        timeout=timeout_s,
+        api_path="/v3/",
+    )

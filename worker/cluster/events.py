@@ -1,0 +1,93 @@
+"""Invalidation events and the batches they travel in.
+
+A batch is the value of one etcd write to the feed key, so its etcd revision orders it before
+or after every other batch (Hive's notification-log event id). The encoding is compact JSON:
+``{"w": worker id, "t": publish time ms, "e": [[op, path, version, prefix], ...]}`` — a file
+event costs about its URI plus 30 bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from ufs import uri as uris
+
+
+class Op(enum.Enum):
+    """What happened at a path. Every op invalidates; the kinds are kept for observers."""
+
+    CREATED = "c"
+    UPDATED = "u"
+    DELETED = "d"
+    INVALIDATED = "i"
+    # "Re-check everything you cache": a worker lost events it could not publish.
+    RESET = "r"
+
+
+@dataclass(frozen=True)
+class Event:
+    """A change to ``path`` (a canonical UFS URI), or with ``prefix`` to everything under it.
+    ``version`` is the new version where one exists ("" for deletes and prefixes)."""
+
+    op: Op
+    path: str
+    version: str = ""
+    prefix: bool = False
+
+    def encode(self) -> list[Any]:
+        return [self.op.value, self.path, self.version, 1 if self.prefix else 0]
+
+    @classmethod
+    def decode(cls, item: list[Any]) -> Event:
+        op, path, version, prefix = item
+        return cls(Op(op), str(path), str(version), bool(prefix))
+
+
+RESET = Event(Op.RESET, "")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The events one worker published in one etcd write."""
+
+    worker: str
+    published_ms: int
+    events: tuple[Event, ...]
+
+    def encode(self) -> bytes:
+        data = {"w": self.worker, "t": self.published_ms, "e": [e.encode() for e in self.events]}
+        return json.dumps(data, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Batch:
+        """Raises ValueError for a value that is not a batch."""
+        try:
+            data = json.loads(raw)
+            return cls(
+                str(data["w"]), int(data["t"]), tuple(Event.decode(item) for item in data["e"])
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a feed batch: {raw[:80]!r}") from exc
+
+
+def collapse(events: list[Event], threshold: int) -> list[Event]:
+    """``events`` with every directory that has more than ``threshold`` events directly under
+    it replaced by one prefix event for the directory (a job committing thousands of files into
+    one table directory costs every worker one invalidation, not thousands). A reset replaces
+    everything. Order is kept otherwise; duplicates go."""
+    if any(event.op is Op.RESET for event in events):
+        return [RESET]
+    parents = Counter(uris.parent(e.path) for e in events if not e.prefix)
+    crowded = {parent for parent, count in parents.items() if parent and count > threshold}
+    out: dict[Event, None] = {}
+    for event in events:
+        parent = None if event.prefix else uris.parent(event.path)
+        if parent is not None and parent in crowded:
+            out[Event(Op.UPDATED, parent, prefix=True)] = None
+        else:
+            out[event] = None
+    return list(out)

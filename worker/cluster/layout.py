@@ -1,0 +1,107 @@
+"""Where the cluster keeps things in etcd, and the worker entry's format.
+
+Worker entries follow Alluxio's ``EtcdMembershipManager`` so Alluxio-aware tools can read them:
+
+- ``/ServiceDiscovery/<cluster>/<worker id>``: the live entry, attached to the worker's lease, so
+  it disappears when the worker stops keeping the lease alive;
+- ``/DHT/<cluster>/AUTHORIZED/<worker id>``: the permanent entry (every worker that ever joined;
+  one without a live entry is OFFLINE);
+
+both holding Alluxio's JSON ``WorkerServiceEntity`` (``Identity``, ``ServiceEntityName``,
+``WorkerNetAddress`` with ``Host`` and ``HttpServerPort``, ``State``, ``GenerationNumber``; the
+clients that read it, Alluxio's and alluxiofs up to 1.0.17, need the identity and the address to
+place the worker on their ring), plus a ``Dora`` object
+with what only doracache has (start time, capacity). Alluxio's Gson reader ignores the extra
+field. The worker id is, as in Alluxio, the MD5 of the worker's main address.
+
+Our own keys live under ``/dora/<cluster>/``: ``feed`` (the invalidation feed, one key whose
+revisions are the events' order) and ``applied/<worker id>`` (the feed revision each worker has
+applied, under its lease, for ``dora cluster ls``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+def live_prefix(cluster: str) -> str:
+    return f"/ServiceDiscovery/{cluster}/"
+
+
+def authorized_prefix(cluster: str) -> str:
+    return f"/DHT/{cluster}/AUTHORIZED/"
+
+
+def feed_key(cluster: str) -> str:
+    return f"/dora/{cluster}/feed"
+
+
+def applied_prefix(cluster: str) -> str:
+    return f"/dora/{cluster}/applied/"
+
+
+def worker_id(host: str, port: int) -> str:
+    """A worker's stable id: the MD5 of ``host:port`` (not a security use)."""
+    return hashlib.md5(f"{host}:{port}".encode(), usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """What a worker says about itself when it joins. Immutable."""
+
+    host: str
+    port: int
+    started_ms: int
+    capacity_bytes: int
+
+    @property
+    def id(self) -> str:
+        return worker_id(self.host, self.port)
+
+    @property
+    def name(self) -> str:
+        """``host:port``, the name hash rings are keyed by."""
+        return f"{self.host}:{self.port}"
+
+    def encode(self) -> bytes:
+        entity: dict[str, Any] = {
+            "Identity": {"version": 1, "identifier": self.id},
+            "ServiceEntityName": self.id,
+            "WorkerNetAddress": {
+                "Host": self.host,
+                "ContainerHost": "",
+                "RpcPort": 0,
+                "DataPort": 0,
+                "SecureRpcPort": 0,
+                "NettyDataPort": 0,
+                "WebPort": self.port,
+                "DomainSocketPath": "",
+                "HttpServerPort": self.port,
+            },
+            "State": "AUTHORIZED",
+            "GenerationNumber": -1,
+            "Dora": {"StartTimeMs": self.started_ms, "CapacityBytes": self.capacity_bytes},
+        }
+        return json.dumps(entity, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> WorkerInfo:
+        """Raises ValueError for a value that is not a worker entry with an HTTP port."""
+        try:
+            entity = json.loads(raw)
+            address = entity["WorkerNetAddress"]
+            extra = entity.get("Dora") or {}
+            info = cls(
+                host=str(address["Host"]),
+                port=int(address["HttpServerPort"]),
+                started_ms=int(extra.get("StartTimeMs", 0)),
+                capacity_bytes=int(extra.get("CapacityBytes", 0)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a worker entry: {raw[:80]!r}") from exc
+        if not info.host or not 0 < info.port < 65536:
+            raise ValueError(f"worker entry without an HTTP address: {raw[:80]!r}")
+        return info

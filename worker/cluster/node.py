@@ -1,0 +1,230 @@
+"""One worker's part in the cluster: its membership, its publisher, its follower, and the hooks
+that join them to the worker service (the worker process starts and closes it)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from config import Config
+from ufs import uri as uris
+from ufs.status import UfsStatus
+from worker.cluster import context, layout
+from worker.cluster import keys as cluster_keys
+from worker.cluster.etcd import Etcd
+from worker.cluster.events import Event, Op
+from worker.cluster.follower import Follower
+from worker.cluster.http import ASGIApp, RevisionMiddleware
+from worker.cluster.members import Registration
+from worker.cluster.publisher import Publisher, PublisherOptions
+
+if TYPE_CHECKING:
+    from pagestore.api import PageStore
+    from worker.meta.manager import MetadataManager
+    from worker.service import WorkerService
+
+log = logging.getLogger(__name__)
+
+MARKER = "cluster.feed"
+
+
+class MetaSink:
+    """Applies feed events to the metadata manager: drop the path (or everything under a
+    prefix) with its parent's listing, the dropped versions' pages going through the manager's
+    listeners; a creation also drops cached "not found" answers for its directories.
+
+    A prefix deleted or invalidated also loses the pages of files this worker holds no status
+    for, as it did on the worker where it happened; a prefix of collapsed updates keeps them
+    (a page is served only for the version a status names, so an outdated one is never read).
+    """
+
+    def __init__(self, meta: MetadataManager, pages: PageStore) -> None:
+        self._meta = meta
+        self._pages = pages
+
+    def apply(self, event: Event) -> None:
+        try:
+            self._meta.invalidate(event.path, recursive=event.prefix)
+            if event.prefix and event.op in (Op.DELETED, Op.INVALIDATED):
+                self._pages.delete_prefix(event.path)
+            if event.op is Op.CREATED:
+                ancestor = uris.parent(event.path)
+                while ancestor is not None:
+                    self._meta.invalidate(ancestor)
+                    ancestor = uris.parent(ancestor)
+        except ValueError as exc:
+            log.error("etcd feed: skipping an event for %r: %s", event.path, exc)
+
+    def reset(self, before_ms: int) -> None:
+        self._meta.require_sync_before(before_ms)
+
+
+class MetaMarkers:
+    """The follower's position in the worker's RocksDB (under a key no URI can have)."""
+
+    def __init__(self, meta: MetadataManager) -> None:
+        self._meta = meta
+
+    def load(self) -> bytes | None:
+        return self._meta.load_marker(MARKER)
+
+    def save(self, value: bytes) -> None:
+        self._meta.save_marker(MARKER, value)
+
+
+class ClusterNode:
+    """Membership, publishing and following for one worker.
+
+    Thread-safe: each part is. :meth:`changed` runs on request threads and blocks (bounded by
+    the etcd timeout) until the change is in etcd, so the answer can name its revision.
+    """
+
+    def __init__(self, config: Config, service: WorkerService, host: str, port: int) -> None:
+        endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+        self.cluster: str = config.get(cluster_keys.CLUSTER_NAME)
+        ttl_s = max(2, config.get(cluster_keys.LEASE_TTL) // 1000)
+        self.timeout_s = config.get(cluster_keys.ETCD_TIMEOUT) / 1000
+        self.read_wait_s = config.get(cluster_keys.READ_WAIT) / 1000
+        self.etcd = Etcd(endpoints, self.timeout_s)
+        started_ms = int(time.time() * 1000)
+        self.info = layout.WorkerInfo(host, port, started_ms, service.pages.capacity_bytes)
+        self.publisher = Publisher(
+            self.etcd,
+            PublisherOptions(
+                worker_id=self.info.id,
+                feed_key=layout.feed_key(self.cluster),
+                prefix_threshold=config.get(cluster_keys.PREFIX_THRESHOLD),
+                pending_limit=config.get(cluster_keys.PENDING_LIMIT),
+            ),
+        )
+        self.follower = Follower(
+            self.etcd,
+            layout.feed_key(self.cluster),
+            self.info.id,
+            MetaSink(service.meta, service.pages),
+            MetaMarkers(service.meta),
+            idle_timeout_s=float(ttl_s),
+        )
+        self.registration = Registration(
+            self.etcd, self.cluster, self.info, ttl_s, lambda: self.follower.applied
+        )
+        self.middleware: RevisionMiddleware | None = None
+        service.add_change_listener(self.changed)
+        service.meta.add_sync_listener(self._synced)
+        service.metrics.registry.register(_ClusterCollector(self))
+
+    @classmethod
+    def start(
+        cls, config: Config, service: WorkerService, bind_host: str, port: int
+    ) -> ClusterNode | None:
+        """Join the cluster if ``dora.cluster.etcd.endpoints`` is set (None otherwise), as the
+        worker listening on ``bind_host``:``port``. An unreachable etcd does not stop the
+        worker: it serves and keeps trying."""
+        if not config.get(cluster_keys.ETCD_ENDPOINTS):
+            return None
+        host = config.get(cluster_keys.ADVERTISE_HOST) or bind_host
+        if host in ("0.0.0.0", "::", ""):
+            host = socket.getfqdn()
+        node = cls(config, service, host, port)
+        node.publisher.start()
+        node.follower.start()
+        node.registration.start()
+        log.info("cluster %s: worker %s joining through etcd %s",
+                 node.cluster, node.info.name, ", ".join(node.etcd.endpoints))  # fmt: skip
+        return node
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """``app`` behind the revision middleware (read-your-writes, monotonic reads)."""
+        self.middleware = RevisionMiddleware(app, self.follower, self.read_wait_s)
+        return self.middleware
+
+    def changed(self, events: list[Event]) -> None:
+        """Publish changes this worker made; the request's answer then names their revision.
+        With etcd unavailable the events stay queued and the answer names none."""
+        revision = self.publisher.publish(events, self.timeout_s)
+        if revision is not None:
+            context.observed(revision)
+
+    def _synced(self, uri: str, status: UfsStatus | None) -> None:
+        """A sync found ``uri`` changed outside the cache: tell the other workers."""
+        if status is None:
+            self.changed([Event(Op.DELETED, uri)])
+        else:
+            self.changed([Event(Op.UPDATED, uri, status.version)])
+
+    def close(self) -> None:
+        """Leave the ring, publish what is queued, persist the feed position. Idempotent."""
+        self.registration.close()
+        self.publisher.close(self.timeout_s)
+        self.follower.close()
+        self.etcd.close()
+
+
+class _ClusterCollector(Collector):
+    """The node's counters, read at scrape time."""
+
+    def __init__(self, node: ClusterNode) -> None:
+        self._node = node
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        node = self._node
+        follower, publisher = node.follower, node.publisher
+        yield GaugeMetricFamily(
+            "dora_cluster_etcd_connected",
+            "1 while the feed watch is connected to etcd",
+            value=1 if follower.connected else 0,
+        )
+        yield GaugeMetricFamily(
+            "dora_cluster_member_registered",
+            "1 while this worker's membership lease is current",
+            value=1 if node.registration.registered else 0,
+        )
+        yield GaugeMetricFamily(
+            "dora_cluster_feed_applied_revision",
+            "Feed revision applied",
+            value=follower.applied,
+        )
+        yield GaugeMetricFamily(
+            "dora_cluster_feed_lag_seconds",
+            "Publish-to-apply time of the last batch applied (clocks of two hosts); "
+            "dora cluster ls shows each worker's lag in revisions",
+            value=follower.delivery_ms / 1000,
+        )
+        yield CounterMetricFamily(
+            "dora_cluster_feed_events_applied",
+            "Events of other workers applied",
+            value=follower.events_applied,
+        )
+        resets = CounterMetricFamily(
+            "dora_cluster_feed_resets",
+            "Times everything cached had to be re-checked, by reason",
+            labels=["reason"],
+        )
+        for reason, count in follower.resets.items():
+            resets.add_metric([reason], count)
+        yield resets
+        yield CounterMetricFamily(
+            "dora_cluster_events_published", "Events published", value=publisher.published_events
+        )
+        yield CounterMetricFamily(
+            "dora_cluster_publish_failures",
+            "Feed writes etcd did not take",
+            value=publisher.failures,
+        )
+        yield GaugeMetricFamily(
+            "dora_cluster_events_pending", "Events waiting for etcd", value=publisher.pending
+        )
+        waits = CounterMetricFamily(
+            "dora_cluster_revision_waits",
+            "Requests that named a revision not yet applied, by outcome",
+            labels=["outcome"],
+        )
+        for outcome, count in (node.middleware.outcomes if node.middleware else {}).items():
+            waits.add_metric([outcome], count)
+        yield waits
