@@ -174,7 +174,7 @@ class WebHdfs:
             raise IsADirectory(f"Path is not a file: {path}")
         owner = await run_in_threadpool(self.locality.owner, status.uri)
         if owner is None:
-            owner = host_and_name(request.url.netloc)
+            owner = _this_worker(request)
         return json_answer(shapes.block_locations(status, offset, length, owner))
 
     async def content_summary(self, request: Request, query: Query, path: str) -> Response:
@@ -284,6 +284,18 @@ class WebHdfs:
             return True
 
         return json_answer(shapes.boolean(await run_in_threadpool(work)))
+
+
+def _this_worker(request: Request) -> tuple[str, str]:
+    """``(host, host:port)`` of the address the request reached this worker at (the socket's,
+    not the name the client used, which Hadoop's client canonicalizes)."""
+    server = request.scope.get("server")
+    if server is None:
+        return host_and_name(request.url.netloc)
+    host, port = server[0], server[1]
+    if port is None:
+        return host, host
+    return host, f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 OPS: dict[tuple[str, str], Op] = {
