@@ -52,6 +52,11 @@ class InvalidRequest(DoraError, ValueError):
     """The worker refused the request as malformed (400): a bad path or parameter."""
 
 
+class UnsupportedOperation(InvalidRequest):
+    """The request names an operation this surface does not offer (400), such as a WebHDFS
+    ACL or snapshot call."""
+
+
 class NotFound(DoraError, FileNotFoundError):
     """The path does not exist (404)."""
 
@@ -167,6 +172,7 @@ class ErrorKind:
 CATALOGUE: tuple[ErrorKind, ...] = (
     ErrorKind("BadRequest", 400, InvalidRequest, _IAE, (InvalidRequest, ConfigError)),
     ErrorKind("InvalidPath", 400, InvalidRequest, _IAE, (ufs.UfsInvalidPath,)),
+    ErrorKind("UnsupportedOperation", 400, InvalidRequest, _UOE, (UnsupportedOperation,)),
     ErrorKind(
         "NotADirectory",
         400,

@@ -8,6 +8,7 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
+from worker import pathconf
 from worker.api import alluxio_keys
 from worker.cluster import keys as cluster_keys
 from worker.load import keys as load_keys
@@ -145,4 +146,4 @@ def build_registry() -> Registry:
         alluxio_keys.KEYS,
     ):
         registry.extend(component)
-    return registry.extend(KEYS)
+    return registry.extend(KEYS).extend(pathconf.KEYS)

@@ -66,16 +66,24 @@ class Reader:
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def chunks(self, status: UfsStatus, offset: int, length: int) -> Iterator[bytes]:
+    def chunks(
+        self, status: UfsStatus, offset: int, length: int, *, cache: bool = True, ramp: bool = False
+    ) -> Iterator[bytes]:
         """The bytes ``[offset, offset+length)`` of ``status``'s version, page by page. The
-        range must lie within the file (the caller checks it)."""
+        range must lie within the file (the caller checks it).
+
+        ``cache=False`` serves the range pass-through whatever the cache policy says. With
+        ``ramp`` (a client that may hang up before the end), read-ahead starts at one page and
+        doubles with every page the consumer takes, up to READ_AHEAD_PAGES; closing the
+        iterator cancels the fills not yet started.
+        """
         if length <= 0:
             return iter(())
-        if not self.policy.caches(status.uri):
+        if not (cache and self.policy.caches(status.uri)):
             self.counters.add("passthrough")
             self._metrics.passthrough_reads.inc()
             return self._passthrough(status, offset, length)
-        return self._cached(status, offset, length)
+        return self._cached(status, offset, length, 1 if ramp else READ_AHEAD_PAGES)
 
     def _passthrough(self, status: UfsStatus, offset: int, length: int) -> Iterator[bytes]:
         end = offset + length
@@ -86,7 +94,7 @@ class Reader:
             yield data
             offset += size
 
-    def _cached(self, status: UfsStatus, offset: int, length: int) -> Iterator[bytes]:
+    def _cached(self, status: UfsStatus, offset: int, length: int, window: int) -> Iterator[bytes]:
         fid = file_id(status.uri)
         first, last = offset // self.page_size, (offset + length - 1) // self.page_size
         ahead: deque[tuple[int, Future[Fill]]] = deque()
@@ -107,7 +115,8 @@ class Reader:
                         yield found.data
                         continue
                     lookup = found.lookup
-                self._read_ahead(ahead, status, fid, index, last)
+                self._read_ahead(ahead, status, fid, index, min(last, index + window))
+                window = min(2 * window, READ_AHEAD_PAGES)
                 fill = ahead.popleft()[1].result()
                 self._account(fill, lookup, stop - start)
                 yield fill.data[start:stop]
@@ -132,9 +141,9 @@ class Reader:
         index: int,
         last: int,
     ) -> None:
-        """Make sure page ``index`` and up to READ_AHEAD_PAGES after it are being filled."""
+        """Make sure pages ``index`` to ``last`` are being filled."""
         next_index = ahead[-1][0] + 1 if ahead else index
-        while next_index <= min(last, index + READ_AHEAD_PAGES):
+        while next_index <= last:
             page_id = PageId(fid, status.version, next_index)
             fetch = functools.partial(self._fetch_page, status, next_index)
             future = self._pool.submit(self._pages.get_or_fill, page_id, fetch, status.uri)

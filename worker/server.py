@@ -29,6 +29,7 @@ from worker.service import WorkerService
 log = logging.getLogger(__name__)
 OWNER_CHECK_SECONDS = 2.0
 GRACEFUL_SECONDS = 30
+SEND_BUFFER = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit a bounded send buffer: a client that reads a little of
+        # an open-ended stream and hangs up (WebHDFS OPEN) then leaves ~one page read, not the
+        # several MB an autotuned buffer absorbs (and the read-ahead that fills behind it).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         sock.bind((host, port))
         sock.listen(2048)
     except BaseException:

@@ -8,7 +8,6 @@ data or raises the UFS / metadata errors and the request errors of the error cat
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
-from worker import keys
+from worker import keys, pathconf
 from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
@@ -121,10 +120,11 @@ class WorkerService:
     def from_config(cls, config: Config) -> WorkerService:
         """Open the metastore and page store the config names and start the page restore.
 
-        The mount roots are checked before anything is opened. Raises ConfigError naming the
-        key when a value cannot be used, including a store that refuses its directory; what
-        was opened before a failure is closed again."""
+        The mount roots and the per-path rules are checked before anything is opened. Raises
+        ConfigError naming the key when a value cannot be used, including a store that refuses
+        its directory; what was opened before a failure is closed again."""
         mount_roots(config)
+        pathconf.table(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
         with contextlib.ExitStack() as opened:
@@ -185,12 +185,19 @@ class WorkerService:
         data["cached_bytes"] = cached
         return data
 
+    def _sync_interval(self, canonical_uri: str, given: int | None) -> int | None:
+        """The sync interval of a lookup: the caller's, else the per-path rule's
+        (``dora.worker.path.conf``, for surfaces whose clients send none), else the default
+        (None); 0 when the request must re-check because its client saw a feed revision this
+        worker has not applied."""
+        interval = pathconf.resolve(self.config, canonical_uri, given).sync_interval
+        return cluster_context.sync_interval(interval)
+
     def status(
         self, uri: str, sync_interval: int | None = None, version: str | None = None
     ) -> UfsStatus:
-        # A request whose client saw a feed revision this worker has not applied re-checks.
-        sync_interval = cluster_context.sync_interval(sync_interval)
-        return self.meta.get_status(self.roots.check(uri), sync_interval, version)
+        uri = self.roots.check(uri)
+        return self.meta.get_status(uri, self._sync_interval(uri, sync_interval), version)
 
     def status_cached(
         self, uri: str, sync_interval: int | None = None, version: str | None = None
@@ -206,9 +213,10 @@ class WorkerService:
         return self.meta.cached_status(self.roots.check(canonical), sync_interval, version)
 
     def list(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
-        sync_interval = cluster_context.sync_interval(sync_interval)
+        uri = self.roots.check(uri)
+        entries = self.meta.list_status(uri, self._sync_interval(uri, sync_interval))
         # Entries that lead outside the roots are left out (see MountRoots.visible).
-        return self.roots.visible(self.meta.list_status(self.roots.check(uri), sync_interval))
+        return self.roots.visible(entries)
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -230,6 +238,8 @@ class WorkerService:
         span: Span,
         sync_interval: int | None = None,
         version: str | None = None,
+        *,
+        ramp: bool = False,
     ) -> ReadResult:
         """Resolve the status (sync interval and version as the caller asks), resolve ``span``
         against its size, and fetch the first chunk, so that errors surface here, before a
@@ -241,10 +251,16 @@ class WorkerService:
         is recorded at once (a sync, which also evicts the old version's pages and drops the
         parent's listing). Found before
         the first byte, with no ``version`` asked for, the new version is served instead; found
-        later, the chunks end with UfsVersionChanged (a caller cuts its answer short)."""
+        later, the chunks end with UfsVersionChanged (a caller cuts its answer short).
+
+        A per-path rule with ``dora.user.file.readtype.default=NO_CACHE`` serves the range
+        pass-through, whatever the cache policy says. ``ramp`` is for a client that reads what
+        it needs and hangs up (WebHDFS ``OPEN``): read-ahead starts at one page and grows while
+        the client keeps reading; closing the chunks cancels the fills not yet started."""
         status = self.status(uri, sync_interval, version)
+        cache = pathconf.resolve(self.config, status.uri).cache
         try:
-            return self._open(status, span)
+            return self._open(status, span, cache, ramp)
         except UfsNotFound:
             self._record_change(status.uri)
             raise
@@ -252,23 +268,30 @@ class WorkerService:
             if version is not None:
                 self._record_change(status.uri)
                 raise
-        return self._open(self.meta.get_status(status.uri, sync_interval=0), span)
+        return self._open(self.meta.get_status(status.uri, sync_interval=0), span, cache, ramp)
 
-    def _open(self, status: UfsStatus, span: Span) -> ReadResult:
+    def _open(self, status: UfsStatus, span: Span, cache: bool, ramp: bool) -> ReadResult:
         if status.is_dir:
             raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
         offset, length = span.resolve(status.size)
-        chunks = self.reader.chunks(status, offset, length)
+        chunks = self.reader.chunks(status, offset, length, cache=cache, ramp=ramp)
         first = next(chunks, b"")
-        body = itertools.chain([first] if first else [], self._watched(status.uri, chunks))
-        return ReadResult(status, offset, length, body)
+        return ReadResult(status, offset, length, self._watched(status.uri, first, chunks))
 
-    def _watched(self, uri: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    def _watched(self, uri: str, first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        # A generator (not a chain) so that closing the body closes the reader's iterator,
+        # which cancels its read-ahead: a client that hangs up stops the fills.
         try:
+            if first:
+                yield first
             yield from chunks
         except (UfsVersionChanged, UfsNotFound):
             self._record_change(uri)
             raise
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
 
     def _record_change(self, uri: str) -> None:
         """Sync ``uri`` after a read found it changed; a failing sync leaves that to the next

@@ -22,6 +22,7 @@ def processes_mentioning(text: str) -> list[int]:
     ]
 
 
+@pytest.mark.timeout(900)  # twelve Spark runs, and Spark's start, on two shared cores
 def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     work, ufs = tmp_path / "work", tmp_path / "ufs"
     ufs.mkdir()
@@ -30,7 +31,7 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
         [sys.executable, "-m", "worker.demo", *args, "--work-dir", str(work)],
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=600,
         check=False,
     )
     assert out.returncode == 0, out.stdout + out.stderr
@@ -38,14 +39,24 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     header = next(
         i for i, line in enumerate(lines) if line.startswith("run ") and "checksum" in line
     )
-    table = lines[header + 2 : header + 5]
-    runs = {line.split()[0]: line for line in table}
-    assert list(runs) == ["cold", "warm", "changed"]
-    assert all(line.endswith("yes") for line in runs.values())
-    checksums = {name: line.split()[-2] for name, line in runs.items()}
-    assert checksums["cold"] == checksums["warm"] != checksums["changed"]
+    table = [line for line in lines[header + 2 :] if line.strip()][:12]
+    # Two spaces separate columns; contender names have single spaces.
+    cells = [[cell.strip() for cell in line.split("  ") if cell.strip()] for line in table]
+    runs = {(row[0], row[1]): row for row in cells}
+    contenders = ["native (webhdfs)", "native, pass-through", "python dora source",
+                  "spark on a local copy"]  # fmt: skip
+    assert sorted(runs) == sorted((r, c) for r in ("cold", "warm", "changed") for c in contenders)
+    assert all(row[-1] == "yes" for row in cells)
+    checksums = {key: row[-2] for key, row in runs.items()}
+    before = {checksums[(run, c)] for run in ("cold", "warm") for c in contenders}
+    after = {checksums[("changed", c)] for c in contenders}
+    assert len(before) == len(after) == 1
+    assert before != after
+    # Through the cache the warm run reads nothing from the UFS; pass-through reads it all.
+    assert runs[("warm", "native (webhdfs)")][5] == "0.0 MB"
+    assert runs[("warm", "native, pass-through")][5] != "0.0 MB"
     assert "every answer matches the direct read of the UFS" in out.stdout
-    # The sidecar worker and Spark's JVM are gone, and so is the per-run state.
+    # The worker and Spark's JVM are gone, and so is the per-run state.
     assert processes_mentioning(str(work)) == []
     assert [p.name for p in work.iterdir()] == ["datasets"]
     assert list(ufs.iterdir()) == []

@@ -2,8 +2,8 @@
 (:data:`SURFACES`), with what every route shares put around them once:
 
 - the token check (when ``dora.worker.security.token`` is set): one middleware covering every
-  path but the probes ``/healthz`` and ``/readyz`` — unknown paths and ``/openapi.json``
-  included;
+  path but the probes ``/healthz`` and ``/readyz`` and a surface's own ``open_paths`` — unknown
+  paths and ``/openapi.json`` included;
 - error answers: an exception a route raises is looked up in the error catalogue
   (``worker.errors``) and written in the shape of the surface that owns the path; an unknown
   exception is a bug, logged and answered 500 without internals; unknown paths and methods get
@@ -27,14 +27,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
 from worker import keys
-from worker.api import alluxio, rest_v1
+from worker.api import alluxio, rest_v1, webhdfs
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics
 from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
 
-SURFACES: tuple[Surface, ...] = (rest_v1.SURFACE, alluxio.SURFACE)
+SURFACES: tuple[Surface, ...] = (rest_v1.SURFACE, alluxio.SURFACE, webhdfs.SURFACE)
 """Every surface the worker serves. A new protocol is one more entry here."""
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -116,7 +116,8 @@ def _unrouted(
 
 
 class TokenCheck:
-    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` must carry the token
+    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` and the owning
+    surface's ``open_paths`` must carry the token
     the way the surface owning its path takes credentials (:attr:`Surface.credential`; a
     bearer header by default), else it is answered 401 in that surface's shape. Stateless, so
     safe for concurrent requests."""
@@ -134,6 +135,9 @@ class TokenCheck:
             await self.app(scope, receive, send)
             return
         surface = owner(self._surfaces, scope["path"])
+        if scope["path"] in surface.open_paths:
+            await self.app(scope, receive, send)
+            return
         given = surface.credential(scope)
         if given is not None and hmac.compare_digest(given, self._token):
             await self.app(scope, receive, send)

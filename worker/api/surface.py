@@ -49,7 +49,9 @@ class Surface:
     on paths under it that no route of it raised (a missing token, an unknown path) are written
     by its ``render_error`` too (the longest matching prefix wins), and when the worker has a
     token, requests under it must carry it as ``credential`` reads it (``credential_hint``
-    says how, in the 401's message)."""
+    says how, in the 401's message). ``open_paths`` are paths of it answered without the token
+    because they check a credential of their own (WebHDFS's OAuth2 token grant checks its client
+    secret)."""
 
     name: str
     prefix: str
@@ -57,3 +59,4 @@ class Surface:
     render_error: ErrorRenderer
     credential: Credential = bearer_token
     credential_hint: str = "Authorization: Bearer <token>"
+    open_paths: frozenset[str] = frozenset()

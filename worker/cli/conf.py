@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from config.template import render_template
-from worker.cli.common import config_options, load
+from ufs.errors import UfsInvalidPath
+from worker import pathconf
+from worker.cli.common import EXIT_USAGE, config_options, load
 from worker.keys import build_registry
 
 
@@ -22,6 +25,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     get = actions.add_parser("get", parents=[config_options()], help="one effective value")
     get.add_argument("key")
     get.set_defaults(handler=get_value)
+    paths = actions.add_parser(
+        "paths",
+        parents=[config_options()],
+        help=f"the per-path table ({pathconf.PATH_CONF.name}); with a URI, what applies to it",
+    )
+    paths.add_argument("uri", nargs="?", help="show the settings that apply to this URI")
+    paths.set_defaults(handler=show_paths)
     template = actions.add_parser("template", help="print dora-site.properties.template")
     template.set_defaults(handler=print_template)
 
@@ -40,6 +50,18 @@ def list_values(args: argparse.Namespace) -> int:
 def get_value(args: argparse.Namespace) -> int:
     config = load(args)
     print(config.setting(args.key).shown())
+    return 0
+
+
+def show_paths(args: argparse.Namespace) -> int:
+    config = load(args)
+    try:
+        lines = pathconf.explain(config, args.uri) if args.uri else pathconf.describe(config)
+    except UfsInvalidPath as exc:
+        print(f"dora: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in lines:
+        print(line)
     return 0
 
 

@@ -203,6 +203,9 @@ class MembershipView:
                 )
                 with self._stream_lock:
                     self._stream = stream
+                    # close() ran while the watch was being opened: it saw no stream to end.
+                    if self._stop.is_set():
+                        stream.close()
                 with stream:
                     for reply in stream:
                         self._consume(reply)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from config import Source
+from config.units import parse_duration
 from worker.cli.common import config_options, load
 from worker.demo.spec import DatasetSpec, default_work_dir
 
@@ -18,7 +19,7 @@ EXIT_INTERRUPTED = 130
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = commands.add_parser(
         "demo",
-        help="run a PySpark pipeline through the cache: cold, warm, after a change",
+        help="run a PySpark pipeline four ways side by side: cold, warm, after a change",
         description=__doc__,
         parents=[config_options()],
     )
@@ -40,6 +41,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="under storage: a local S3 server (default) or a local directory",
     )
     parser.add_argument(
+        "--ufs-latency",
+        type=_latency,
+        default=0,
+        metavar="DURATION",
+        help="round trip added between the worker and the S3 UFS, such as 20ms (default: none)",
+    )
+    parser.add_argument(
         "--work-dir",
         type=Path,
         default=default_work_dir(),
@@ -53,6 +61,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with 2 or more, then also run that many workers as one cache through a local etcd",
     )
     parser.set_defaults(handler=run)
+
+
+def _latency(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--ufs-latency {text!r}: {exc}") from None
 
 
 def _positive(text: str) -> int:
@@ -73,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
     options = DemoOptions(
         spec=spec,
         ufs=args.ufs,
+        ufs_latency_ms=args.ufs_latency,
         work_dir=args.work_dir,
         cores=args.cores,
         defines=_chosen_settings(args),
     )
     progress = Progress()
-    progress.say("doracache demo: taxi trips by pickup hour and zone, through the cache")
+    progress.say("doracache demo: taxi trips by pickup hour and zone, read four ways")
     try:
         results = run_demo(options, progress)
     except KeyboardInterrupt:

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
+from worker.demo.link import UfsCost
+
 
 @dataclass(frozen=True)
 class RunResult:
-    """One run of the query through the cache, with the worker's counters over the run."""
+    """One run of the query by one contender: wall time, what the object store saw (requests
+    and bytes through the proxy; None where nothing counted), what the worker served from its
+    cache, and the answer's checksum against the reference."""
 
-    name: str
-    sync_interval: str
+    contender: str
+    run: str
+    sync: str
     seconds: float
-    bytes_from_ufs: int
+    ufs: UfsCost
     bytes_from_cache: int
-    metadata_hits: int
-    metadata_misses: int
-    metadata_ufs_calls: int
+    bytes_from_ufs: int
     checksum: str
     reference: str
 
@@ -29,77 +32,45 @@ class RunResult:
     def matches(self) -> bool:
         return self.checksum == self.reference
 
-    @property
-    def hit_ratio(self) -> float | None:
-        lookups = self.metadata_hits + self.metadata_misses
-        return self.metadata_hits / lookups if lookups else None
-
-    @classmethod
-    def from_stats(
-        cls,
-        name: str,
-        sync_interval: str,
-        seconds: float,
-        delta: Mapping[str, int],
-        checksum: str,
-        reference: str,
-    ) -> RunResult:
-        return cls(
-            name,
-            sync_interval,
-            seconds,
-            delta.get("bytes_from_ufs", 0),
-            delta.get("bytes_from_cache", 0),
-            delta.get("metadata_hits", 0),
-            delta.get("metadata_misses", 0),
-            delta.get("metadata_ufs_calls", 0),
-            checksum,
-            reference,
-        )
-
 
 def megabytes(count: int) -> str:
     return f"{count / (1 << 20):,.1f} MB"
 
 
-def render(results: list[RunResult]) -> str:
-    """The results as an aligned text table."""
-    header = (
-        "run",
-        "sync",
-        "wall",
-        "from UFS",
-        "from cache",
-        "meta hit ratio",
-        "UFS meta calls",
-        "checksum",
-        "matches direct read",
+HEADER = ("run", "contender", "sync", "wall", "UFS requests", "UFS read", "from cache",
+          "checksum", "matches direct read")  # fmt: skip
+NUMERIC = {3, 4, 5, 6}
+
+
+def _row(r: RunResult) -> tuple[str, ...]:
+    # Without a proxy the store's own count is unknown: the worker's is the next best.
+    read = r.ufs.bytes if r.ufs.bytes is not None else r.bytes_from_ufs
+    return (
+        r.run,
+        r.contender,
+        r.sync,
+        f"{r.seconds:.1f}s",
+        "-" if r.ufs.requests is None else f"{r.ufs.requests:,}",
+        megabytes(read),
+        megabytes(r.bytes_from_cache),
+        r.checksum,
+        "yes" if r.matches else f"NO (want {r.reference})",
     )
-    rows = [header]
-    for r in results:
-        ratio = "-" if r.hit_ratio is None else f"{r.hit_ratio:.0%}"
-        verdict = "yes" if r.matches else f"NO (want {r.reference})"
-        rows.append(
-            (
-                r.name,
-                r.sync_interval,
-                f"{r.seconds:.1f}s",
-                megabytes(r.bytes_from_ufs),
-                megabytes(r.bytes_from_cache),
-                ratio,
-                str(r.metadata_ufs_calls),
-                r.checksum,
-                verdict,
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    numeric = {2, 3, 4, 5, 6}
+
+
+def render(results: list[RunResult]) -> str:
+    """The results as an aligned text table, runs grouped so that contenders sit side by
+    side."""
+    order = {run: n for n, run in enumerate(dict.fromkeys(r.run for r in results))}
+    ordered = sorted(results, key=lambda r: order[r.run])
+    rows = [HEADER, *(_row(r) for r in ordered)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = []
     for n, row in enumerate(rows):
-        cells = [
-            c.rjust(w) if i in numeric else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
+        if n > 1 and row[0] != rows[n - 1][0]:
+            lines.append("")
+        cells = [c.rjust(w) if i in NUMERIC else c.ljust(w)
+                 for i, (c, w) in enumerate(zip(row, widths, strict=True))]  # fmt: skip
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))

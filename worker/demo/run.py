@@ -1,11 +1,15 @@
-"""The demo job: a PySpark pipeline over taxi trips read through the cache, cold, warm, and
-after the data changed under it, each answer checked against a direct read of the UFS.
+"""The demo job: a PySpark pipeline over taxi trips read four ways side by side (Spark's own
+reader through the cache over ``webhdfs://``, the same with caching off, the Python ``dora``
+source, and Spark on a local copy), cold, warm, and after the data changed under them; each
+answer checked against a direct read of the UFS.
 
-Steps: generate (or reuse) the dataset; start a local S3 server (or use a directory) and upload
-it; compute the reference answer straight from the UFS; start Spark (``local[2]``); run the
-query cold, warm, then overwrite one file in the UFS and run it with ``sync_interval=0``.
-Everything it starts (SeaweedFS, the sidecar worker, Spark's JVM) is stopped by PID on the way
-out, also on Ctrl-C, SIGTERM or an error.
+Steps: generate (or reuse) the dataset; start a local S3 server behind a proxy that adds
+``--ufs-latency`` and counts what the store sees (or use a directory); upload the dataset and
+a pass-through copy; start the worker (the sidecar) with path rules for both; compute the
+reference answer straight from the UFS; start Spark (``local[2]``); run every contender cold
+and warm, overwrite one file everywhere, and run each once more. Everything it starts
+(SeaweedFS, the proxy, the worker, Spark's JVM) is stopped by PID on the way out, also on
+Ctrl-C, SIGTERM or an error.
 """
 
 from __future__ import annotations
@@ -26,29 +30,27 @@ from typing import Any
 import httpx
 
 from worker.demo import pipeline
+from worker.demo.contenders import CACHED, PASSTHROUGH, Contender, Worker, contenders, path_rules
 from worker.demo.dataset import data_files, ensure_dataset, trips
+from worker.demo.link import cost
 from worker.demo.report import Progress, RunResult, megabytes
 from worker.demo.spec import DatasetSpec, default_work_dir
-from worker.demo.stage import DirStage, S3Stage, Stage
+from worker.demo.stage import DirStage, S3Stage, Stage, overwrite_local
 from worker.spark import procs
-from worker.spark.sidecar import running_worker, stop_worker
+from worker.spark.sidecar import ensure_worker_info, stop_worker
+from worker.spark.webhdfs import spark_conf
 
-STAT_KEYS = (
-    "bytes_from_ufs",
-    "bytes_from_cache",
-    "metadata_hits",
-    "metadata_misses",
-    "metadata_ufs_calls",
-)
+STAT_KEYS = ("bytes_from_ufs", "bytes_from_cache")
 
 
 @dataclass(frozen=True)
 class DemoOptions:
     """The demo's knobs: dataset size, where the UFS is (``s3`` for a local SeaweedFS, or a
-    ``file://`` directory), where datasets are cached, and Spark's cores."""
+    ``file://`` directory) and its added latency, where datasets are cached, Spark's cores."""
 
     spec: DatasetSpec = field(default_factory=DatasetSpec)
     ufs: str = "s3"
+    ufs_latency_ms: int = 0
     work_dir: Path = field(default_factory=default_work_dir)
     cores: int = 2
     max_partition_bytes: str = "32MB"
@@ -64,48 +66,43 @@ class Demo:
     options: DemoOptions
     progress: Progress
     stage: Stage
-    state_dir: Path
+    worker: Worker
     spark: Any = None
     results: list[RunResult] = field(default_factory=list)
 
     def reference(self, files: list[str]) -> str:
         """The query's checksum over the UFS read directly (no cache, no Spark)."""
         columns = list(pipeline.NEEDED)
-        tables = (self.stage.read_table(name, columns) for name in files)
+        tables = (self.stage.read_table(CACHED, name, columns) for name in files)
         return pipeline.checksum(pipeline.arrow_aggregate(tables))
 
-    def query(self, name: str, sync_interval: str, reference: str) -> RunResult:
-        reader = (
-            self.spark.read.format("dora")
-            .option("format", "parquet")
-            .option("sync_interval", sync_interval)
-            .option("maxPartitionBytes", self.options.max_partition_bytes)
-            .option("state_dir", str(self.state_dir))
-        )
-        for define in [*self.stage.defines(), *self.options.defines]:
-            key, _, value = define.partition("=")
-            reader = reader.option(key, value)
-        before = worker_stats(self.state_dir)
+    def query(self, contender: Contender, run: str, reference: str) -> RunResult:
+        before = worker_stats(self.worker)
+        cost(self.stage.link)
         started = time.monotonic()
-        with self.progress.step(f"{name} run (sync_interval={sync_interval})"):
-            rows = pipeline.spark_aggregate(reader.load(self.stage.root))
+        with self.progress.step(f"{run}: {contender.name}"):
+            rows = pipeline.spark_aggregate(contender.load(self.spark, run))
         seconds = time.monotonic() - started
-        after = worker_stats(self.state_dir)
-        delta = {key: after[key] - before[key] for key in STAT_KEYS}
-        result = RunResult.from_stats(
-            name, sync_interval, seconds, delta, pipeline.checksum(rows), reference
+        after = worker_stats(self.worker)
+        result = RunResult(
+            contender=contender.name,
+            run=run,
+            sync=contender.sync(run),
+            seconds=seconds,
+            ufs=cost(self.stage.link),
+            bytes_from_cache=after["bytes_from_cache"] - before["bytes_from_cache"],
+            bytes_from_ufs=after["bytes_from_ufs"] - before["bytes_from_ufs"],
+            checksum=pipeline.checksum(rows),
+            reference=reference,
         )
         self.results.append(result)
         return result
 
 
-def worker_stats(state_dir: Path) -> dict[str, int]:
-    """The sidecar's counters (all zero while none runs)."""
-    info = running_worker(state_dir)
-    if info is None:
-        return dict.fromkeys(STAT_KEYS, 0)
-    headers = {"Authorization": f"Bearer {info.token}"} if info.token else {}
-    answer = httpx.get(f"http://{info.address}/v1/stats", headers=headers, timeout=10.0)
+def worker_stats(worker: Worker) -> dict[str, int]:
+    """The worker's counters."""
+    headers = {"Authorization": f"Bearer {worker.token}"} if worker.token else {}
+    answer = httpx.get(f"http://{worker.address}/v1/stats", headers=headers, timeout=10.0)
     answer.raise_for_status()
     stats = answer.json()
     return {key: int(stats.get(key, 0)) for key in STAT_KEYS}
@@ -113,8 +110,10 @@ def worker_stats(state_dir: Path) -> dict[str, int]:
 
 def open_stage(options: DemoOptions, run_dir: Path) -> Stage:
     if options.ufs == "s3":
-        return S3Stage(run_dir / "seaweedfs", prefix="taxi").start()
+        return S3Stage(run_dir / "seaweedfs", options.ufs_latency_ms).start()
     if options.ufs.startswith("file://"):
+        if options.ufs_latency_ms:
+            raise ValueError("--ufs-latency applies to the S3 UFS only")
         return DirStage(Path(options.ufs.removeprefix("file://")) / f"taxi-{os.getpid()}")
     raise ValueError(f"--ufs must be s3 or file:///dir, not {options.ufs!r}")
 
@@ -135,40 +134,75 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> list[Run
         with progress.step("starting the UFS"):
             stage = open_stage(options, run_dir)
             cleanup.callback(stage.close)
-        with progress.step(f"upload to {stage.root}") as count:
-            stage.upload(paths, count)
-        demo = Demo(options, progress, stage, run_dir / "sidecar")
-        cleanup.callback(stop_worker, demo.state_dir)
+        with progress.step(f"upload to {stage.base}/{CACHED}") as count:
+            stage.upload(CACHED, paths, count)
+            stage.copy(CACHED, PASSTHROUGH)
+        local = run_dir / "local"
+        shutil.copytree(dataset, local, ignore=shutil.ignore_patterns("_*"))
+        with progress.step("starting the worker"):
+            cleanup.callback(stop_worker, run_dir / "sidecar")
+            worker = start_worker(options, stage, run_dir / "sidecar")
+        demo = Demo(options, progress, stage, worker)
         names = [path.name for path in paths]
         with progress.step("reference answer, read straight from the UFS"):
             reference = demo.reference(names)
         with progress.step(f"starting Spark (local[{options.cores}]) and warming it up"):
-            demo.spark = _start_spark(options.cores, cleanup)
-        demo.query("cold", "-1", reference)
-        demo.query("warm", "-1", reference)
+            demo.spark = start_spark(options, worker, paths[0], cleanup)
+        runners = contenders(worker, stage.base, local, options.max_partition_bytes)
+        for contender in runners:
+            contender.make_cold()
+            demo.query(contender, "cold", reference)
+            demo.query(contender, "warm", reference)
         changed = names[len(names) // 2]
-        with progress.step(f"overwriting {changed} in the UFS"):
-            stage.overwrite(changed, trips(spec, len(names) // 2, revision=1))
+        with progress.step(f"overwriting {changed} in the UFS and in the local copy"):
+            table = trips(spec, len(names) // 2, revision=1)
+            for name in (CACHED, PASSTHROUGH):
+                stage.overwrite(name, changed, table)
+            overwrite_local(local / changed, table)
             reference = demo.reference(names)
-        demo.query("changed", "0", reference)
+        for contender in runners:
+            demo.query(contender, "changed", reference)
         return demo.results
 
 
-def _start_spark(cores: int, cleanup: contextlib.ExitStack) -> Any:
+def start_worker(
+    options: DemoOptions, stage: Stage, state_dir: Path, sync_rule: str = "0"
+) -> Worker:
+    """The sidecar worker serving the stage, owned by this process, with the path rules of the
+    two dataset copies."""
+    defines = [*stage.defines(), path_rules(stage.base, sync_rule), *options.defines]
+    info = ensure_worker_info(defines, state_dir=state_dir, owner_pid=os.getpid())
+    return Worker(info.address, info.token)
+
+
+def start_spark(
+    options: DemoOptions, worker: Worker, sample: Path, cleanup: contextlib.ExitStack
+) -> Any:
+    """``local[cores]`` Spark reaching ``worker`` over webhdfs, warmed up on ``sample`` (a local
+    Parquet file) and stopped by ``cleanup``."""
     from worker.spark.session import local_session
 
-    spark = local_session(cores, "doracache-demo", progress=sys.stderr.isatty())
+    conf = {
+        **spark_conf(worker.address, worker.token),
+        "spark.sql.files.maxPartitionBytes": options.max_partition_bytes,
+    }
+    spark = local_session(options.cores, "doracache-demo", conf=conf, progress=sys.stderr.isatty())
     cleanup.callback(_stop_spark, spark)
-    _warm_up(spark)
+    _warm_up(spark, worker, sample)
     return spark
 
 
-def _warm_up(spark: Any) -> None:
-    """Run the query once over a few rows in memory and start Python workers, so that the cold
-    run measures the cache rather than the JVM compiling its first plan."""
-    sample = trips(DatasetSpec(files=1, rows_per_file=2000), 0).select(list(pipeline.NEEDED))
-    pipeline.spark_aggregate(spark.createDataFrame(sample.to_pandas()))
+def _warm_up(spark: Any, worker: Worker, sample: Path) -> None:
+    """Run the query once on one local file, start Python workers and load Hadoop's WebHDFS
+    client, so that whichever contender runs first measures its reads rather than the JVM
+    compiling Spark's Parquet and aggregation code."""
+    pipeline.spark_aggregate(spark.read.parquet(f"file://{sample}"))
     spark.range(4, numPartitions=2).mapInArrow(_same, "id long").collect()
+    jvm = spark._jvm
+    root = jvm.java.net.URI(f"webhdfs://{worker.address}/")
+    jvm.org.apache.hadoop.fs.FileSystem.get(root, spark._jsc.hadoopConfiguration()).getFileStatus(
+        jvm.org.apache.hadoop.fs.Path("/")
+    )
 
 
 def _same(batches: Iterator[Any]) -> Iterator[Any]:

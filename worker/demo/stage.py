@@ -1,6 +1,7 @@
-"""Where the demo's data lives (its UFS): a local S3 server (SeaweedFS) or a local directory.
-Both take the dataset, overwrite one file "from outside" the cache, and read files back
-directly for the reference answer."""
+"""Where the demo's data lives (its UFS): a local S3 server (SeaweedFS, reached by the worker
+through a :mod:`worker.demo.link` proxy) or a local directory. Datasets are named directories
+under ``base``; a stage uploads and copies them, overwrites one file "from outside" the cache,
+and reads files back directly for the reference answer."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ufs import uri as uris
+from worker.demo.link import UfsLink, open_link
 from worker.locals3 import LocalS3
 
 BUCKET = "demo"
@@ -20,83 +22,113 @@ Progress = Callable[[int, int], None]
 
 
 class Stage(Protocol):
-    """The demo's under storage. ``root`` is the URI of the dataset directory."""
+    """The demo's under storage. ``base`` is the URI datasets live under; ``link`` the proxy
+    between worker and store, if any."""
 
-    root: str
+    base: str
+    link: UfsLink | None
 
     def defines(self) -> list[str]:
-        """Worker settings (``key=value``) that let a worker serve ``root``."""
+        """Worker settings (``key=value``) that let a worker serve ``base``."""
         ...
 
-    def upload(self, files: list[Path], progress: Progress) -> None: ...
+    def upload(self, name: str, files: list[Path], progress: Progress) -> None: ...
 
-    def overwrite(self, name: str, table: pa.Table) -> None: ...
+    def copy(self, source: str, target: str) -> None:
+        """Copy dataset ``source`` to ``target`` within the store."""
+        ...
 
-    def read_table(self, name: str, columns: list[str]) -> pa.Table: ...
+    def overwrite(self, name: str, file: str, table: pa.Table) -> None: ...
+
+    def read_table(self, name: str, file: str, columns: list[str]) -> pa.Table: ...
 
     def close(self) -> None: ...
 
 
 class S3Stage:
-    """A fresh SeaweedFS server (``weed mini``) under ``data_dir``, stopped by PID on close."""
+    """A fresh SeaweedFS server (``weed mini``) under ``data_dir``, stopped by PID on close. The
+    worker reaches it through a proxy adding ``latency_ms``; the stage itself goes direct."""
 
-    def __init__(self, data_dir: Path, prefix: str) -> None:
+    def __init__(self, data_dir: Path, latency_ms: int = 0) -> None:
         self.server = LocalS3(data_dir, buckets=(BUCKET,))
-        self.root = f"s3://{BUCKET}/{prefix}"
+        self.base = f"s3://{BUCKET}"
+        self.latency_ms = latency_ms
+        self.link: UfsLink | None = None
         self._client: Any = None
 
     def start(self) -> S3Stage:
         self.server.start()
         self._client = self.server.client()
+        self.link = open_link(self.server.endpoint, self.latency_ms)
         return self
 
     def defines(self) -> list[str]:
-        return [f"dora.worker.ufs.roots=s3://{BUCKET}", *self.server.storage_defines()]
+        storage = self.server.storage_defines()
+        if self.link is not None:
+            endpoint = f"dora.ufs.s3.endpoint={self.server.endpoint}"
+            storage = [f"dora.ufs.s3.endpoint={self.link.url}" if d == endpoint else d
+                       for d in storage]  # fmt: skip
+        return [f"dora.worker.ufs.roots={self.base}", *storage]
 
-    def _key(self, name: str) -> str:
-        return f"{self.root.removeprefix('s3://')}/{name}"
+    def _key(self, name: str, file: str = "") -> str:
+        return f"{BUCKET}/{name}/{file}".rstrip("/")
 
-    def upload(self, files: list[Path], progress: Progress) -> None:
+    def upload(self, name: str, files: list[Path], progress: Progress) -> None:
         for done, path in enumerate(files, start=1):
-            self._client.put_file(str(path), self._key(path.name))
+            self._client.put_file(str(path), self._key(name, path.name))
             progress(done, len(files))
 
-    def overwrite(self, name: str, table: pa.Table) -> None:
-        with self._client.open(self._key(name), "wb") as out:
+    def copy(self, source: str, target: str) -> None:
+        for key in self._client.find(self._key(source)):
+            self._client.copy(key, self._key(target, key.rsplit("/", 1)[-1]))
+
+    def overwrite(self, name: str, file: str, table: pa.Table) -> None:
+        with self._client.open(self._key(name, file), "wb") as out:
             pq.write_table(table, out, compression="snappy")
 
-    def read_table(self, name: str, columns: list[str]) -> pa.Table:
-        with self._client.open(self._key(name), "rb") as handle:
+    def read_table(self, name: str, file: str, columns: list[str]) -> pa.Table:
+        with self._client.open(self._key(name, file), "rb") as handle:
             return pq.read_table(handle, columns=columns)
 
     def close(self) -> None:
+        if self.link is not None:
+            self.link.stop()
         self.server.stop()
 
 
 class DirStage:
-    """A copy of the dataset in a local directory (copied so that overwriting a file never
-    touches the cached dataset)."""
+    """Datasets in a local directory (copied in, so that overwriting a file never touches the
+    cached dataset). No proxy: a local directory has no latency to add."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory.absolute()
-        self.root = uris.normalize("file://" + str(self.directory))
+        self.base = uris.normalize("file://" + str(self.directory))
+        self.link: UfsLink | None = None
 
     def defines(self) -> list[str]:
-        return [f"dora.worker.ufs.roots={self.root}"]
+        return [f"dora.worker.ufs.roots={self.base}"]
 
-    def upload(self, files: list[Path], progress: Progress) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+    def upload(self, name: str, files: list[Path], progress: Progress) -> None:
+        (self.directory / name).mkdir(parents=True, exist_ok=True)
         for done, path in enumerate(files, start=1):
-            shutil.copyfile(path, self.directory / path.name)
+            shutil.copyfile(path, self.directory / name / path.name)
             progress(done, len(files))
 
-    def overwrite(self, name: str, table: pa.Table) -> None:
-        temp = self.directory / f".{name}.tmp"
-        pq.write_table(table, temp, compression="snappy")
-        temp.replace(self.directory / name)
+    def copy(self, source: str, target: str) -> None:
+        shutil.copytree(self.directory / source, self.directory / target)
 
-    def read_table(self, name: str, columns: list[str]) -> pa.Table:
-        return pq.read_table(self.directory / name, columns=columns)
+    def overwrite(self, name: str, file: str, table: pa.Table) -> None:
+        overwrite_local(self.directory / name / file, table)
+
+    def read_table(self, name: str, file: str, columns: list[str]) -> pa.Table:
+        return pq.read_table(self.directory / name / file, columns=columns)
 
     def close(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def overwrite_local(path: Path, table: pa.Table) -> None:
+    """Replace a local Parquet file atomically (a new inode and mtime, as real writers do)."""
+    temp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, temp, compression="snappy")
+    temp.replace(path)

@@ -8,7 +8,7 @@ to that target here, column by column (missing columns become nulls, types are c
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
@@ -22,6 +22,7 @@ from pyspark.sql.types import StructField, StructType
 
 from worker.spark.listing import FileRef
 from worker.spark.options import ReadOptions
+from worker.spark.partitions import column, may_hold
 
 # Parquet files up to this size are fetched in one call; bigger ones are read in ranges.
 WHOLE_FILE_BYTES = 64 << 20
@@ -110,42 +111,73 @@ def _head(fs: Any, ref: FileRef) -> bytes:
 
 
 def read_batches(
-    fs: Any, ref: FileRef, target: pa.Schema, options: ReadOptions
+    fs: Any,
+    ref: FileRef,
+    target: pa.Schema,
+    options: ReadOptions,
+    filters: Sequence[Any] = (),
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of one file as batches conformed to ``target``."""
+    """The rows of one file as batches (not yet conformed to ``target``). For Parquet,
+    ``filters`` (Spark's pushed filters on data columns) skip the row groups whose statistics
+    rule them out; rows that are read are not filtered here."""
     readers: dict[str, Callable[[], Iterator[pa.RecordBatch]]] = {
-        "parquet": lambda: _parquet(fs, ref, target, options.batch_rows),
+        "parquet": lambda: _parquet(fs, ref, target, options.batch_rows, filters),
         "csv": lambda: _csv(fs, ref, target, options),
         "json": lambda: _json(fs, ref, target),
         "text": lambda: _text(fs, ref, options.batch_rows),
         "binaryFile": lambda: iter([_file_row(ref, _cat(fs, ref))]),
         "files": lambda: iter([_file_row(ref, None)]),
     }
-    for batch in readers[options.format]():
-        yield conform(batch, target)
+    return readers[options.format]()
 
 
 def _cat(fs: Any, ref: FileRef) -> bytes:
     return bytes(fs.cat_file(ref.uri, version=ref.version or None))
 
 
-def _open(fs: Any, ref: FileRef) -> Any:
+def _open(fs: Any, ref: FileRef, cache_type: str = "readahead") -> Any:
     # Pinned to the version planning listed: every task of a query reads the same snapshot,
     # and a file replaced since planning is an error, never a mix of old and new bytes.
-    return fs.open(ref.uri, "rb", version=ref.version or None)
+    return fs.open(ref.uri, "rb", version=ref.version or None, cache_type=cache_type)
 
 
-def _parquet(fs: Any, ref: FileRef, target: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    if ref.size <= WHOLE_FILE_BYTES:
+def _parquet(
+    fs: Any, ref: FileRef, target: pa.Schema, batch_rows: int, filters: Sequence[Any]
+) -> Iterator[pa.RecordBatch]:
+    if ref.size <= WHOLE_FILE_BYTES and not filters:
         # One worker call instead of a footer read and one call per column chunk.
         source: Any = pa.BufferReader(_cat(fs, ref))
     else:
-        source = _open(fs, ref)
+        # Ranged reads: the footer, then only the column chunks of the row groups that may
+        # match (pre-buffered by pyarrow, so no read-ahead of our own).
+        source = _open(fs, ref, cache_type="none")
     with source:
         parquet = pq.ParquetFile(source, pre_buffer=True)
         present = set(parquet.schema_arrow.names)
         columns = [name for name in target.names if name in present]
-        yield from parquet.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False)
+        groups = [
+            index
+            for index in range(parquet.metadata.num_row_groups)
+            if _row_group_may_hold(parquet.metadata.row_group(index), filters)
+        ]
+        if groups:
+            yield from parquet.iter_batches(
+                batch_size=batch_rows, row_groups=groups, columns=columns, use_threads=False
+            )
+
+
+def _row_group_may_hold(group: Any, filters: Sequence[Any]) -> bool:
+    by_name = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    for f in filters:
+        chunk = by_name.get(column(f))
+        stats = None if chunk is None else chunk.statistics
+        if stats is None or not stats.has_min_max:
+            continue
+        if not may_hold(
+            f, stats.min, stats.max, stats.null_count if stats.has_null_count else None
+        ):
+            return False
+    return True
 
 
 def _naive(arrow_type: pa.DataType) -> pa.DataType:

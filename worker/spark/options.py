@@ -99,6 +99,7 @@ class ReadOptions:
     batch_rows: int = DEFAULT_BATCH_ROWS
     header: bool = False
     sep: str = ","
+    filter_pushdown: bool = False
     state_dir: str | None = None
     workers: tuple[str, ...] = ()
     token: str | None = None
@@ -125,6 +126,7 @@ class ReadOptions:
             batch_rows=_count(lowered, "batchrows", DEFAULT_BATCH_ROWS),
             header=_flag(lowered, "header", False),
             sep=lowered.get("sep", lowered.get("delimiter", ",")),
+            filter_pushdown=_flag(lowered, "filterpushdown", False),
             state_dir=lowered.get("state_dir"),
             workers=workers,
             token=lowered.get("token"),

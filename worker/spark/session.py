@@ -26,8 +26,10 @@ def local_session(
     app_name: str = "doracache",
     conf: dict[str, str] | None = None,
     progress: bool = True,
+    master: str | None = None,
 ) -> Any:
-    """A ``local[cores]`` SparkSession with the ``dora`` data source registered.
+    """A ``local[cores]`` SparkSession (or one on ``master``, such as
+    ``local-cluster[2,1,1024]``) with the ``dora`` data source registered.
 
     Executors' Python is this interpreter (``PYSPARK_PYTHON`` must be set before the session
     exists, or Spark picks whatever ``python3`` is on PATH, without our packages).
@@ -41,12 +43,14 @@ def local_session(
     log_config = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
     log_config.write_text(_LOG4J2)
     builder = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master or f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", str(progress).lower())
         .config("spark.sql.shuffle.partitions", str(2 * cores))
         .config("spark.sql.session.timeZone", "UTC")
+        # Lets the dora source take Spark's filters (its filterPushdown option).
+        .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
     )
     for key, value in (conf or {}).items():

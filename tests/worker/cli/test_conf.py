@@ -47,3 +47,27 @@ def test_get_masks_secrets(tmp_path: Path) -> None:
     assert dora("conf", "get", "dora.worker.http.port", "--conf", str(conf)).stdout == "9999\n"
     out = dora("conf", "get", "dora.ufs.s3.secret.access.key", "--conf", str(conf))
     assert out.stdout == "******\n"
+
+
+def test_paths_shows_the_table_and_what_applies_to_a_uri(tmp_path: Path) -> None:
+    conf = tmp_path / "site.properties"
+    conf.write_text(
+        "dora.worker.path.conf=s3://lake/hot dora.user.file.metadata.sync.interval=0, \\\n"
+        "    s3://lake/raw dora.user.file.readtype.default=NO_CACHE\n"
+    )
+    out = dora("conf", "paths", "--conf", str(conf))
+    assert out.stdout.splitlines() == [
+        "s3://lake/hot  dora.user.file.metadata.sync.interval=0",
+        "s3://lake/raw  dora.user.file.readtype.default=NO_CACHE",
+    ]
+    out = dora("conf", "paths", "s3://lake/raw/a.csv", "--conf", str(conf))
+    assert out.stdout.splitlines() == [
+        "dora.user.file.metadata.sync.interval=-1  (default)",
+        "dora.user.file.readtype.default=NO_CACHE  (rule for s3://lake/raw)",
+    ]
+
+
+def test_paths_refuses_a_bad_rule_with_one_line() -> None:
+    out = dora("conf", "paths", "-Ddora.worker.path.conf=s3://lake sync=0")
+    assert out.returncode == 2
+    assert out.stderr.startswith("dora: dora.worker.path.conf: rule 's3://lake sync=0'")

@@ -1,0 +1,334 @@
+"""The WebHDFS REST surface, ``/webhdfs/v1/<path>?op=...``, over the same :class:`WorkerService`
+as REST v1, so that Hadoop's own ``WebHdfsFileSystem`` (inside pyspark's jars) reads through the
+cache: ``spark.read.parquet("webhdfs://worker:28080/s3/bucket/table")``.
+
+Paths map to URIs by ``/<scheme>/<rest>`` (:mod:`worker.api.webhdfs_paths`). Freshness and
+caching per path come from ``dora.worker.path.conf``, which the service applies, or from a
+``sync_interval`` parameter for callers that can send one. ``OPEN`` and ``CREATE`` redirect to
+themselves with ``data=true`` as a NameNode redirects to a DataNode (:mod:`worker.api.
+webhdfs_data`). Every JSON answer goes out without a Content-Type header, errors included
+(:mod:`worker.api.webhdfs_errors`).
+
+Auth, when ``dora.worker.security.token`` is set, is the app's token check with this surface's
+credential: ``Authorization: Bearer <token>``, which the Hadoop client sends with its OAuth2
+settings (its token provider fetches the access token from ``POST /webhdfs/oauth2/token`` with
+the worker token as client secret; that path checks the secret itself), or ``delegation=<token>``.
+``worker.spark.webhdfs.hadoop_conf`` gives the Hadoop settings.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import threading
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ufs import uri as uris
+from ufs.errors import UfsNotFound, UfsOutsideRoots
+from worker import keys
+from worker.api import webhdfs_json as shapes
+from worker.api.surface import Route, Surface
+from worker.api.webhdfs_data import create_file, open_file, status_or_none
+from worker.api.webhdfs_errors import CREDENTIAL_HINT, credential, json_answer, render_error
+from worker.api.webhdfs_locality import Locality, host_and_name
+from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
+from worker.api.webhdfs_query import Query
+from worker.errors import InvalidRequest, IsADirectory, UnsupportedOperation
+from worker.service import WorkerService
+
+TOKEN_LIFETIME_S = 3600
+BATCH_SIZE = 1000
+Op = Callable[["WebHdfs", Request, Query, str], Awaitable[Response]]
+# Operations of the WebHDFS API this surface does not offer: answered as such, not as unknown.
+UNSUPPORTED = frozenset(
+    {
+        *("APPEND", "CONCAT", "TRUNCATE", "CREATESYMLINK", "SETREPLICATION", "SETOWNER"),
+        *("SETPERMISSION", "SETTIMES", "GETDELEGATIONTOKEN", "RENEWDELEGATIONTOKEN"),
+        *("CANCELDELEGATIONTOKEN", "GETACLSTATUS", "SETACL", "MODIFYACLENTRIES"),
+        *("REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "GETXATTRS", "SETXATTR"),
+        *("REMOVEXATTR", "LISTXATTRS", "CREATESNAPSHOT", "DELETESNAPSHOT", "RENAMESNAPSHOT"),
+        *("GETSNAPSHOTDIFF", "GETTRASHROOT", "GETSTATUS", "GETSERVERDEFAULTS"),
+        *("GETQUOTAUSAGE", "SETQUOTA", "GETFILELINKSTATUS", "GETLINKTARGET"),
+        *("GETSTORAGEPOLICY", "SETSTORAGEPOLICY"),
+    }
+)
+
+_SURFACES: weakref.WeakKeyDictionary[WorkerService, WebHdfs] = weakref.WeakKeyDictionary()
+_SURFACES_LOCK = threading.Lock()
+
+
+def _of(service: WorkerService) -> WebHdfs:
+    """The WebHDFS state of ``service`` (namespace, ring), built on its first request."""
+    with _SURFACES_LOCK:
+        state = _SURFACES.get(service)
+        if state is None:
+            state = _SURFACES[service] = WebHdfs(service)
+        return state
+
+
+async def dispatch(service: WorkerService, request: Request) -> Response:
+    """Every ``/webhdfs/v1`` call: on the method and ``op``."""
+    state = _of(service)
+    query = Query(request.query_params)
+    op = (query.text("op") or "").upper()
+    handler = OPS.get((request.method, op))
+    if handler is None:
+        raise _refusal(request.method, op)
+    return await handler(state, request, query, "/" + request.path_params.get("path", ""))
+
+
+def _refusal(method: str, op: str) -> Exception:
+    if not op:
+        return InvalidRequest('Missing webhdfs parameter "op"')
+    if op in UNSUPPORTED:
+        return UnsupportedOperation(f"op={op} is not supported by the doracache worker")
+    if any(op == known for _, known in OPS):
+        return InvalidRequest(f"op={op} is not a {method} operation")
+    return InvalidRequest(
+        f'Invalid value for webhdfs parameter "op": {op!r} is not a WebHDFS operation'
+    )
+
+
+async def issue_token(service: WorkerService, request: Request) -> Response:
+    """OAuth2 client-credentials grant (RFC 6749, 4.4) for the Hadoop client's token provider:
+    the client secret is the worker token, and so is the access token. Answered in OAuth2's
+    shape (RFC 6749, 5.2), not as a RemoteException."""
+    token = (service.config.get(keys.TOKEN) or "").encode()
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    secret = (form.get("client_secret") or [""])[0]
+    if token and not hmac.compare_digest(secret.encode(), token):
+        body = {"error": "invalid_client", "error_description": "wrong client_secret"}
+        return Response(json.dumps(body), 401, media_type="application/json")
+    answer = {
+        "access_token": token.decode() or "none",
+        "token_type": "Bearer",
+        "expires_in": TOKEN_LIFETIME_S,
+    }
+    return Response(json.dumps(answer), 200, media_type="application/json")
+
+
+class WebHdfs:
+    """The WebHDFS operations over one service. Thread-safe: it holds the service and immutable
+    or thread-safe parts."""
+
+    def __init__(self, service: WorkerService) -> None:
+        self.service = service
+        self.namespace = Namespace(service.roots)
+        self.locality = Locality.from_config(service.config)
+
+    # -- metadata ------------------------------------------------------------------------------
+
+    def _uri(self, path: str) -> str:
+        """The URI of a non-virtual path (virtual directories are handled by each op)."""
+        return uri_of(path)
+
+    async def get_file_status(self, request: Request, query: Query, path: str) -> Response:
+        if self._virtual(path):
+            return json_answer(shapes.status_answer(shapes.directory("")))
+        uri = self._uri(path)
+        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
+        return json_answer(shapes.status_answer(shapes.file_status(status, "")))
+
+    def _virtual(self, path: str) -> bool:
+        return path.strip("/") == "" or self.namespace.is_virtual(path)
+
+    async def _entries(self, query: Query, path: str) -> list[dict[str, Any]]:
+        """The statuses a listing of ``path`` shows: the children of a directory, or the file
+        itself with an empty suffix (as HDFS answers for a file)."""
+        if self._virtual(path):
+            return [shapes.directory(name) for name in self.namespace.children(path)]
+        uri = self._uri(path)
+        interval = query.sync_interval()
+
+        def work() -> list[dict[str, Any]]:
+            status = self.service.status(uri, interval)
+            if not status.is_dir:
+                return [shapes.file_status(status, "")]
+            return [shapes.file_status(s, s.name) for s in self.service.list(uri, interval)]
+
+        return await run_in_threadpool(work)
+
+    async def list_status(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.statuses(await self._entries(query, path)))
+
+    async def list_status_batch(self, request: Request, query: Query, path: str) -> Response:
+        entries = await self._entries(query, path)
+        after = query.text("startafter")
+        if after is not None:
+            entries = [e for e in entries if e["pathSuffix"] > after]
+        batch = entries[:BATCH_SIZE]
+        return json_answer(shapes.directory_listing(batch, len(entries) - len(batch)))
+
+    async def block_locations(self, request: Request, query: Query, path: str) -> Response:
+        uri = self._uri(path)
+        offset, length = query.long("offset", 0), query.long("length", 1 << 62)
+        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
+        if status.is_dir:
+            raise IsADirectory(f"Path is not a file: {path}")
+        owner = await run_in_threadpool(self.locality.owner, status.uri)
+        if owner is None:
+            owner = _this_worker(request)
+        return json_answer(shapes.block_locations(status, offset, length, owner))
+
+    async def content_summary(self, request: Request, query: Query, path: str) -> Response:
+        uri = self._uri(path)
+        interval = query.sync_interval()
+
+        def work() -> dict[str, Any]:
+            status = self.service.status(uri, interval)
+            if not status.is_dir:
+                return shapes.content_summary(status.size, 1, 0)
+            length = files = 0
+            directories, pending = 1, [status.uri]
+            while pending:
+                for child in self.service.list(pending.pop(), interval):
+                    if child.is_dir:
+                        directories += 1
+                        pending.append(child.uri)
+                    else:
+                        files += 1
+                        length += child.size
+            return shapes.content_summary(length, files, directories)
+
+        return json_answer(await run_in_threadpool(work))
+
+    async def checksum(self, request: Request, query: Query, path: str) -> Response:
+        uri = self._uri(path)
+        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
+        if status.is_dir:
+            raise IsADirectory(f"Path is not a file: {path}")
+        return json_answer(shapes.checksum(status))
+
+    async def home_directory(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.path_answer(self.namespace.home()))
+
+    async def check_access(self, request: Request, query: Query, path: str) -> Response:
+        query.fsaction()
+        if not self._virtual(path):
+            uri = self._uri(path)
+            await run_in_threadpool(self.service.status, uri, query.sync_interval())
+        return Response(b"", 200)
+
+    # -- data ----------------------------------------------------------------------------------
+
+    async def open(self, request: Request, query: Query, path: str) -> Response:
+        if self._virtual(path):
+            raise IsADirectory(f"Path is not a file: {path}")
+        return await open_file(self.service, request, query, self._uri(path))
+
+    async def create(self, request: Request, query: Query, path: str) -> Response:
+        self._refuse_virtual(path, "create a file")
+        return await create_file(self.service, request, query, self._uri(path), path)
+
+    # -- mutations -----------------------------------------------------------------------------
+
+    def _refuse_virtual(self, path: str, what: str) -> None:
+        if self._virtual(path):
+            raise UfsOutsideRoots(f"cannot {what} at {path}: it lies above the mount roots")
+
+    async def mkdirs(self, request: Request, query: Query, path: str) -> Response:
+        if not self._virtual(path):
+            await run_in_threadpool(self.service.mkdir, self._uri(path))
+        return json_answer(shapes.boolean(True))
+
+    async def rename(self, request: Request, query: Query, path: str) -> Response:
+        """HDFS semantics: false (not an error) when the source is missing or the target is
+        taken; a target that is a directory receives the source under its own name."""
+        self._refuse_virtual(path, "rename")
+        destination = query.required("destination")
+        if not destination.startswith("/"):
+            raise InvalidRequest(f"destination {destination!r} is not an absolute path")
+        self._refuse_virtual(destination, "rename")
+        src, dst = self._uri(path), self._uri(destination)
+        interval = query.sync_interval()
+        return json_answer(
+            shapes.boolean(await run_in_threadpool(self._rename, src, dst, interval))
+        )
+
+    def _rename(self, src: str, dst: str, interval: int | None) -> bool:
+        # The target is looked up as the path rules say, not forced fresh: a directory made
+        # through the worker on an object store exists only in the worker's metadata.
+        source = status_or_none(self.service, src, interval)
+        if source is None:
+            return False
+        target = uris.normalize(dst)
+        existing = status_or_none(self.service, target, interval)
+        if existing is not None:
+            if not existing.is_dir:
+                return False
+            target = f"{existing.uri}/{source.name}"
+            if status_or_none(self.service, target, interval) is not None:
+                return False
+        if uris.is_under(target, source.uri):
+            return False
+        self.service.rename(source.uri, target)
+        return True
+
+    async def delete(self, request: Request, query: Query, path: str) -> Response:
+        """True when something was deleted, false when nothing was there (as HDFS answers)."""
+        self._refuse_virtual(path, "delete")
+        uri, recursive = self._uri(path), query.boolean("recursive")
+
+        def work() -> bool:
+            try:
+                self.service.delete(uri, recursive)
+            except UfsNotFound:
+                return False
+            return True
+
+        return json_answer(shapes.boolean(await run_in_threadpool(work)))
+
+
+def _this_worker(request: Request) -> tuple[str, str]:
+    """``(host, host:port)`` of the address the request reached this worker at (the socket's,
+    not the name the client used, which Hadoop's client canonicalizes)."""
+    server = request.scope.get("server")
+    if server is None:
+        return host_and_name(request.url.netloc)
+    host, port = server[0], server[1]
+    if port is None:
+        return host, host
+    return host, f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+OPS: dict[tuple[str, str], Op] = {
+    ("GET", "GETFILESTATUS"): WebHdfs.get_file_status,
+    ("GET", "LISTSTATUS"): WebHdfs.list_status,
+    ("GET", "LISTSTATUS_BATCH"): WebHdfs.list_status_batch,
+    ("GET", "OPEN"): WebHdfs.open,
+    ("GET", "GETFILEBLOCKLOCATIONS"): WebHdfs.block_locations,
+    ("GET", "GETCONTENTSUMMARY"): WebHdfs.content_summary,
+    ("GET", "GETFILECHECKSUM"): WebHdfs.checksum,
+    ("GET", "GETHOMEDIRECTORY"): WebHdfs.home_directory,
+    ("GET", "CHECKACCESS"): WebHdfs.check_access,
+    ("PUT", "CREATE"): WebHdfs.create,
+    ("PUT", "MKDIRS"): WebHdfs.mkdirs,
+    ("PUT", "RENAME"): WebHdfs.rename,
+    ("DELETE", "DELETE"): WebHdfs.delete,
+}
+"""The operations offered, by HTTP method and ``op``."""
+
+SURFACE = Surface(
+    name="webhdfs",
+    prefix="/webhdfs",
+    routes=(
+        *(
+            Route(method, path, dispatch)
+            for path in (PREFIX, PREFIX + "/{path:path}")
+            for method in ("GET", "PUT", "POST", "DELETE")
+        ),
+        Route("POST", TOKEN_PATH, issue_token),
+    ),
+    render_error=render_error,
+    credential=credential,
+    credential_hint=CREDENTIAL_HINT,
+    open_paths=frozenset({TOKEN_PATH}),
+)
+"""WebHDFS: errors as RemoteException, the token by bearer header or ``delegation=``."""

@@ -1,0 +1,130 @@
+"""WebHDFS ``OPEN`` and ``CREATE``: the two-step calls, as a NameNode and DataNode make them.
+
+A first call without ``data=true`` is answered ``307`` to the same URL with ``data=true`` (and,
+for ``OPEN``, ``version=`` of the status it just resolved; ``noredirect=true`` gets the
+location as JSON instead). The Hadoop client then reads from that location at every offset it
+seeks to, so one opened stream reads one version of the file, and its open does not start a
+stream at offset 0 that the client would abandon to seek to the footer.
+
+The data call streams from ``offset`` to the end (the client sends no ``length`` and hangs up
+when it has what it needs) through :meth:`WorkerService.read_span` with ``ramp``: only pages the
+client consumes are filled, plus a read-ahead that starts at one page, and the body is closed as
+soon as the client disconnects, which cancels the fills not yet started. ``CREATE`` spools the
+body (up to ``dora.worker.http.max.write.size``) and writes it through the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+from anyio.lowlevel import checkpoint
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from ufs.errors import UfsAlreadyExists, UfsNotFound
+from ufs.status import UfsStatus
+from worker import keys
+from worker.api.body import file_chunks, spool_body
+from worker.api.webhdfs_errors import json_answer
+from worker.api.webhdfs_query import Query
+from worker.errors import IsADirectory
+from worker.ranges import Window
+from worker.service import WorkerService
+
+SEND_SLICE = 64 << 10
+
+
+@dataclass(frozen=True)
+class OpenSpan:
+    """``OPEN``'s range: as a :class:`Window`, except that an offset at the very end of the
+    file reads nothing rather than failing (a client may open at its end)."""
+
+    offset: int
+    length: int | None
+
+    def resolve(self, size: int) -> tuple[int, int]:
+        if self.offset == size:
+            return size, 0
+        return Window(self.offset, self.length).resolve(size)
+
+
+async def open_file(service: WorkerService, request: Request, query: Query, uri: str) -> Response:
+    """``OPEN``: the redirect to the version-pinned data URL, or the data from ``offset``."""
+    version = query.text("version")
+    interval = query.sync_interval()
+    span = OpenSpan(query.long("offset", 0), _length(query))
+    if not query.boolean("data"):
+        status = await run_in_threadpool(service.status, uri, interval, version)
+        if status.is_dir:
+            raise IsADirectory(f"Path is not a file: {request.url.path}")
+        return _redirect(request, query, {"data": "true", "version": status.version})
+    result = await run_in_threadpool(
+        lambda: service.read_span(uri, span, interval, version, ramp=True)
+    )
+    return StreamingResponse(
+        _until_disconnect(result.chunks),
+        200,
+        {"Content-Length": str(result.length)},
+        media_type="application/octet-stream",
+    )
+
+
+def _length(query: Query) -> int | None:
+    return None if query.text("length") is None else query.long("length", 0)
+
+
+async def create_file(
+    service: WorkerService, request: Request, query: Query, uri: str, path: str
+) -> Response:
+    """``CREATE``: the redirect to the data URL, then the body written through."""
+    # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
+    fresh = 0
+    if not query.boolean("overwrite") and (
+        await run_in_threadpool(status_or_none, service, uri, fresh) is not None
+    ):
+        raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
+    if not query.boolean("data"):
+        return _redirect(request, query, {"data": "true"})
+    spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    try:
+        await run_in_threadpool(service.write, uri, file_chunks(spool))
+    finally:
+        spool.close()
+    location = f"webhdfs://{request.url.netloc}{path}"
+    return Response(b"", 201, {"Location": location})
+
+
+def status_or_none(service: WorkerService, uri: str, interval: int | None) -> UfsStatus | None:
+    """The status of ``uri`` under sync interval ``interval``, or None if nothing is there."""
+    try:
+        return service.status(uri, interval)
+    except UfsNotFound:
+        return None
+
+
+def _redirect(request: Request, query: Query, extra: dict[str, str]) -> Response:
+    """307 to this URL with ``extra`` parameters, or the location as JSON for noredirect."""
+    params = {k: v for k, v in request.query_params.items() if k.lower() not in extra}
+    location = str(request.url.replace_query_params(**params, **extra))
+    if query.boolean("noredirect"):
+        return json_answer({"Location": location})
+    return Response(b"", 307, {"Location": location})
+
+
+async def _until_disconnect(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """``chunks`` pulled in the thread pool; closed when the response ends for any reason —
+    also when the client hangs up mid-stream and the response task is cancelled."""
+    try:
+        while (chunk := await run_in_threadpool(next, chunks, None)) is not None:
+            # In slices: the server's flow control then holds back at most one slice beyond
+            # what the socket took, not a whole page the client may never read.
+            for start in range(0, len(chunk), SEND_SLICE):
+                yield chunk[start : start + SEND_SLICE]
+                # Lets the loop see a hang-up between slices, which cancels this stream.
+                await checkpoint()
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,42 @@
+"""Spark's own readers through the cache: ``webhdfs://`` URLs for UFS URIs, and the Hadoop
+settings that let ``WebHdfsFileSystem`` (inside pyspark's jars) authenticate to a worker.
+
+    conf = spark_conf("127.0.0.1:28080", token)            # session settings
+    spark.read.parquet(webhdfs_url("127.0.0.1:28080", "s3://bucket/trips"))
+
+The token reaches the worker as ``Authorization: Bearer``: Hadoop's OAuth2 support fetches it
+from the worker's token endpoint with the token as client secret (the only way to make the
+stock client send a header; its ``delegation=`` parameter needs Kerberos-era token plumbing).
+Importing this module imports neither PySpark nor FastAPI.
+"""
+
+from __future__ import annotations
+
+from ufs import uri as uris
+from worker.api.webhdfs_paths import TOKEN_PATH, path_of
+
+SCHEME = "webhdfs"
+_PROVIDER = "org.apache.hadoop.hdfs.web.oauth2.ConfCredentialBasedAccessTokenProvider"
+
+
+def webhdfs_url(address: str, uri: str) -> str:
+    """``webhdfs://<address>/<scheme>/<rest>`` for a UFS URI and a worker's ``host:port``."""
+    return f"{SCHEME}://{address}{path_of(uris.normalize(uri))}"
+
+
+def hadoop_conf(address: str, token: str | None) -> dict[str, str]:
+    """Hadoop settings for a worker at ``host:port`` that wants ``token`` (none without one)."""
+    if not token:
+        return {}
+    return {
+        "dfs.webhdfs.oauth2.enabled": "true",
+        "dfs.webhdfs.oauth2.access.token.provider": _PROVIDER,
+        "dfs.webhdfs.oauth2.client.id": "dora",
+        "dfs.webhdfs.oauth2.credential": token,
+        "dfs.webhdfs.oauth2.refresh.url": f"http://{address}{TOKEN_PATH}",
+    }
+
+
+def spark_conf(address: str, token: str | None) -> dict[str, str]:
+    """:func:`hadoop_conf` as Spark session settings (``spark.hadoop.`` prefixed)."""
+    return {f"spark.hadoop.{key}": value for key, value in hadoop_conf(address, token).items()}
