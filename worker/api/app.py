@@ -8,7 +8,8 @@
   (``worker.errors``) and written in the shape of the surface that owns the path; an unknown
   exception is a bug, logged and answered 500 without internals; unknown paths and methods get
   the catalogue's NoSuchRoute / MethodNotAllowed;
-- request latency and error metrics.
+- request latency and error metrics;
+- the access log (``dora.worker.http.access.log``), outermost, so refusals are logged too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from worker import errors as catalogue
 from worker import keys
 from worker.api import alluxio, rest_v1
+from worker.api.access import ACCESS_LOG, AccessLog
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics
 from worker.service import WorkerService
@@ -57,6 +59,8 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
     token = (service.config.get(keys.TOKEN) or "").encode()
     if token:
         app.add_middleware(TokenCheck, token=token, surfaces=surfaces, metrics=service.metrics)
+    if service.config.get(ACCESS_LOG):
+        app.add_middleware(AccessLog)  # outermost: refused requests are logged too
     return app
 
 
