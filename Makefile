@@ -34,9 +34,9 @@ typecheck: $(STAMP)
 test: etcd alluxiofs-venvs lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
-# Unit tests only: no real servers (integration), no reliability scenarios.
+# Unit tests only: no real servers (integration), no reliability scenarios, nothing slow.
 test-fast: lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not reliability"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not reliability and not slow"
 
 # `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
 demo: etcd $(STAMP)

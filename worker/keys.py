@@ -8,8 +8,8 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
-from worker import pathconf
-from worker.api import alluxio_keys
+from worker import logs, pathconf
+from worker.api import access, alluxio_keys
 from worker.cluster import keys as cluster_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
@@ -130,6 +130,8 @@ KEYS: list[PropertyKey[Any]] = [
     USER_CLIENT_VIRTUAL_NODES,
     USER_CLIENT_READ_CHUNK_SIZE,
     USER_CLIENT_READ_PARALLELISM,
+    access.ACCESS_LOG,
+    logs.LOG_FORMAT,
 ]
 
 

@@ -1,16 +1,29 @@
 """Prometheus metrics of one worker, in a registry of its own (so several workers can live in one
 process, as tests do). Collectors read the metadata manager's and page store's counters at scrape
-time; the read path and API count what only they see."""
+time; the read path and API count what only they see. The standard process, platform and garbage
+collector metrics (``process_*``, ``python_info``, ``python_gc_*``) are in the same registry, so
+one scrape of ``/metrics`` has them all."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from pagestore.api import PageStore
+
+# Metadata figures that are levels, not running totals: exposed as gauges (they go down).
+_META_GAUGES = frozenset({"metastore_pending"})
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
 
@@ -37,7 +50,11 @@ class _StateCollector(Collector):
         hits.add_metric(["rocksdb"], meta.get("metastore_hits", 0))
         yield hits
         for name, count in sorted(meta.items()):
-            if name not in ("memory_hits", "metastore_hits"):
+            if name in _META_GAUGES:
+                yield GaugeMetricFamily(
+                    f"dora_metadata_{name}", f"Metadata level: {name}", value=count
+                )
+            elif name not in ("memory_hits", "metastore_hits"):
                 yield CounterMetricFamily(
                     f"dora_metadata_{name}", f"Metadata events: {name}", value=count
                 )
@@ -72,6 +89,9 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self.bytes_served = Counter(
             "dora_bytes_served",
             "Bytes served to readers, by where they came from",

@@ -8,18 +8,22 @@
   (``worker.errors``) and written in the shape of the surface that owns the path; an unknown
   exception is a bug, logged and answered 500 without internals; unknown paths and methods get
   the catalogue's NoSuchRoute / MethodNotAllowed;
-- request latency and error metrics.
+- request latency and error metrics;
+- the access log (``dora.worker.http.access.log``), outermost, so refusals are logged too.
 """
 
 from __future__ import annotations
 
 import hmac
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -28,6 +32,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from worker import errors as catalogue
 from worker import keys
 from worker.api import alluxio, rest_v1, webhdfs
+from worker.api.access import ACCESS_LOG, AccessLog
+from worker.api.contract import UNAUTHORIZED
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics
 from worker.service import WorkerService
@@ -46,17 +52,29 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
     app = FastAPI(
         title="doracache worker",
         version="1",
-        docs_url=None,
+        docs_url="/docs",
         redoc_url=None,
-        exception_handlers={HTTPException: _unrouted(surfaces, service.metrics)},
+        exception_handlers={
+            HTTPException: _unrouted(surfaces, service.metrics),
+            RequestValidationError: _invalid(surfaces, service.metrics),
+        },
     )
+    token = (service.config.get(keys.TOKEN) or "").encode()
     for surface in surfaces:
         for route in surface.routes:
+            declared = dict(route.declared)
+            if token and route.path not in OPEN_PATHS:
+                declared["dependencies"] = [Security(surface.scheme)]
+                declared["responses"] = {**declared.get("responses", {}), **UNAUTHORIZED}
             handle = _guarded(service, surface, route.path, route.handler)
-            app.add_api_route(route.path, handle, methods=[route.method])
-    token = (service.config.get(keys.TOKEN) or "").encode()
+            app.add_api_route(
+                route.path, handle, methods=[route.method], tags=[surface.name], **declared
+            )
+    app.openapi = lambda: _contract(app)  # type: ignore[method-assign]
     if token:
         app.add_middleware(TokenCheck, token=token, surfaces=surfaces, metrics=service.metrics)
+    if service.config.get(ACCESS_LOG):
+        app.add_middleware(AccessLog)  # outermost: refused requests are logged too
     return app
 
 
@@ -79,20 +97,77 @@ def _answer_error(surface: Surface, exc: BaseException, metrics: Metrics) -> Res
 
 def _guarded(
     service: WorkerService, surface: Surface, path: str, handler: Handler
-) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` with error answers and latency metrics around it."""
+) -> Callable[..., Awaitable[Response]]:
+    """``handler`` with the service given, error answers and latency metrics around it. It
+    keeps the handler's other parameters, so FastAPI declares and parses them."""
     metrics = service.metrics
 
-    async def handle(request: Request) -> Response:
+    async def handle(**declared: Any) -> Response:
         started = time.perf_counter()
         try:
-            response = await handler(service, request)
+            response = await handler(service, **declared)
         except Exception as exc:  # noqa: BLE001 — every error becomes an answer; bugs are logged
             response = _answer_error(surface, exc, metrics)
         metrics.request_latency.labels(path).observe(time.perf_counter() - started)
         return response
 
+    handle.__name__ = handler.__name__  # FastAPI names the operation after it
+    signature = inspect.signature(handler, eval_str=True)
+    handle.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=list(signature.parameters.values())[1:]
+    )
     return handle
+
+
+def _contract(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, built once. A request breaking a declared rule is answered 400
+    in the error shape (:func:`_invalid`), so FastAPI's generic 422 answer is left out."""
+    if app.openapi_schema is None:
+        document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        for operations in document.get("paths", {}).values():
+            for operation in operations.values():
+                _errors_are_json(operation.get("responses", {}))
+        schemas = document.get("components", {}).get("schemas", {})
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        app.openapi_schema = document
+    return app.openapi_schema
+
+
+def _errors_are_json(responses: dict[str, Any]) -> None:
+    """Error answers are JSON whatever the route's success answers are (FastAPI documents a
+    route's extra answers in its response class's media type: bytes for /v1/read); no 422."""
+    responses.pop("422", None)
+    for status, answer in responses.items():
+        content = answer.get("content")
+        if status[0] in "45" and content and "application/json" not in content:
+            answer["content"] = {"application/json": next(iter(content.values()))}
+
+
+def _invalid(
+    surfaces: tuple[Surface, ...], metrics: Metrics
+) -> Callable[[Request, RequestValidationError], Coroutine[Any, Any, Response]]:
+    """The answer to a request that breaks a declared parameter's rule: BadRequest naming it."""
+
+    async def handle(request: Request, exc: RequestValidationError) -> Response:
+        kind = catalogue.kind_for_code("BadRequest")
+        metrics.errors.labels(kind.code).inc()
+        message = "; ".join(_broken_rule(error) for error in exc.errors())
+        return owner(surfaces, request.url.path).render_error(kind, message, {})
+
+    return handle
+
+
+def _broken_rule(error: Any) -> str:
+    """One validation error as the parameter it names and what was expected."""
+    where, name = (error["loc"][0], str(error["loc"][-1])) if error["loc"] else ("", "")
+    what = "header" if where == "header" else "query parameter"
+    given = error.get("input")
+    if error["type"] == "missing" or given == "":
+        return f"missing {what} {name!r}"
+    cause = error.get("ctx", {}).get("error")
+    expected = str(cause) if isinstance(cause, ValueError) else error["msg"]
+    return f"{what} {name}={given!r}: {expected}"
 
 
 def _unrouted(

@@ -18,27 +18,56 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import Response
 
+from worker.api import contract as c
 from worker.api import params
 from worker.api.surface import Route
 from worker.service import Located, WorkerService
+
+
+class Locations(BaseModel):
+    """Where the cached pages of a range of one file version are."""
+
+    file_id: str
+    version: str
+    page_size: int
+    format: int = Field(description="The page file format; a client refuses one it does not know.")
+    header_size: int
+    block_size: int = Field(description="Bytes covered by each checksum of the page's table.")
+    pages: list[tuple[int, str, int]] = Field(
+        description="[page index, page file's absolute path, data bytes] of each cached page."
+    )
+    missing: list[int] = Field(description="Page indices of the range that are not cached.")
+    status: c.FileStatus
+
+
+class SameHost(BaseModel):
+    """What a client on the worker's host needs for its fast path."""
+
+    generations: str | None = Field(description="The generation counter file (None: none).")
+    page_size: int
+    sync_interval_ms: int
 
 
 def _json(data: Any) -> Response:
     return Response(json.dumps(data), 200, media_type="application/json")
 
 
-async def locate(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, version = params.required(q, "path"), q.get("version") or None
-    offset = params.optional_int(q, "offset") or 0
-    length = params.optional_int(q, "length")
+async def locate(
+    service: WorkerService,
+    path: c.UfsPath,
+    version: c.Version = None,
+    offset: c.Offset = None,
+    length: c.Length = None,
+) -> Response:
+    start = params.nonnegative("offset", offset) or 0
+    size = params.nonnegative("length", length)
 
     def work() -> dict[str, Any]:
-        return answer(service, service.locate(path, version, offset, length))
+        return answer(service, service.locate(path, version or None, start, size))
 
     return _json(await run_in_threadpool(work))
 
@@ -51,11 +80,25 @@ def answer(service: WorkerService, located: Located) -> dict[str, Any]:
     return data
 
 
-async def local(service: WorkerService, request: Request) -> Response:
+async def local(service: WorkerService) -> Response:
     return _json(service.same_host())
 
 
 ROUTES = (
-    Route("GET", "/v1/locate", locate),
-    Route("GET", "/v1/local", local),
+    Route(
+        "GET",
+        "/v1/locate",
+        locate,
+        {
+            "response_model": Locations,
+            "summary": "Page locations of a pinned file version (same-host reads)",
+            "responses": c.errors(*c.UFS_ERRORS, 412, 416),
+        },
+    ),
+    Route(
+        "GET",
+        "/v1/local",
+        local,
+        {"response_model": SameHost, "summary": "The same-host fast path's facts"},
+    ),
 )

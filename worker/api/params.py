@@ -38,28 +38,60 @@ def optional_int(params: QueryParams, name: str) -> int | None:
     """A non-negative integer parameter; absent or empty: None. A negative one is a range the
     file cannot satisfy (416), anything else not an integer is a bad request (400)."""
     text = params.get(name)
+    try:
+        value = optional_integer(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"query parameter {name}={text!r}: {exc}") from None
+    return nonnegative(name, value if isinstance(value, int) else None)
+
+
+def optional_integer(text: object) -> object:
+    """A query value as an integer in ASCII digits (a leading ``-`` allowed), None for an
+    empty one; ValueError for anything else that is text. A validator of declared
+    parameters too (``worker.api.contract``)."""
     if text is None or text == "":
         return None
-    if _INTEGER.fullmatch(text) is None:
-        raise InvalidRequest(f"query parameter {name}={text!r}: expected an integer (0-9 only)")
-    value = int(text)
-    if value < 0:
+    if isinstance(text, str):
+        if _INTEGER.fullmatch(text) is None:
+            raise ValueError("expected an integer (0-9 only)")
+        return int(text)
+    return text
+
+
+def nonnegative(name: str, value: int | None) -> int | None:
+    """``value`` of parameter ``name``; a negative one is RangeNotSatisfiable (416)."""
+    if value is not None and value < 0:
         raise RangeNotSatisfiable(f"query parameter {name}={value}: must not be negative")
     return value
 
 
 def boolean(params: QueryParams, name: str) -> bool:
-    text = params.get(name, "").lower()
-    if text in _TRUE:
+    text = params.get(name, "")
+    try:
+        return bool(truth(text))
+    except ValueError as exc:
+        raise InvalidRequest(f"query parameter {name}={text.lower()!r}: {exc}") from None
+
+
+def truth(text: object) -> object:
+    """A query value as a boolean: true/1/yes, false/0/no/empty (any case); ValueError for
+    other text. A validator of declared parameters too."""
+    if not isinstance(text, str):
+        return text
+    if text.lower() in _TRUE:
         return True
-    if text in _FALSE:
+    if text.lower() in _FALSE:
         return False
-    raise InvalidRequest(f"query parameter {name}={text!r}: expected true or false")
+    raise ValueError("expected true or false")
 
 
 def sync_interval(params: QueryParams) -> int | None:
     """``sync_interval`` in ms or as a duration (``30s``); -1 never, 0 always; absent: default."""
-    text = params.get("sync_interval")
+    return interval(params.get("sync_interval"))
+
+
+def interval(text: str | None) -> int | None:
+    """A ``sync_interval`` value (see :func:`sync_interval`); InvalidRequest if malformed."""
     if text is None or text == "":
         return None
     try:

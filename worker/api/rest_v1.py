@@ -1,7 +1,9 @@
 """The REST API (v1) of DESIGN.md: a surface over :class:`WorkerService`.
 
-Handlers parse parameters by hand (``worker.api.params``: precise 400s, no per-request model
-validation on the hot path) and run blocking work in the thread pool, never on the event loop.
+Parameters, answers and error answers are declared (``worker.api.contract``), so
+``/openapi.json`` is the contract; the declared types check what ``worker.api.params`` checks
+(precise 400s naming the parameter). Handlers run blocking work in the thread pool, never on
+the event loop.
 Reads stream: the service resolves the status, range and first chunk before the answer starts,
 so errors get their status code; a failure after that (the file changed mid-read) cuts the body
 short of its Content-Length, so a client sees an error, never mixed bytes.
@@ -10,6 +12,7 @@ short of its Content-Length, so a client sees an error, never mixed bytes.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -18,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from worker import keys
+from worker.api import contract as c
 from worker.api import locate, params
 from worker.api.body import Batch, PagedBody, file_chunks, pull, spool_body
 from worker.api.errors import error_response
@@ -31,27 +35,30 @@ def json_response(data: Any, status: int = 200) -> Response:
     return Response(json.dumps(data), status, media_type="application/json")
 
 
-async def healthz(service: WorkerService, request: Request) -> Response:
+async def healthz(service: WorkerService) -> Response:
     return json_response({"status": "ok"})
 
 
-async def readyz(service: WorkerService, request: Request) -> Response:
+async def readyz(service: WorkerService) -> Response:
     answer = service.readiness()
     return json_response(answer, 200 if answer["ready"] else 503)
 
 
-async def metrics_text(service: WorkerService, request: Request) -> Response:
+async def metrics_text(service: WorkerService) -> Response:
     return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
-async def stats(service: WorkerService, request: Request) -> Response:
+async def stats(service: WorkerService) -> Response:
     return json_response(await run_in_threadpool(service.stats))
 
 
-async def status(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, interval = params.required(q, "path"), params.sync_interval(q)
-    version = q.get("version") or None
+async def status(
+    service: WorkerService,
+    path: c.UfsPath,
+    sync_interval: c.SyncInterval = None,
+    version: c.Version = None,
+) -> Response:
+    interval, version = params.interval(sync_interval), version or None
 
     cached = service.status_cached(path, interval, version)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
@@ -63,9 +70,10 @@ async def status(service: WorkerService, request: Request) -> Response:
     return json_response(await run_in_threadpool(work))
 
 
-async def listing(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, interval = params.required(q, "path"), params.sync_interval(q)
+async def listing(
+    service: WorkerService, path: c.UfsPath, sync_interval: c.SyncInterval = None
+) -> Response:
+    interval = params.interval(sync_interval)
 
     def work() -> dict[str, Any]:
         return {"entries": [service.describe(s) for s in service.list(path, interval)]}
@@ -73,12 +81,18 @@ async def listing(service: WorkerService, request: Request) -> Response:
     return json_response(await run_in_threadpool(work))
 
 
-async def read(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, interval = params.required(q, "path"), params.sync_interval(q)
-    version = q.get("version") or None
-    window = Window(params.optional_int(q, "offset") or 0, params.optional_int(q, "length"))
-    header = request.headers.get("range")
+async def read(
+    service: WorkerService,
+    path: c.UfsPath,
+    offset: c.Offset = None,
+    length: c.Length = None,
+    sync_interval: c.SyncInterval = None,
+    version: c.Version = None,
+    header: c.ByteRangeHeader = None,
+) -> Response:
+    interval, version = params.interval(sync_interval), version or None
+    start_at = params.nonnegative("offset", offset)
+    window = Window(start_at or 0, params.nonnegative("length", length))
     requested = None if header is None else params.byte_range(header)
 
     span = requested or window
@@ -101,8 +115,7 @@ async def read(service: WorkerService, request: Request) -> Response:
     return PagedBody(first, result.chunks, status_code, headers)
 
 
-async def write(service: WorkerService, request: Request) -> Response:
-    path = params.required(request.query_params, "path")
+async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
     service.roots.check(path)
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
@@ -112,80 +125,150 @@ async def write(service: WorkerService, request: Request) -> Response:
     return json_response(service.describe(written), 201 if created else 200)
 
 
-async def delete(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
+async def delete(
+    service: WorkerService, path: c.UfsPath, recursive: c.Recursive = False
+) -> Response:
     deleted = await run_in_threadpool(service.delete, path, recursive)
     return json_response({"deleted": deleted})
 
 
-async def rename(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    src, dst = params.required(q, "src"), params.required(q, "dst")
+async def rename(service: WorkerService, src: c.UfsPath, dst: c.UfsPath) -> Response:
     moved = await run_in_threadpool(service.rename, src, dst)
     return json_response(service.describe(moved))
 
 
-async def mkdir(service: WorkerService, request: Request) -> Response:
-    made = await run_in_threadpool(service.mkdir, params.required(request.query_params, "path"))
+async def mkdir(service: WorkerService, path: c.UfsPath) -> Response:
+    made = await run_in_threadpool(service.mkdir, path)
     return json_response(service.describe(made))
 
 
-async def invalidate(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
+async def invalidate(
+    service: WorkerService, path: c.UfsPath, recursive: c.Recursive = False
+) -> Response:
     dropped = await run_in_threadpool(service.invalidate, path, recursive)
     return json_response({"invalidated": dropped})
 
 
-async def load(service: WorkerService, request: Request) -> Response:
-    q = request.query_params
-    path, recursive = params.required(q, "path"), params.boolean(q, "recursive")
-    include, exclude = _patterns(q.getlist("include")), _patterns(q.getlist("exclude"))
-    metadata_only = params.boolean(q, "metadata_only")
+async def load(
+    service: WorkerService,
+    path: c.UfsPath,
+    recursive: c.Recursive = False,
+    include: c.Patterns = (),  # type: ignore[assignment]
+    exclude: c.Patterns = (),  # type: ignore[assignment]
+    metadata_only: c.MetadataOnly = False,
+) -> Response:
+    include, exclude = _patterns(include), _patterns(exclude)
     job = await run_in_threadpool(
         service.loads.submit, path, recursive, include, exclude, metadata_only
     )
     return json_response(job.to_dict(), 202)
 
 
-async def load_progress(service: WorkerService, request: Request) -> Response:
-    return _job_answer(service.loads.get(request.path_params["job_id"]), request)
+async def load_progress(service: WorkerService, job_id: str) -> Response:
+    return _job_answer(service.loads.get(job_id), job_id)
 
 
-async def load_cancel(service: WorkerService, request: Request) -> Response:
-    return _job_answer(service.loads.cancel(request.path_params["job_id"]), request)
+async def load_cancel(service: WorkerService, job_id: str) -> Response:
+    return _job_answer(service.loads.cancel(job_id), job_id)
 
 
-def _job_answer(job: Any, request: Request) -> Response:
+def _job_answer(job: Any, job_id: str) -> Response:
     if job is None:
-        raise NotFound(f"no load job {request.path_params['job_id']!r}")
+        raise NotFound(f"no load job {job_id!r}")
     return json_response(job.to_dict())
 
 
-def _patterns(values: list[str]) -> list[str]:
+def _json(
+    model: Any,
+    summary: str,
+    *more: int,
+    only: tuple[int, ...] | None = None,
+    created: bool = False,
+) -> dict[str, Any]:
+    """The declaration of a route answering ``model`` as JSON (200, or 201 too when it can
+    create); errors: a UFS call's and ``more`` (or ``only`` these)."""
+    responses = c.errors(*(only if only is not None else (*_UFS, *more)))
+    if created:
+        responses[201] = {"model": model, "description": "Created"}
+    return {"response_model": model, "summary": summary, "responses": responses}
+
+
+def _patterns(values: Sequence[str]) -> list[str]:
     return [p.strip() for value in values for p in value.split(",") if p.strip()]
 
+
+_UFS = c.UFS_ERRORS
 
 SURFACE = Surface(
     name="rest-v1",
     prefix="/",
     routes=(
-        Route("GET", "/healthz", healthz),
-        Route("GET", "/readyz", readyz),
-        Route("GET", "/metrics", metrics_text),
-        Route("GET", "/v1/stats", stats),
-        Route("GET", "/v1/status", status),
-        Route("GET", "/v1/list", listing),
-        Route("GET", "/v1/read", read),
-        Route("PUT", "/v1/write", write),
-        Route("DELETE", "/v1/delete", delete),
-        Route("POST", "/v1/rename", rename),
-        Route("POST", "/v1/mkdir", mkdir),
-        Route("POST", "/v1/invalidate", invalidate),
-        Route("POST", "/v1/load", load),
-        Route("GET", "/v1/load/{job_id}", load_progress),
-        Route("DELETE", "/v1/load/{job_id}", load_cancel),
+        Route("GET", "/healthz", healthz, {"response_model": c.Health, "summary": "Liveness"}),
+        Route(
+            "GET",
+            "/readyz",
+            readyz,
+            {
+                "response_model": c.Readiness,
+                "summary": "Readiness",
+                "responses": {503: {"model": c.Readiness, "description": "Not ready"}},
+            },
+        ),
+        Route(
+            "GET",
+            "/metrics",
+            metrics_text,
+            {"response_class": c.PrometheusText, "summary": "Prometheus metrics"},
+        ),
+        Route(
+            "GET",
+            "/v1/stats",
+            stats,
+            {"response_model": dict[str, int], "summary": "Cache counters"},
+        ),
+        Route("GET", "/v1/status", status, _json(c.FileStatus, "One status", 412)),
+        Route("GET", "/v1/list", listing, _json(c.Listing, "A directory's children")),
+        Route(
+            "GET",
+            "/v1/read",
+            read,
+            {
+                "response_class": c.OctetStream,
+                "summary": "Bytes, read through the cache",
+                "responses": c.READ_ANSWERS,
+            },
+        ),
+        Route(
+            "PUT",
+            "/v1/write",
+            write,
+            _json(c.FileStatus, "Write through (body: the content)", 409, 413, created=True)
+            | {"openapi_extra": c.WRITE_BODY},
+        ),
+        Route("DELETE", "/v1/delete", delete, _json(c.Deleted, "Delete", 409)),
+        Route("POST", "/v1/rename", rename, _json(c.FileStatus, "Rename", 409)),
+        Route("POST", "/v1/mkdir", mkdir, _json(c.FileStatus, "Make a directory", 409)),
+        Route(
+            "POST", "/v1/invalidate", invalidate, _json(c.Invalidated, "Drop metadata and pages")
+        ),
+        Route(
+            "POST",
+            "/v1/load",
+            load,
+            _json(c.LoadJob, "Prewarm metadata and data") | {"status_code": 202},
+        ),
+        Route(
+            "GET",
+            "/v1/load/{job_id}",
+            load_progress,
+            _json(c.LoadJob, "A load job's progress", only=(404,)),
+        ),
+        Route(
+            "DELETE",
+            "/v1/load/{job_id}",
+            load_cancel,
+            _json(c.LoadJob, "Cancel a load job", only=(404,)),
+        ),
         *locate.ROUTES,
     ),
     render_error=error_response,

@@ -6,17 +6,18 @@ only a thin adapter: parse the request, call the service, shape the answer."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from starlette.requests import Request
+from fastapi.security import HTTPBearer
 from starlette.responses import Response
 from starlette.types import Scope
 
 from worker.errors import ErrorKind
-from worker.service import WorkerService
 
-Handler = Callable[[WorkerService, Request], Awaitable[Response]]
-"""A route: the service and the request in, the answer out; errors are raised, not answered."""
+Handler = Callable[..., Awaitable[Response]]
+"""A route: the service in, the answer out; errors are raised, not answered. Its other
+parameters are FastAPI's: the ``Request``, or declared query parameters and headers."""
 
 ErrorRenderer = Callable[[ErrorKind, str, dict[str, str]], Response]
 """How a surface answers an error: the catalogue's kind, a message, extra headers."""
@@ -36,11 +37,14 @@ def bearer_token(scope: Scope) -> bytes | None:
 
 @dataclass(frozen=True)
 class Route:
-    """One route of a surface."""
+    """One route of a surface. ``declared`` are FastAPI's route options that make up its
+    contract (``summary``, ``response_model``, ``responses``, ``response_class``,
+    ``status_code``), passed to ``add_api_route`` as they are."""
 
     method: str
     path: str
     handler: Handler
+    declared: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,9 @@ class Surface:
     on paths under it that no route of it raised (a missing token, an unknown path) are written
     by its ``render_error`` too (the longest matching prefix wins), and when the worker has a
     token, requests under it must carry it as ``credential`` reads it (``credential_hint``
-    says how, in the 401's message). ``open_paths`` are paths of it answered without the token
-    because they check a credential of their own (WebHDFS's OAuth2 token grant checks its client
-    secret)."""
+    says how, in the 401's message; ``scheme`` is how the OpenAPI document says it).
+    ``open_paths`` are paths of it answered without the token because they check a credential
+    of their own (WebHDFS's OAuth2 token grant checks its client secret)."""
 
     name: str
     prefix: str
@@ -60,3 +64,8 @@ class Surface:
     credential: Credential = bearer_token
     credential_hint: str = "Authorization: Bearer <token>"
     open_paths: frozenset[str] = frozenset()
+    scheme: Callable[..., Any] = field(
+        default_factory=lambda: HTTPBearer(
+            auto_error=False, description="The worker's dora.worker.security.token."
+        )
+    )

@@ -34,10 +34,21 @@ def config_options() -> argparse.ArgumentParser:
 def load(args: argparse.Namespace) -> Config:
     """The effective configuration for this command's ``--conf`` and ``-D`` options; what
     loading warns about (a secret other local users can read) is logged once, here."""
-    config = load_config(build_registry(), conf_file=args.conf, defines=args.defines)
+    config = load_quietly(args)
+    warn_about(config)
+    return config
+
+
+def load_quietly(args: argparse.Namespace) -> Config:
+    """:func:`load` without logging the warnings: for a command that sets up its logging from
+    the configuration first, then calls :func:`warn_about`."""
+    return load_config(build_registry(), conf_file=args.conf, defines=args.defines)
+
+
+def warn_about(config: Config) -> None:
+    """Log what loading ``config`` warned about."""
     for warning in config.warnings:
         log.warning(warning)
-    return config
 
 
 def run_guarded(fn: Callable[[], int]) -> int:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
-from worker.cli.common import config_options, load
+from worker import logs
+from worker.cli.common import config_options, load_quietly, warn_about
 from worker.server import ProcessOptions, serve
 
 
@@ -20,12 +20,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     start.add_argument(
         "--owners-dir", type=Path, help="exit once no process named by a PID file here is alive"
     )
+    start.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        help=f"text, or json: one object per line (default: {logs.LOG_FORMAT.name})",
+    )
     start.set_defaults(handler=start_worker)
 
 
 def start_worker(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    config = load(args)
+    config = load_quietly(args)
+    logs.configure(args.log_format or config.get(logs.LOG_FORMAT))
+    warn_about(config)
     return serve(config, ProcessOptions(args.state_file, args.owners_dir))

@@ -1,6 +1,7 @@
 """``dora worker start`` through the installed console script: a worker that cannot start says
 why in one line naming the key or file, exits 2, and leaves nothing behind."""
 
+import json
 import os
 import socket
 import subprocess
@@ -86,13 +87,12 @@ def test_a_metastore_another_worker_holds(tmp_path: Path, data_dir: Path) -> Non
         running.close()
 
 
-def test_a_secret_on_the_command_line_is_warned_about_at_start(
-    tmp_path: Path, data_dir: Path
-) -> None:
+def run_until_started(tmp_path: Path, data_dir: Path, *extra: str) -> str:
+    """Start a worker, wait until it announces itself, stop it; what it wrote to stderr."""
     state = tmp_path / "state.json"
     args = [DORA, "worker", "start", f"-Ddora.work.dir={tmp_path / 'work'}",
             "-Ddora.worker.http.port=0", f"-Ddora.worker.ufs.roots=file://{data_dir}",
-            "-Ddora.worker.security.token=hunter2", "--state-file", str(state)]  # fmt: skip
+            "--state-file", str(state), *extra]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("DORA_")}
     worker = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -103,7 +103,23 @@ def test_a_secret_on_the_command_line_is_warned_about_at_start(
     finally:
         worker.terminate()
         _, stderr = worker.communicate(timeout=60)
+    return stderr
+
+
+def test_a_secret_on_the_command_line_is_warned_about_at_start(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    stderr = run_until_started(tmp_path, data_dir, "-Ddora.worker.security.token=hunter2")
     warnings = [line for line in stderr.splitlines() if "WARNING" in line]
     assert len(warnings) == 1
     assert "dora.worker.security.token was given with -D" in warnings[0]
     assert "hunter2" not in stderr
+
+
+@pytest.mark.parametrize("option", ["--log-format=json", "-Ddora.worker.log.format=json"])
+def test_json_log_lines(tmp_path: Path, data_dir: Path, option: str) -> None:
+    stderr = run_until_started(tmp_path, data_dir, option, "-Ddora.worker.security.token=x")
+    lines = [json.loads(line) for line in stderr.splitlines()]
+    assert {"time", "level", "logger", "message"} <= set(lines[0])
+    assert any(line["message"].startswith("worker listening on http://") for line in lines)
+    assert [line["level"] for line in lines].count("WARNING") == 1  # the -D secret

@@ -1,0 +1,79 @@
+"""The access log: one line per request, written when the answer is complete, to the
+``worker.access`` logger: method, path (with query; credentials left out), status, body bytes
+sent and duration. Switched by :data:`ACCESS_LOG`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from urllib.parse import parse_qsl, urlencode
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from config.keys import KeyType, PropertyKey
+
+ACCESS_LOG: PropertyKey[bool] = PropertyKey(
+    "dora.worker.http.access.log",
+    KeyType.BOOL,
+    "false",
+    "Log one line per request (method, path, status, bytes, duration) to worker.access.",
+)
+
+log = logging.getLogger("worker.access")
+
+# Query parameters that carry a credential in some client's protocol: never logged.
+SECRET_PARAMS = frozenset({"token", "delegation", "access_token"})
+
+
+def loggable_path(scope: Scope) -> str:
+    """The request's path and query, without any credential parameter."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    if not query:
+        return str(scope["path"])
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in SECRET_PARAMS]
+    return f"{scope['path']}?{urlencode(kept)}" if kept else str(scope["path"])
+
+
+class AccessLog:
+    """Pure ASGI middleware writing the access log. A request whose answer never started
+    (the client went away) is logged with status 0. Stateless, so safe for concurrent
+    requests."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status, sent = 0, 0
+
+        async def counting(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counting)
+        finally:
+            millis = (time.perf_counter() - started) * 1000
+            path = loggable_path(scope)
+            log.info(
+                "%s %s %d %dB %.1fms",
+                scope["method"],
+                path,
+                status,
+                sent,
+                millis,
+                extra={
+                    "method": scope["method"],
+                    "path": path,
+                    "status": status,
+                    "bytes": sent,
+                    "duration_ms": round(millis, 3),
+                },
+            )
