@@ -31,12 +31,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Three test processes (most tests wait on servers and subprocesses, not on the 2 CPUs); the
+# reliability scenarios after them, alone, since they load the machine on purpose.
 test: etcd alluxiofs-venvs lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --durations=25 -m "not reliability"
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m reliability
 
 # Unit tests only: no real servers (integration), no reliability scenarios, nothing slow.
 test-fast: lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not reliability and not slow"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 -m "not integration and not reliability and not slow"
 
 # `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
 demo: etcd $(STAMP)
