@@ -139,19 +139,21 @@ class ShortCircuitReader:
         I/O); raises nothing for a cache failure."""
         target = memoryview(buffer).cast("B")
         gaps: list[tuple[int, int]] = []
-        done = 0
+        done = local = 0
         while done < len(target):
             at = offset + done
             index, within = divmod(at, self.page_size)
             size = min(len(target) - done, self.page_size - within)
             if self._read_page(path, version, index, within, target[done : done + size]):
-                self._count("short_circuit_bytes", size)
+                local += size
             elif gaps and sum(gaps[-1]) == at:
                 gaps[-1] = (gaps[-1][0], gaps[-1][1] + size)
             else:
                 gaps.append((at, size))
             done += size
-        self._count("http_bytes", sum(length for _, length in gaps))
+        with self._lock:  # once per read, not per page: the lock is on every read's path
+            self._counts["short_circuit_bytes"] += local
+            self._counts["http_bytes"] += len(target) - local
         return gaps
 
     def _read_page(

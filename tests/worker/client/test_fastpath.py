@@ -37,3 +37,26 @@ def test_reads_info_and_ls_with_the_fast_path(
     fs.pipe_file(uri, b"new")
     assert fs.info(uri)["size"] == 3
     assert fs.cat_file(uri) == b"new"
+
+
+def test_a_read_of_several_chunks_fills_one_buffer_from_pages_and_http(
+    make_fs: Callable[..., DoraFileSystem], data_dir: Path
+) -> None:
+    content = os.urandom(5 * PAGE + 3)
+    (data_dir / "g.bin").write_bytes(content)
+    uri = f"file://{data_dir}/g.bin"
+    fs = make_fs("dora.user.client.read.chunk.size=100KB", short_circuit=True)
+    assert fs.cat_file(uri, PAGE, 2 * PAGE) == content[PAGE : 2 * PAGE]  # the worker keeps it
+    assert fs.cat_file(uri, 3 * PAGE + 1, 4 * PAGE) == content[3 * PAGE + 1 : 4 * PAGE]
+    ranges = fs.reader.ranges
+    assert isinstance(ranges, ShortCircuitRanges)
+    facts = ranges.local._found
+    assert facts is not None and facts.reader is not None
+    before = facts.reader.stats()["short_circuit_bytes"]
+    # Chunks of 100 KB across cached and missing pages, the gaps read over HTTP in pieces.
+    assert fs.cat_file(uri) == content
+    assert facts.reader.stats()["short_circuit_bytes"] >= before + 2 * PAGE
+    with fs.open(uri, "rb", cache_type="none") as f:
+        f.seek(PAGE - 9)
+        assert f.read(3 * PAGE) == content[PAGE - 9 : 4 * PAGE - 9]
+    assert fs.cat_file(uri) == content  # now all of it from page files
