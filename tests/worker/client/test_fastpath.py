@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from worker.client.fastpath import NearCacheMetadata, ShortCircuitRanges
 from worker.client.filesystem import DoraFileSystem
 from worker.service import WorkerService
@@ -60,3 +62,21 @@ def test_a_read_of_several_chunks_fills_one_buffer_from_pages_and_http(
         f.seek(PAGE - 9)
         assert f.read(3 * PAGE) == content[PAGE - 9 : 4 * PAGE - 9]
     assert fs.cat_file(uri) == content  # now all of it from page files
+
+
+def test_the_fast_path_is_on_by_default_and_a_property_or_argument_turns_it_off(
+    make_fs: Callable[..., DoraFileSystem],
+) -> None:
+    fs = make_fs()
+    assert isinstance(fs.reader.ranges, ShortCircuitRanges)
+    assert isinstance(fs.reader.metadata, NearCacheMetadata)
+    off = make_fs(
+        "dora.user.client.short.circuit.enabled=false", "dora.user.client.near.cache.enabled=false"
+    )
+    assert not isinstance(off.reader.ranges, ShortCircuitRanges)
+    assert not isinstance(off.reader.metadata, NearCacheMetadata)
+    on = make_fs("dora.user.client.short.circuit.enabled=false", short_circuit="true")
+    assert isinstance(on.reader.ranges, ShortCircuitRanges)
+    assert not isinstance(make_fs(near_cache=False).reader.metadata, NearCacheMetadata)
+    with pytest.raises(ValueError, match="short_circuit='maybe'"):
+        make_fs(short_circuit="maybe")
