@@ -74,13 +74,19 @@ class LocalWorker:
             return _Local(None, None)
         near = NearCache(view, int(answer["sync_interval_ms"])) if near_cache else None
         reader = ShortCircuitReader(int(answer["page_size"])) if short_circuit else None
-        if near is not None:
+        if near is not None or reader is not None:
             self.remote.listeners.append(self._changed)
         return _Local(near, reader)
 
     def _changed(self, uris: Sequence[str], recursive: bool) -> None:
         found = self._found
-        if found is None or found.near is None:
+        if found is None:
+            return
+        if found.reader is not None:
+            # Their pages may be gone: locate again rather than miss page by page.
+            for uri in uris:
+                found.reader.forget(uri, recursive)
+        if found.near is None:
             return
         if recursive:
             found.near.clear()

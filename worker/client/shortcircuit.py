@@ -126,6 +126,12 @@ class ShortCircuitReader:
         window = _Window(locations, {p.index: p for p in locations.pages}, missing)
         key = (path, version, offset // self._window_bytes)
         with self._lock:
+            previous = self._windows.get(key)
+            if previous is not None:
+                # Parallel reads of one window locate it at once: keep the pages another read
+                # fetched since, or the next read of them would not locate again and go over
+                # HTTP although the worker has cached them.
+                window.fetched = previous.fetched & missing
             self._windows[key] = window
             self._windows.move_to_end(key)
             while len(self._windows) > self._max_windows:
@@ -222,11 +228,14 @@ class ShortCircuitReader:
             if reason is Miss.DENIED:
                 self._denied = True
 
-    def forget(self, path: str) -> None:
-        """Drop every location of ``path`` (after a write or an invalidation through this
-        client; a stale location only costs a miss, never wrong bytes)."""
+    def forget(self, path: str, below: bool = False) -> None:
+        """Drop every location of ``path`` (with ``below``, of every path under it too) after a
+        write or an invalidation through this client; a stale location only costs a miss,
+        never wrong bytes."""
+        prefix = path.rstrip("/") + "/"
         with self._lock:
-            for key in [k for k in self._windows if k[0] == path]:
+            gone = [k for k in self._windows if k[0] == path or (below and k[0].startswith(prefix))]
+            for key in gone:
                 del self._windows[key]
 
     def close(self) -> None:
