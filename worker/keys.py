@@ -113,6 +113,21 @@ USER_CLIENT_READ_PARALLELISM: PropertyKey[int] = PropertyKey(
     "Chunks (and cat_ranges ranges) a client fetches at once.",
     minimum=1,
 )
+USER_CLIENT_SHORT_CIRCUIT: PropertyKey[bool] = PropertyKey(
+    "dora.user.client.short.circuit.enabled",
+    KeyType.BOOL,
+    "true",
+    "Read cached pages straight from the worker's page files when the client has one worker "
+    "on this host whose files it can open (the sidecar case); false: always over HTTP.",
+)
+USER_CLIENT_NEAR_CACHE: PropertyKey[bool] = PropertyKey(
+    "dora.user.client.near.cache.enabled",
+    KeyType.BOOL,
+    "true",
+    "Keep statuses and listings in the client process, checked against the worker's "
+    "generation file, when the client has one worker on this host whose generation file it "
+    "can open (the sidecar case); false: always ask the worker.",
+)
 
 KEYS: list[PropertyKey[Any]] = [
     BIND_HOST,
@@ -130,6 +145,8 @@ KEYS: list[PropertyKey[Any]] = [
     USER_CLIENT_VIRTUAL_NODES,
     USER_CLIENT_READ_CHUNK_SIZE,
     USER_CLIENT_READ_PARALLELISM,
+    USER_CLIENT_SHORT_CIRCUIT,
+    USER_CLIENT_NEAR_CACHE,
     access.ACCESS_LOG,
     logs.LOG_FORMAT,
 ]

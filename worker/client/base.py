@@ -16,7 +16,9 @@ from fsspec.asyn import AsyncFileSystem
 from fsspec.implementations.chained import ChainedFileSystem
 
 from config import Config, load_config
+from config.keys import PropertyKey
 from ufs import uri as uris
+from worker import keys
 from worker.client.fallback import UfsFallback
 from worker.client.fastpath import LocalWorker, NearCacheMetadata, ShortCircuitRanges
 from worker.client.flow import Flow
@@ -47,6 +49,19 @@ def resolvers(
     return metadata, ranges
 
 
+def _switch(config: Config, name: str, given: bool | str | None, key: PropertyKey[bool]) -> bool:
+    """A fast-path switch: the argument when given (text as the property's), else the property.
+    ValueError naming the option for malformed text."""
+    if given is None:
+        return config.get(key)
+    if isinstance(given, bool):
+        return given
+    try:
+        return key.parse(given)
+    except ValueError as exc:
+        raise ValueError(f"{name}={given!r}: {exc}") from None
+
+
 class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[misc]  # untyped
     """Construction, naming and metadata of the ``dora`` filesystem; reads and writes are in
     :class:`worker.client.filesystem.DoraFileSystem`, the class to use. Thread-safe.
@@ -56,7 +71,9 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
     files, and statuses and listings kept in this process while the worker's generation
     counters say nothing changed. Both take effect only with one worker whose ``/v1/local``
     names a generation file this process can read; otherwise calls go over HTTP as without
-    them. Off by default for now: the fast path is new, and a caller opts in."""
+    them. Each defaults to its property (``dora.user.client.short.circuit.enabled``,
+    ``dora.user.client.near.cache.enabled``, both true: on where it can take effect); True or
+    False (or the text of either) overrides it."""
 
     protocol = PROTOCOL
     root_marker = ""
@@ -82,8 +99,8 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         asynchronous: bool = False,
         loop: asyncio.AbstractEventLoop | None = None,
         batch_size: int | None = None,
-        short_circuit: bool = False,
-        near_cache: bool = False,
+        short_circuit: bool | str | None = None,
+        near_cache: bool | str | None = None,
     ) -> None:
         super().__init__(asynchronous=asynchronous, loop=loop, batch_size=batch_size)
         if target_options:
@@ -106,7 +123,12 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         self.client = WorkerClient(self.options, transport, counters=counters)
         fallback = UfsFallback(config, counters) if self.options.fallback_to_ufs else None
         self.remote = Remote(self.client, fallback)
-        metadata, ranges = resolvers(config, self.remote, short_circuit, near_cache)
+        metadata, ranges = resolvers(
+            config,
+            self.remote,
+            _switch(config, "short_circuit", short_circuit, keys.USER_CLIENT_SHORT_CIRCUIT),
+            _switch(config, "near_cache", near_cache, keys.USER_CLIENT_NEAR_CACHE),
+        )
         self.reader = ChunkedReader(
             ranges, metadata, self.options.read_chunk_size, self.options.read_parallelism
         )

@@ -74,13 +74,19 @@ class LocalWorker:
             return _Local(None, None)
         near = NearCache(view, int(answer["sync_interval_ms"])) if near_cache else None
         reader = ShortCircuitReader(int(answer["page_size"])) if short_circuit else None
-        if near is not None:
+        if near is not None or reader is not None:
             self.remote.listeners.append(self._changed)
         return _Local(near, reader)
 
     def _changed(self, uris: Sequence[str], recursive: bool) -> None:
         found = self._found
-        if found is None or found.near is None:
+        if found is None:
+            return
+        if found.reader is not None:
+            # Their pages may be gone: locate again rather than miss page by page.
+            for uri in uris:
+                found.reader.forget(uri, recursive)
+        if found.near is None:
             return
         if recursive:
             found.near.clear()
@@ -141,6 +147,40 @@ class ShortCircuitRanges:
         self.remote = local.remote
         self.metadata = metadata
 
+    def pin(
+        self, uri: str, version: str | None, sync_interval: str | None, offset: int
+    ) -> Flow[tuple[str, int] | None]:
+        """The version and size to :meth:`fill` ``uri`` at (an unpinned read is pinned by a
+        status); None when there is no short circuit here."""
+        reader = (yield from self.local.facts(uri)).reader
+        if reader is None:
+            return None
+        if version is None:
+            status = yield from self.metadata.status(uri, sync_interval)
+            version = str(status["version"])
+            size = self.local.sizes[(uri, version)] = int(status["size"])
+            return version, size
+        kept = self.local.sizes.get((uri, version))
+        if kept is not None:
+            return version, kept
+        answer = yield from self.remote.locate(uri, version, offset, reader.page_size)
+        reader.located(uri, version, offset // reader.page_size * reader.page_size, answer)
+        size = self.local.sizes[(uri, version)] = int(answer["status"]["size"])
+        return version, size
+
+    def fill(
+        self, uri: str, version: str, offset: int, buffer: memoryview
+    ) -> Flow[list[tuple[int, int]]]:
+        """Fill ``buffer`` from the page files (locating what is not known); the gaps (file
+        offset, length) left to read over HTTP."""
+        reader = (yield from self.local.facts(uri)).reader
+        if reader is None:
+            return [(offset, len(buffer))]
+        for at, span in reader.to_locate(uri, version, offset, len(buffer)):
+            answer = yield from self.remote.locate(uri, version, at, span)
+            reader.located(uri, version, at, answer)
+        return (yield from blocking(lambda: reader.read_local(uri, version, offset, buffer)))
+
     def read(
         self,
         uri: str,
@@ -150,28 +190,16 @@ class ShortCircuitRanges:
         version: str | None = None,
         sync_interval: str | None = None,
     ) -> Flow[ReadResult]:
-        reader = (yield from self.local.facts(uri)).reader
-        if reader is None:
+        pinned = yield from self.pin(uri, version, sync_interval, offset)
+        if pinned is None:
             return (yield from self.remote.read(uri, offset, length, version=version))
-        if version is None:
-            status = yield from self.metadata.status(uri, sync_interval)
-            version = str(status["version"])
-            self.local.sizes[(uri, version)] = int(status["size"])
-        size = self.local.sizes.get((uri, version))
-        if size is None:
-            answer = yield from self.remote.locate(uri, version, offset, reader.page_size)
-            reader.located(uri, version, offset // reader.page_size * reader.page_size, answer)
-            size = self.local.sizes[(uri, version)] = int(answer["status"]["size"])
+        version, size = pinned
         if offset >= size:
             # Past the end (or at it): the worker's answer, empty or RangeNotSatisfiable.
             return (yield from self.remote.read(uri, offset, length, version=version))
         length = size - offset if length is None else min(length, size - offset)
-        for at, span in reader.to_locate(uri, version, offset, length):
-            answer = yield from self.remote.locate(uri, version, at, span)
-            reader.located(uri, version, at, answer)
         buffer = bytearray(length)
-        gaps = yield from blocking(lambda: reader.read_local(uri, version, offset, buffer))
-        for at, span in gaps:
+        for at, span in (yield from self.fill(uri, version, offset, memoryview(buffer))):
             got = yield from self.remote.read(uri, at, span, version=version)
             if len(got.data) != span:
                 raise WorkerFailure(f"read {uri} [{at}+{span}]: got {len(got.data)} bytes")

@@ -58,7 +58,8 @@ class DoraFileSystem(DoraFileSystemBase):
     properties (``dora.user.workers``, ``dora.user.client.*``): ``workers`` (``host:port``
     list, or one comma-separated string), ``sync_interval`` (ms, a duration such as ``30s``,
     ``-1`` or ``0``; unset leaves the worker's default), ``token``, ``timeout`` (seconds or a
-    duration), ``fallback_to_ufs``, ``virtual_nodes``, each of these also as a string;
+    duration), ``fallback_to_ufs``, ``virtual_nodes``, ``short_circuit`` and ``near_cache`` (the
+    same-host fast path, on by default where it can take effect), each of these also as a string;
     ``transport`` (an httpx transport, e.g. ``httpx.ASGITransport`` in tests)
     and ``config`` (a :class:`config.Config`, instead of loading one from the environment);
     fsspec's ``asynchronous``, ``loop`` and ``batch_size``.

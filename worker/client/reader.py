@@ -1,6 +1,8 @@
 """Ranged reads: a large range is split into chunks (``read.chunk.size``, 8MB by default) fetched
 in parallel, all pinned to one version of the file so the pieces can never mix two versions.
-Every chunk is resolved by a :class:`worker.client.resolvers.Ranges`.
+Every chunk is resolved by a :class:`worker.client.resolvers.Ranges`. With a
+:class:`worker.client.resolvers.DirectRanges` (the short-circuit reader) a range is read into one
+buffer instead: what is local is filled in place, only the gaps go out in chunks.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from collections.abc import Callable
 
 from worker.client.errors import WorkerFailure
 from worker.client.flow import Chunks, Flow, each_in_order, parallel
-from worker.client.resolvers import Metadata, Ranges
+from worker.client.resolvers import DirectRanges, Metadata, Ranges
 
 
 def spans(start: int, end: int, chunk: int) -> list[tuple[int, int]]:
@@ -31,6 +33,8 @@ class ChunkedReader:
         self.metadata = metadata
         self.chunk_size = chunk_size
         self.parallelism = parallelism
+        # Checked once: an isinstance against a Protocol costs microseconds per read.
+        self._direct = ranges if isinstance(ranges, DirectRanges) else None
 
     def read(
         self,
@@ -44,6 +48,12 @@ class ChunkedReader:
         """Bytes ``[start, end)`` of ``uri`` (to the end of the file when ``end`` is None), cut
         at the end of the file. The first chunk is one request (all of a small file); the rest
         follow in parallel, pinned to the version the first was served at."""
+        if self._direct is not None:
+            known = yield from self._direct.pin(uri, version, sync_interval, start)
+            if known is not None:
+                last = known[1] if end is None else min(end, known[1])
+                if start < last:
+                    return (yield from self._into(self._direct, uri, start, last, known[0]))
         first_len = self.chunk_size if end is None else min(self.chunk_size, end - start)
         first = yield from self.ranges.read(
             uri, start, first_len, version=version, sync_interval=sync_interval
@@ -64,8 +74,41 @@ class ChunkedReader:
 
     def read_pinned(self, uri: str, start: int, end: int, version: str | None) -> Flow[bytes]:
         """Bytes ``[start, end)`` of the file at ``version``; ``end`` within the file."""
+        if self._direct is not None and version is not None and start < end:
+            pinned = yield from self._direct.pin(uri, version, None, start)
+            if pinned is not None:
+                return (yield from self._into(self._direct, uri, start, end, version))
         chunks = yield from parallel(self.chunks(uri, start, end, version), self.parallelism)
         return b"".join(chunks)
+
+    def _into(
+        self, direct: DirectRanges, uri: str, start: int, end: int, version: str
+    ) -> Flow[bytes]:
+        """Bytes ``[start, end)`` at ``version`` (within the file) in one buffer: filled in
+        place where local, the gaps read over HTTP in parallel chunks written into it."""
+        buffer = bytearray(end - start)
+        view = memoryview(buffer)
+        # Large ranges are filled a chunk per thread: page reads and checksums release the GIL.
+        parts = spans(start, end, self.chunk_size)
+        if len(parts) == 1:
+            gaps = yield from direct.fill(uri, version, start, view)
+        else:
+            filled = yield from parallel(
+                [direct.fill(uri, version, a, view[a - start : b - start]) for a, b in parts],
+                self.parallelism,
+            )
+            gaps = [gap for part in filled for gap in part]
+        pieces = [piece for at, span in gaps for piece in spans(at, at + span, self.chunk_size)]
+        if pieces:
+            order = iter(pieces)
+
+            def put(data: bytes) -> None:
+                a, b = next(order)
+                view[a - start : b - start] = data
+
+            flows = [self._exact(uri, piece, version, direct.remote) for piece in pieces]
+            yield from each_in_order(flows, self.parallelism, put)
+        return bytes(buffer)
 
     def copy_pinned(
         self, uri: str, start: int, end: int, version: str | None, sink: Callable[[bytes], None]
@@ -82,9 +125,12 @@ class ChunkedReader:
         """One flow per chunk of ``[start, end)``; ``end`` must not pass the end of the file."""
         return [self._exact(uri, span, version) for span in spans(start, end, self.chunk_size)]
 
-    def _exact(self, uri: str, span: tuple[int, int], version: str | None) -> Flow[bytes]:
+    def _exact(
+        self, uri: str, span: tuple[int, int], version: str | None, ranges: Ranges | None = None
+    ) -> Flow[bytes]:
         start, end = span
-        result = yield from self.ranges.read(uri, start, end - start, version=version)
+        source = self.ranges if ranges is None else ranges
+        result = yield from source.read(uri, start, end - start, version=version)
         if len(result.data) != end - start:
             # Within the file at a pinned version, a short answer can only be a fault.
             raise WorkerFailure(f"read {uri} [{start}, {end}): got {len(result.data)} bytes")

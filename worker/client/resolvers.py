@@ -18,7 +18,7 @@ implementation a filesystem uses is decided in one place,
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from worker.client.answers import ReadResult
 from worker.client.flow import Flow
@@ -42,6 +42,29 @@ class Ranges(Protocol):
         no longer has it. RangeNotSatisfiable if ``offset`` is past the end; NotFound,
         IsADirectory and the other :class:`worker.client.errors.DoraError` as the worker
         answers them."""
+        ...
+
+
+@runtime_checkable
+class DirectRanges(Ranges, Protocol):
+    """Ranges that can also fill a caller's buffer in place (the short-circuit reader), so a
+    large read costs one buffer and no chunk fan-out when its pages are local."""
+
+    remote: Ranges
+    """What reads the gaps :meth:`fill` leaves, over HTTP."""
+
+    def pin(
+        self, uri: str, version: str | None, sync_interval: str | None, offset: int
+    ) -> Flow[tuple[str, int] | None]:
+        """The version (``version`` when given) and size to :meth:`fill` ``uri`` at; None when
+        this source cannot serve ``uri`` (read through :meth:`read`). Raises as :meth:`read`."""
+        ...
+
+    def fill(
+        self, uri: str, version: str, offset: int, buffer: memoryview
+    ) -> Flow[list[tuple[int, int]]]:
+        """Fill ``buffer`` with the bytes of ``uri`` at ``version`` from ``offset`` (within the
+        file) where it can; the ranges (file offset, length) left to read from :attr:`remote`."""
         ...
 
 

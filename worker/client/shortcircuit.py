@@ -126,6 +126,12 @@ class ShortCircuitReader:
         window = _Window(locations, {p.index: p for p in locations.pages}, missing)
         key = (path, version, offset // self._window_bytes)
         with self._lock:
+            previous = self._windows.get(key)
+            if previous is not None:
+                # Parallel reads of one window locate it at once: keep the pages another read
+                # fetched since, or the next read of them would not locate again and go over
+                # HTTP although the worker has cached them.
+                window.fetched = previous.fetched & missing
             self._windows[key] = window
             self._windows.move_to_end(key)
             while len(self._windows) > self._max_windows:
@@ -139,19 +145,21 @@ class ShortCircuitReader:
         I/O); raises nothing for a cache failure."""
         target = memoryview(buffer).cast("B")
         gaps: list[tuple[int, int]] = []
-        done = 0
+        done = local = 0
         while done < len(target):
             at = offset + done
             index, within = divmod(at, self.page_size)
             size = min(len(target) - done, self.page_size - within)
             if self._read_page(path, version, index, within, target[done : done + size]):
-                self._count("short_circuit_bytes", size)
+                local += size
             elif gaps and sum(gaps[-1]) == at:
                 gaps[-1] = (gaps[-1][0], gaps[-1][1] + size)
             else:
                 gaps.append((at, size))
             done += size
-        self._count("http_bytes", sum(length for _, length in gaps))
+        with self._lock:  # once per read, not per page: the lock is on every read's path
+            self._counts["short_circuit_bytes"] += local
+            self._counts["http_bytes"] += len(target) - local
         return gaps
 
     def _read_page(
@@ -220,11 +228,14 @@ class ShortCircuitReader:
             if reason is Miss.DENIED:
                 self._denied = True
 
-    def forget(self, path: str) -> None:
-        """Drop every location of ``path`` (after a write or an invalidation through this
-        client; a stale location only costs a miss, never wrong bytes)."""
+    def forget(self, path: str, below: bool = False) -> None:
+        """Drop every location of ``path`` (with ``below``, of every path under it too) after a
+        write or an invalidation through this client; a stale location only costs a miss,
+        never wrong bytes."""
+        prefix = path.rstrip("/") + "/"
         with self._lock:
-            for key in [k for k in self._windows if k[0] == path]:
+            gone = [k for k in self._windows if k[0] == path or (below and k[0].startswith(prefix))]
+            for key in gone:
                 del self._windows[key]
 
     def close(self) -> None:

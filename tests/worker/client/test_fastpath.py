@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from worker.client.fastpath import NearCacheMetadata, ShortCircuitRanges
 from worker.client.filesystem import DoraFileSystem
 from worker.service import WorkerService
@@ -37,3 +39,44 @@ def test_reads_info_and_ls_with_the_fast_path(
     fs.pipe_file(uri, b"new")
     assert fs.info(uri)["size"] == 3
     assert fs.cat_file(uri) == b"new"
+
+
+def test_a_read_of_several_chunks_fills_one_buffer_from_pages_and_http(
+    make_fs: Callable[..., DoraFileSystem], data_dir: Path
+) -> None:
+    content = os.urandom(5 * PAGE + 3)
+    (data_dir / "g.bin").write_bytes(content)
+    uri = f"file://{data_dir}/g.bin"
+    fs = make_fs("dora.user.client.read.chunk.size=100KB", short_circuit=True)
+    assert fs.cat_file(uri, PAGE, 2 * PAGE) == content[PAGE : 2 * PAGE]  # the worker keeps it
+    assert fs.cat_file(uri, 3 * PAGE + 1, 4 * PAGE) == content[3 * PAGE + 1 : 4 * PAGE]
+    ranges = fs.reader.ranges
+    assert isinstance(ranges, ShortCircuitRanges)
+    facts = ranges.local._found
+    assert facts is not None and facts.reader is not None
+    before = facts.reader.stats()["short_circuit_bytes"]
+    # Chunks of 100 KB across cached and missing pages, the gaps read over HTTP in pieces.
+    assert fs.cat_file(uri) == content
+    assert facts.reader.stats()["short_circuit_bytes"] >= before + 2 * PAGE
+    with fs.open(uri, "rb", cache_type="none") as f:
+        f.seek(PAGE - 9)
+        assert f.read(3 * PAGE) == content[PAGE - 9 : 4 * PAGE - 9]
+    assert fs.cat_file(uri) == content  # now all of it from page files
+
+
+def test_the_fast_path_is_on_by_default_and_a_property_or_argument_turns_it_off(
+    make_fs: Callable[..., DoraFileSystem],
+) -> None:
+    fs = make_fs()
+    assert isinstance(fs.reader.ranges, ShortCircuitRanges)
+    assert isinstance(fs.reader.metadata, NearCacheMetadata)
+    off = make_fs(
+        "dora.user.client.short.circuit.enabled=false", "dora.user.client.near.cache.enabled=false"
+    )
+    assert not isinstance(off.reader.ranges, ShortCircuitRanges)
+    assert not isinstance(off.reader.metadata, NearCacheMetadata)
+    on = make_fs("dora.user.client.short.circuit.enabled=false", short_circuit="true")
+    assert isinstance(on.reader.ranges, ShortCircuitRanges)
+    assert not isinstance(make_fs(near_cache=False).reader.metadata, NearCacheMetadata)
+    with pytest.raises(ValueError, match="short_circuit='maybe'"):
+        make_fs(short_circuit="maybe")

@@ -14,6 +14,7 @@ import pytest
 
 from pagestore.shortcircuit import PageFile, PageLocations
 from tests.worker.conftest import Api, page_files
+from tests.worker.meta.support import wait_until
 from worker.api.locate import answer
 from worker.client.shortcircuit import ShortCircuitReader
 from worker.service import WorkerService
@@ -199,6 +200,9 @@ def test_a_version_gone_is_refused_not_served(case: Case, api: Api) -> None:
     assert case.read(version, 0, 10) == case.content[:10]
     written = api.request("PUT", "/v1/write", params={"path": case.uri}, content=b"new")
     written.raise_for_status()
+    # The old version's page files are unlinked in the background; until then reading them is
+    # reading that version's verified bytes, which a read pinned to it may do.
+    wait_until(lambda: not page_files(case.work, case.uri, version))
     with pytest.raises(httpx.HTTPStatusError) as refused:
         case.read(version, 0, 10)  # old pages evicted, the HTTP read is pinned
     assert refused.value.response.status_code == 412

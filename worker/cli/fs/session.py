@@ -35,12 +35,14 @@ class Session:
 
         Unless the user set ``dora.user.client.fallback.to.ufs``, reads do not fall back to the
         UFS: ``dora fs`` is a tool of the cache, and an unreachable worker must be reported,
-        not read around."""
+        not read around. No near-cache: a command lives for one call, and what it shows (the
+        bytes cached, for one) must be the worker's answer of now."""
         explicit = config.setting(USER_CLIENT_FALLBACK_TO_UFS).source is not Source.DEFAULT
         fs = DoraFileSystem(
             workers=[worker] if worker else None,
             config=config,
             fallback_to_ufs=None if explicit else False,
+            near_cache=False,
         )
         return cls(fs, config)
 

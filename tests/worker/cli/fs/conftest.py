@@ -33,7 +33,11 @@ class Cli:
 def cli_on(transport: httpx.BaseTransport | httpx.AsyncBaseTransport, *defines: str) -> Cli:
     config = client_config(*defines)
     fs = DoraFileSystem(
-        transport=transport, config=config, fallback_to_ufs=False, skip_instance_cache=True
+        transport=transport,
+        config=config,
+        fallback_to_ufs=False,
+        near_cache=False,  # as Session.open builds it
+        skip_instance_cache=True,
     )
     return Cli(Session(fs, config))
 
