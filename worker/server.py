@@ -29,6 +29,10 @@ from worker.service import WorkerService
 log = logging.getLogger(__name__)
 OWNER_CHECK_SECONDS = 2.0
 GRACEFUL_SECONDS = 30
+# Idle keep-alive connections are closed by clients first (httpx after 5 s, the dora client
+# included): a server that closed at the same moment would race a request sent on the closing
+# connection, which the client then sees cut (ReadError) although nothing went wrong.
+KEEP_ALIVE_SECONDS = 30
 SEND_BUFFER = 256 << 10
 
 
@@ -115,6 +119,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
             app if node is None else node.wrap(app),
             log_level="warning",
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
             lifespan="off",
             log_config=None,
             loop=loop,
