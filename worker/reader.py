@@ -8,6 +8,7 @@ so a file that changes mid-read ends the read with :class:`UfsVersionChanged` â€
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import functools
 import time
@@ -25,6 +26,12 @@ from worker.meta.counters import Counters
 from worker.metrics import Metrics
 
 READ_AHEAD_PAGES = 8
+# Bytes served by source ("cache", "ufs") for the request being answered, when the access log
+# asks: it sets a fresh dict per request, and the reader's consuming threads see that dict
+# through the context each thread-pool hop copies.
+SERVED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
+    "dora_served", default=None
+)
 _SOURCES = ("bytes_from_cache", "bytes_from_ufs", "page_hits", "page_misses", "passthrough")
 
 
@@ -166,3 +173,6 @@ class Reader:
     def _count(self, source: str, n: int) -> None:
         self.counters.add(f"bytes_from_{source}", n)
         self._metrics.bytes_served.labels(source).inc(n)
+        served = SERVED.get()
+        if served is not None:
+            served[source] = served.get(source, 0) + n

@@ -1,6 +1,8 @@
 """The access log: one line per request, written when the answer is complete, to the
 ``worker.access`` logger: method, path (with query; credentials left out), status, body bytes
-sent and duration. Switched by :data:`ACCESS_LOG`."""
+sent, duration, and for a read the cache outcome (``hit``: every byte from the page store,
+``miss``: every byte from the UFS, ``partial``: both; ``-``: no file bytes). Switched by
+:data:`ACCESS_LOG`."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from config.keys import KeyType, PropertyKey
+from worker.reader import SERVED
 
 ACCESS_LOG: PropertyKey[bool] = PropertyKey(
     "dora.worker.http.access.log",
     KeyType.BOOL,
     "false",
-    "Log one line per request (method, path, status, bytes, duration) to worker.access.",
+    "Log one line per request (method, path, status, bytes, duration, cache outcome) to "
+    "worker.access.",
 )
 
 log = logging.getLogger("worker.access")
@@ -48,6 +52,8 @@ class AccessLog:
             return
         started = time.perf_counter()
         status, sent = 0, 0
+        served: dict[str, int] = {}
+        SERVED.set(served)
 
         async def counting(message: Message) -> None:
             nonlocal status, sent
@@ -62,18 +68,29 @@ class AccessLog:
         finally:
             millis = (time.perf_counter() - started) * 1000
             path = loggable_path(scope)
+            cache = outcome(served)
             log.info(
-                "%s %s %d %dB %.1fms",
+                "%s %s %d %dB %.1fms cache=%s",
                 scope["method"],
                 path,
                 status,
                 sent,
                 millis,
+                cache,
                 extra={
                     "method": scope["method"],
                     "path": path,
                     "status": status,
                     "bytes": sent,
                     "duration_ms": round(millis, 3),
+                    "cache": cache,
                 },
             )
+
+
+def outcome(served: dict[str, int]) -> str:
+    """``hit``, ``miss``, ``partial`` or ``-`` for a request's bytes by source."""
+    cached, fetched = served.get("cache", 0), served.get("ufs", 0)
+    if cached and fetched:
+        return "partial"
+    return "hit" if cached else "miss" if fetched else "-"

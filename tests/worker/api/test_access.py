@@ -9,6 +9,8 @@ from urllib.parse import quote
 import pytest
 
 from tests.worker.conftest import Api
+from ufs.status import file_id
+from worker.api.access import outcome
 from worker.service import WorkerService
 
 
@@ -40,9 +42,41 @@ def test_one_line_per_request(
     assert "secret" not in read["line"]
     assert read["line"].startswith(f"GET {read['path']} 200 5B ")
     assert refused["status"] == 401
+    assert (read["cache"], refused["cache"]) == ("miss", "-")
+
+
+def test_the_cache_outcome_of_each_read(
+    make_service: Callable[..., WorkerService],
+    data_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    (data_dir / "g").write_bytes(bytes(range(256)) * 1024)  # 256 KiB: four 64 KiB pages
+    service = make_service(
+        "dora.worker.http.access.log=true", "dora.worker.page.store.page.size=64KB"
+    )
+    api = Api(service)
+    caplog.set_level("INFO", logger="worker.access")
+    path = f"file://{data_dir}/g"
+    try:
+        api.get("/v1/read", params={"path": path, "length": 64 * 1024})  # page 0 and read-ahead
+        service.invalidate(path)
+        api.get("/v1/read", params={"path": path, "length": 64 * 1024})
+        api.get("/v1/read", params={"path": path, "length": 64 * 1024})
+        service.pages.delete_file(file_id(path))
+        api.get("/v1/read", params={"path": path, "offset": 0, "length": 64 * 1024})
+    finally:
+        api.close()
+    outcomes = [line["cache"] for line in access_lines(caplog)]
+    assert outcomes == ["miss", "miss", "hit", "miss"]
+    assert access_lines(caplog)[2]["line"].endswith(" cache=hit")
 
 
 def test_off_by_default(api: Api, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO", logger="worker.access")
     api.get("/healthz")
     assert access_lines(caplog) == []
+
+
+def test_the_outcome_of_bytes_from_both_sources_is_partial() -> None:
+    served = ({}, {"cache": 1}, {"ufs": 1}, {"cache": 1, "ufs": 1})
+    assert [outcome(s) for s in served] == ["-", "hit", "miss", "partial"]
