@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+from worker.localserver import LocalServer
 
 ACCESS_KEY = "doracache"
 SECRET_KEY = "doracache-secret"
@@ -51,22 +49,23 @@ def weed_binary() -> str:
     return found
 
 
-class LocalS3:
+class LocalS3(LocalServer):
     """One ``weed mini`` process serving S3 on 127.0.0.1. Started by :meth:`start`, stopped by
     PID with :meth:`stop`; usable as a context manager. Not thread-safe."""
 
+    name = "SeaweedFS"
+    log_name = "weed.log"
+
     def __init__(self, data_dir: Path, buckets: tuple[str, ...] = ()) -> None:
-        self.data_dir = data_dir
+        super().__init__(data_dir)
         self.buckets = buckets
         self.ports = {flag: free_port() for flag in _PORT_FLAGS}
-        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.ports['s3.port']}"
 
     def start(self, timeout: float = 60.0) -> LocalS3:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
             weed_binary(),
             "mini",
@@ -81,32 +80,18 @@ class LocalS3:
             *(f"-{flag}={port}" for flag, port in self.ports.items()),
         ]
         env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
-        log = (self.data_dir / "weed.log").open("wb")
-        self.process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        log.close()
-        self._wait_ready(timeout)
+        self._launch(args, timeout, env)
         return self
 
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"weed exited early; see {self.data_dir / 'weed.log'}")
-            try:
-                with urllib.request.urlopen(self.endpoint + "/healthz", timeout=1):
-                    pass
-            except urllib.error.HTTPError:
-                pass  # it answers: the S3 gateway is up
-            except OSError:
-                time.sleep(0.1)
-                continue
-            if self._create_buckets():
-                return
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"SeaweedFS did not become ready in {timeout}s")
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.endpoint + "/healthz", timeout=1):
+                pass
+        except urllib.error.HTTPError:
+            pass  # it answers: the S3 gateway is up
+        except OSError:
+            return False
+        return self._create_buckets()
 
     def client(self) -> Any:
         """A plain s3fs client for this server, with every cache off."""
@@ -132,17 +117,6 @@ class LocalS3:
             return False
         return True
 
-    def stop(self) -> None:
-        """Stop the server by PID (SIGTERM, then SIGKILL) and reap it."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
     def storage_defines(self) -> list[str]:
         """``-D`` settings that point the UFS adapter at this server."""
         return [
@@ -150,14 +124,3 @@ class LocalS3:
             f"dora.ufs.s3.access.key.id={ACCESS_KEY}",
             f"dora.ufs.s3.secret.access.key={SECRET_KEY}",
         ]
-
-    def __enter__(self) -> LocalS3:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
