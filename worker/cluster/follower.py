@@ -76,6 +76,7 @@ class Follower:
         self._cond = threading.Condition()
         self._async_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._stop = threading.Event()
+        self._stream_lock = threading.Lock()
         self._stream: WatchStream | None = None
         self._saved = 0
         self._saved_at = 0.0
@@ -161,7 +162,11 @@ class Follower:
                 start_revision=self.applied + 1,
                 idle_timeout_s=self._idle_timeout_s,
             )
-            self._stream = stream
+            with self._stream_lock:
+                self._stream = stream
+                # close() ran while the watch was being opened: it saw no stream to end.
+                if self._stop.is_set():
+                    stream.close()
             if not self.connected:
                 log.info("etcd feed: following from revision %d", self.applied + 1)
             self.connected = True
@@ -172,7 +177,8 @@ class Follower:
                 log.debug("etcd feed: watch stream ended (%s); re-opening", exc)
             finally:
                 stream.close()
-                self._stream = None
+                with self._stream_lock:
+                    self._stream = None
 
     def _consume(self, reply: WatchReply) -> None:
         if not reply.events:
@@ -281,7 +287,8 @@ class Follower:
     def close(self) -> None:
         """Stop following and persist the position. Idempotent."""
         self._stop.set()
-        stream = self._stream
+        with self._stream_lock:
+            stream = self._stream
         if stream is not None:
             stream.close()
         if self._thread.is_alive():

@@ -3,12 +3,13 @@ saved position, compaction, outages."""
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from worker.cluster import layout
-from worker.cluster.etcd import Etcd
+from worker.cluster.etcd import Etcd, WatchStream
 from worker.cluster.events import Batch, Event, Op
 from worker.cluster.follower import Follower
 from worker.cluster.localetcd import LocalEtcd
@@ -186,3 +187,38 @@ def test_overflow_while_down_becomes_one_reset(
     own_etcd.start()
     wait_for(lambda: feed.resets["reset_event"] == 1, timeout=30)
     assert pub.resets == 1
+
+
+class _PausingEtcd(Etcd):
+    """Holds the first watch until the test lets it return, so close() can run meanwhile."""
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__([endpoint], 2.0)
+        self.opening = threading.Event()
+        self.proceed = threading.Event()
+
+    def watch(
+        self, key: str, *, prefix: bool, start_revision: int, idle_timeout_s: float
+    ) -> WatchStream:
+        if not self.opening.is_set():
+            self.opening.set()
+            self.proceed.wait(15)
+        return super().watch(
+            key, prefix=prefix, start_revision=start_revision, idle_timeout_s=idle_timeout_s
+        )
+
+
+def test_close_while_the_watch_is_being_opened_returns_at_once(etcd_server: LocalEtcd) -> None:
+    etcd = _PausingEtcd(etcd_server.endpoint)
+    feed = Follower(etcd, layout.feed_key("race"), "B", RecordingSink(), MemoryMarkers(), 60)
+    feed.start()
+    assert etcd.opening.wait(15)
+    closer = threading.Thread(target=feed.close)
+    closer.start()
+    # close() has set the stop flag and found no stream to end (none is open yet).
+    wait_for(feed._stop.is_set)
+    time.sleep(0.2)
+    etcd.proceed.set()
+    # Before the fix the watch opened after close() and ran until its 60 s idle timeout.
+    closer.join(15)
+    assert not closer.is_alive()
