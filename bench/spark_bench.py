@@ -60,6 +60,8 @@ class Figure:
     query: str
     contender: str
     median_s: float
+    min_s: float
+    max_s: float
     requests: float
     megabytes: float
     answer: Any
@@ -67,8 +69,9 @@ class Figure:
 
 def measure(
     spark: Any, contender: Contender, query: Callable[[Any], Any], repeats: int, stage: S3Stage
-) -> tuple[float, float, float, Any]:
-    """Median seconds, UFS requests and MB per run, and the answer, after one warm-up run."""
+) -> tuple[list[float], float, float, Any]:
+    """Seconds of each timed run, UFS requests and MB per run, and the answer, after one
+    warm-up run."""
     answer = query(contender.load(spark, "warm"))
     cost(stage.link)
     seconds = []
@@ -78,14 +81,15 @@ def measure(
         seconds.append(time.perf_counter() - started)
     seen = cost(stage.link)
     per_run = [(n or 0) / repeats for n in (seen.requests, seen.bytes)]
-    return statistics.median(seconds), per_run[0], per_run[1] / 2**20, answer
+    return seconds, per_run[0], per_run[1] / 2**20, answer
 
 
 def report(figures: list[Figure]) -> None:
-    print(f"\n{'latency':>7}  {'query':<11}  {'contender':<22}  {'median':>7}  "
+    print(f"\n{'latency':>7}  {'query':<11}  {'contender':<22}  {'median (min-max)':>20}  "
           f"{'UFS req/run':>11}  {'UFS MB/run':>10}")  # fmt: skip
     for f in figures:
-        print(f"{f.latency_ms:>5}ms  {f.query:<11}  {f.contender:<22}  {f.median_s:>6.2f}s  "
+        spread = f"{f.median_s:.2f}s ({f.min_s:.2f}-{f.max_s:.2f})"
+        print(f"{f.latency_ms:>5}ms  {f.query:<11}  {f.contender:<22}  {spread:>20}  "
               f"{f.requests:>11.0f}  {f.megabytes:>10.1f}")  # fmt: skip
     print()
     by_key = {(f.latency_ms, f.query, f.contender): f for f in figures}
@@ -123,8 +127,14 @@ def run(args: argparse.Namespace, run_dir: Path, cleanup: contextlib.ExitStack) 
         for name, query in QUERIES.items():
             round_figures = []
             for contender in runners:
-                median, requests, mb, answer = measure(spark, contender, query, args.repeats, stage)
-                figure = Figure(latency, name, contender.name, median, requests, mb, answer)
+                seconds, requests, mb, answer = measure(
+                    spark, contender, query, args.repeats, stage
+                )
+                median = statistics.median(seconds)
+                figure = Figure(
+                    latency, name, contender.name, median, min(seconds), max(seconds),
+                    requests, mb, answer,
+                )  # fmt: skip
                 print(f"{latency}ms {name} {contender.name}: {median:.2f}s, "
                       f"{requests:.0f} UFS requests, {mb:.1f} MB", flush=True)  # fmt: skip
                 round_figures.append(figure)
