@@ -70,8 +70,11 @@ class FsspecBackend:
 
     def status_from_info(self, info: dict[str, Any]) -> UfsStatus:
         """A status from one fsspec ``info`` dict."""
-        uri = uris.normalize(f"{self.scheme}://{str(info['name']).lstrip('/')}")
-        if info.get("type") == "directory":
+        name = str(info["name"])
+        uri = uris.normalize(f"{self.scheme}://{name.lstrip('/')}")
+        # A name ending in "/" is a directory marker (a 0-byte "dir/" object; SeaweedFS lists an
+        # emptied directory as one), never a file: no key of a file the cache serves ends so.
+        if info.get("type") == "directory" or name.endswith("/"):
             return dir_status(uri, uris.name(uri))
         etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
         return file_status(uri, int(info.get("size") or 0), _mtime_ns(info), unquoted_etag(etag))
@@ -88,9 +91,7 @@ class FsspecBackend:
             raise UfsNotADirectory(f"cannot list {uri!r}: it is a file")
         if not statuses:
             # Listing a file names the file itself (above), so an empty answer is an empty
-            # directory — or nothing at all, which status() reports as not found. Object
-            # stores may describe an emptied prefix oddly (SeaweedFS keeps it as a 0-byte
-            # entry).
+            # directory — or nothing at all, which status() reports as not found.
             self.status(uri, deadline)
         return [s for s in statuses if s.uri != uri]
 

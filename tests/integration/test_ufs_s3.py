@@ -135,3 +135,13 @@ def test_a_write_answers_the_status_a_head_gives_after_it(s3_ufs: Ufs, s3_root: 
     for body in (b"small", iter([b"x" * PART_SIZE, b"tail"])):
         written = s3_ufs.write(f"{s3_root}/w", body)
         assert s3_ufs.status(f"{s3_root}/w") == written
+
+
+def test_a_directory_emptied_by_deletes_lists_as_empty(s3_ufs: Ufs, s3_root: str) -> None:
+    # SeaweedFS keeps an emptied directory and lists it as one 0-byte "sub/" object: that
+    # marker is the directory itself, not a file named like it.
+    s3_ufs.write(f"{s3_root}/emptied/sub/y", b"2")
+    s3_ufs.delete(f"{s3_root}/emptied/sub/y")
+    assert s3_ufs.list(f"{s3_root}/emptied/sub") == []
+    assert s3_ufs.status(f"{s3_root}/emptied/sub").is_dir
+    assert [s.is_dir for s in s3_ufs.list(f"{s3_root}/emptied")] == [True]
