@@ -27,6 +27,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
@@ -34,6 +35,7 @@ from worker import keys
 from worker.api import alluxio, rest_v1, webhdfs
 from worker.api.access import ACCESS_LOG, AccessLog
 from worker.api.contract import UNAUTHORIZED
+from worker.api.params import Lean
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics
 from worker.service import WorkerService
@@ -66,6 +68,13 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
             if token and route.path not in OPEN_PATHS:
                 declared["dependencies"] = [Security(surface.scheme)]
                 declared["responses"] = {**declared.get("responses", {}), **UNAUTHORIZED}
+            if route.lean is not None:
+                # Added first, so it is the route a request matches; the declared one after it
+                # is only the document.
+                endpoint = _lean(service, surface, route.path, route.handler, route.lean)
+                plain = StarletteRoute(route.path, endpoint, include_in_schema=False)
+                plain.methods = {route.method}  # Starlette would add HEAD to GET; FastAPI does not
+                app.router.routes.append(plain)
             handle = _guarded(service, surface, route.path, route.handler)
             app.add_api_route(
                 route.path, handle, methods=[route.method], tags=[surface.name], **declared
@@ -100,16 +109,12 @@ def _guarded(
 ) -> Callable[..., Awaitable[Response]]:
     """``handler`` with the service given, error answers and latency metrics around it. It
     keeps the handler's other parameters, so FastAPI declares and parses them."""
-    metrics = service.metrics
+    latency = service.metrics.request_latency.labels(path)
 
     async def handle(**declared: Any) -> Response:
-        started = time.perf_counter()
-        try:
-            response = await handler(service, **declared)
-        except Exception as exc:  # noqa: BLE001 — every error becomes an answer; bugs are logged
-            response = _answer_error(surface, exc, metrics)
-        metrics.request_latency.labels(path).observe(time.perf_counter() - started)
-        return response
+        return await _answered(
+            service.metrics, surface, latency, lambda: handler(service, **declared)
+        )
 
     handle.__name__ = handler.__name__  # FastAPI names the operation after it
     signature = inspect.signature(handler, eval_str=True)
@@ -117,6 +122,35 @@ def _guarded(
         parameters=list(signature.parameters.values())[1:]
     )
     return handle
+
+
+def _lean(
+    service: WorkerService, surface: Surface, path: str, handler: Handler, lean: Lean
+) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` as a plain Starlette endpoint: ``lean`` parses its parameters; the same
+    error answers and latency metrics as :func:`_guarded`. The token is the middleware's to
+    check (the declared route's security dependency only documents it)."""
+    latency = service.metrics.request_latency.labels(path)
+
+    async def endpoint(request: Request) -> Response:
+        return await _answered(
+            service.metrics, surface, latency, lambda: handler(service, **lean(request))
+        )
+
+    return endpoint
+
+
+async def _answered(
+    metrics: Metrics, surface: Surface, latency: Any, call: Callable[[], Awaitable[Response]]
+) -> Response:
+    """What ``call`` answers, or its error in the surface's shape; its time into ``latency``."""
+    started = time.perf_counter()
+    try:
+        response = await call()
+    except Exception as exc:  # noqa: BLE001 — every error becomes an answer; bugs are logged
+        response = _answer_error(surface, exc, metrics)
+    latency.observe(time.perf_counter() - started)
+    return response
 
 
 def _contract(app: FastAPI) -> dict[str, Any]:

@@ -94,6 +94,14 @@ ROUTES = (
             "summary": "Page locations of a pinned file version (same-host reads)",
             "responses": c.errors(*c.UFS_ERRORS, 412, 416),
         },
+        lean=params.Lean(
+            {
+                "path": params.required,
+                "version": params.text,
+                "offset": params.integer,
+                "length": params.integer,
+            }
+        ),
     ),
     Route(
         "GET",

@@ -9,8 +9,11 @@ Python's ``int()`` would accept.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from starlette.datastructures import QueryParams
+from starlette.requests import Request
 
 from config.units import parse_duration
 from worker.errors import InvalidRequest, RangeNotSatisfiable
@@ -23,6 +26,7 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
 
 
 def required(params: QueryParams, name: str) -> str:
+    """A parameter that must be given and not empty."""
     value = params.get(name)
     if not value:
         raise InvalidRequest(f"missing query parameter {name!r}")
@@ -37,11 +41,7 @@ def natural(text: str) -> bool:
 def optional_int(params: QueryParams, name: str) -> int | None:
     """A non-negative integer parameter; absent or empty: None. A negative one is a range the
     file cannot satisfy (416), anything else not an integer is a bad request (400)."""
-    text = params.get(name)
-    try:
-        value = optional_integer(text)
-    except ValueError as exc:
-        raise InvalidRequest(f"query parameter {name}={text!r}: {exc}") from None
+    value = integer(params, name)
     return nonnegative(name, value if isinstance(value, int) else None)
 
 
@@ -118,3 +118,52 @@ def byte_range(header: str) -> ByteRange | None:
     if last and int(last) < int(first):
         raise RangeNotSatisfiable(f"Range header {header!r}: last byte before first")
     return ByteRange(int(first), int(last) if last else None)
+
+
+# -- lean routes ----------------------------------------------------------------------------------
+
+QueryReader = Callable[[QueryParams, str], object]
+
+
+def text(query: QueryParams, name: str) -> str | None:
+    """An optional text parameter as given (``""`` when empty), None when absent."""
+    return query.get(name)
+
+
+def integer(query: QueryParams, name: str) -> object:
+    """An optional integer parameter (:func:`optional_integer`); InvalidRequest naming it."""
+    given = query.get(name)
+    try:
+        return optional_integer(given)
+    except ValueError as exc:
+        raise InvalidRequest(f"query parameter {name}={given!r}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Lean:
+    """A route's declared parameters parsed by hand, for a hot route served without FastAPI's
+    per-request dependency solving and validation (``worker.api.app``): ``query`` maps each
+    query parameter to its reader, ``headers`` each header to the handler's parameter. The
+    readers raise what the declared rules answer (400 naming the parameter), and
+    ``tests/worker/api/test_contract.py`` checks the names against the document.
+
+    Immutable, so safe for concurrent requests."""
+
+    query: Mapping[str, QueryReader] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    request: bool = False
+    """Pass the ``Request`` itself (a handler that reads its own parameters)."""
+
+    def __call__(self, request: Request) -> dict[str, object]:
+        given = request.query_params
+        kwargs = {name: read(given, name) for name, read in self.query.items()}
+        for header, name in self.headers.items():
+            kwargs[name] = request.headers.get(header)
+        if self.request:
+            kwargs["request"] = request
+        return kwargs
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The query parameters and headers it reads."""
+        return frozenset(self.query) | frozenset(self.headers)

@@ -226,8 +226,22 @@ SURFACE = Surface(
             stats,
             {"response_model": dict[str, int], "summary": "Cache counters"},
         ),
-        Route("GET", "/v1/status", status, _json(c.FileStatus, "One status", 412)),
-        Route("GET", "/v1/list", listing, _json(c.Listing, "A directory's children")),
+        Route(
+            "GET",
+            "/v1/status",
+            status,
+            _json(c.FileStatus, "One status", 412),
+            lean=params.Lean(
+                {"path": params.required, "sync_interval": params.text, "version": params.text}
+            ),
+        ),
+        Route(
+            "GET",
+            "/v1/list",
+            listing,
+            _json(c.Listing, "A directory's children"),
+            lean=params.Lean({"path": params.required, "sync_interval": params.text}),
+        ),
         Route(
             "GET",
             "/v1/read",
@@ -237,6 +251,16 @@ SURFACE = Surface(
                 "summary": "Bytes, read through the cache",
                 "responses": c.READ_ANSWERS,
             },
+            lean=params.Lean(
+                {
+                    "path": params.required,
+                    "offset": params.integer,
+                    "length": params.integer,
+                    "sync_interval": params.text,
+                    "version": params.text,
+                },
+                headers={"range": "header"},
+            ),
         ),
         Route(
             "PUT",

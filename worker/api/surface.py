@@ -13,6 +13,7 @@ from fastapi.security import HTTPBearer
 from starlette.responses import Response
 from starlette.types import Scope
 
+from worker.api.params import Lean
 from worker.errors import ErrorKind
 
 Handler = Callable[..., Awaitable[Response]]
@@ -39,12 +40,16 @@ def bearer_token(scope: Scope) -> bytes | None:
 class Route:
     """One route of a surface. ``declared`` are FastAPI's route options that make up its
     contract (``summary``, ``response_model``, ``responses``, ``response_class``,
-    ``status_code``), passed to ``add_api_route`` as they are."""
+    ``status_code``), passed to ``add_api_route`` as they are. With ``lean``, requests are
+    served by a plain route that parses the declared parameters by hand, and the declared one
+    only makes up the document: on a hot route FastAPI's per-request dependency solving and
+    validation cost more than the work (``bench/RESULTS.md``, "REST contract")."""
 
     method: str
     path: str
     handler: Handler
     declared: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    lean: Lean | None = field(default=None, hash=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ufs import uri as uris
 from ufs.errors import UfsNotFound, UfsOutsideRoots
 from worker import keys
 from worker.api import webhdfs_json as shapes
+from worker.api.params import Lean
 from worker.api.surface import Route, Surface
 from worker.api.webhdfs_data import create_file, open_file, status_or_none
 from worker.api.webhdfs_errors import CREDENTIAL_HINT, credential, json_answer, render_error
@@ -71,6 +72,11 @@ def _of(service: WorkerService) -> WebHdfs:
         if state is None:
             state = _SURFACES[service] = WebHdfs(service)
         return state
+
+
+LEAN = Lean(request=True)
+"""Every WebHDFS call is served as a plain route: ``dispatch`` reads its own parameters, and
+Spark's reads make many small calls (a positioned read is one)."""
 
 
 async def dispatch(service: WorkerService, request: Request) -> Response:
@@ -320,7 +326,7 @@ SURFACE = Surface(
     prefix="/webhdfs",
     routes=(
         *(
-            Route(method, path, dispatch)
+            Route(method, path, dispatch, lean=LEAN)
             for path in (PREFIX, PREFIX + "/{path:path}")
             for method in ("GET", "PUT", "POST", "DELETE")
         ),

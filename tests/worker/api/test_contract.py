@@ -19,7 +19,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.worker.conftest import Api
-from worker.api.app import create_app
+from worker.api.app import SURFACES, create_app
 from worker.service import WorkerService
 
 EXAMPLES = 20
@@ -94,3 +94,45 @@ def test_the_document_declares_parameters_errors_and_auth(
             guarded = path not in ("/healthz", "/readyz")
             assert ("security" in operation) is guarded, path
             assert ("401" in operation["responses"]) is guarded, path
+
+
+def test_lean_routes_read_exactly_the_documented_parameters(
+    make_service: Callable[..., WorkerService],
+) -> None:
+    document = create_app(make_service()).openapi()
+    # Routes whose handler reads its own parameters from the Request (WebHDFS) declare none.
+    lean = [r for s in SURFACES for r in s.routes if r.lean is not None and not r.lean.request]
+    assert {r.path for r in lean} >= {"/v1/status", "/v1/list", "/v1/read", "/v1/locate"}
+    for route in lean:
+        operation = document["paths"][route.path][route.method.lower()]
+        documented = {p["name"] for p in operation.get("parameters", [])}
+        assert route.lean is not None and route.lean.names == documented, route.path
+
+
+def test_a_lean_route_answers_bad_parameters_as_the_declared_rules_do(
+    make_service: Callable[..., WorkerService], data_dir: Path
+) -> None:
+    (data_dir / "f").write_bytes(b"0123456789")
+    api = Api(make_service())
+    try:
+        missing = api.get("/v1/status")
+        not_a_number = api.get("/v1/read", params={"path": f"file://{data_dir}/f", "offset": "x"})
+        negative = api.get("/v1/read", params={"path": f"file://{data_dir}/f", "length": "-1"})
+        ranged = api.get(
+            "/v1/read", params={"path": f"file://{data_dir}/f"}, headers={"Range": "bytes=2-4"}
+        )
+        head = api.request("HEAD", "/v1/status")
+    finally:
+        api.close()
+    assert (missing.status_code, missing.json()) == (
+        400,
+        {"error": "BadRequest", "message": "missing query parameter 'path'"},
+    )
+    assert not_a_number.status_code == 400
+    assert (
+        not_a_number.json()["message"]
+        == "query parameter offset='x': expected an integer (0-9 only)"
+    )
+    assert negative.status_code == 416
+    assert (ranged.status_code, ranged.content) == (206, b"234")
+    assert head.status_code == 405
