@@ -62,6 +62,7 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
         },
     )
     token = (service.config.get(keys.TOKEN) or "").encode()
+    lean_routes = 0
     for surface in surfaces:
         for route in surface.routes:
             declared = dict(route.declared)
@@ -69,12 +70,13 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
                 declared["dependencies"] = [Security(surface.scheme)]
                 declared["responses"] = {**declared.get("responses", {}), **UNAUTHORIZED}
             if route.lean is not None:
-                # Added first, so it is the route a request matches; the declared one after it
-                # is only the document.
+                # In front of every declared route: a request matches it without trying the
+                # others in turn, and the declared one is only the document.
                 endpoint = _lean(service, surface, route.path, route.handler, route.lean)
                 plain = StarletteRoute(route.path, endpoint, include_in_schema=False)
                 plain.methods = {route.method}  # Starlette would add HEAD to GET; FastAPI does not
-                app.router.routes.append(plain)
+                app.router.routes.insert(lean_routes, plain)
+                lean_routes += 1
             handle = _guarded(service, surface, route.path, route.handler)
             app.add_api_route(
                 route.path, handle, methods=[route.method], tags=[surface.name], **declared
