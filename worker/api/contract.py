@@ -37,6 +37,13 @@ class FileStatus(BaseModel):
     version: str = Field(description="Content fingerprint: the ETag, else <size>-<mtime_ns>.")
     content_hash: str | None
     cached_bytes: int = Field(description="Bytes of this version in the page store.")
+    age_ms: int | None = Field(
+        None,
+        description="/v1/status and /v1/list only: milliseconds since the worker last "
+        "confirmed this status with the UFS (or wrote it); null when it cannot tell. A client "
+        "may keep the status for a sync interval of N ms while age_ms plus its own time kept "
+        "stays within N.",
+    )
 
 
 class Listing(BaseModel):

@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ufs.status import UfsStatus
 from worker import keys
 from worker.api import contract as c
 from worker.api import locate, params
@@ -62,12 +63,19 @@ async def status(
 
     cached = service.status_cached(path, interval, version)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
-        return json_response(service.describe(cached))
+        return json_response(_aged(service, cached))
 
     def work() -> dict[str, Any]:
-        return service.describe(service.status(path, interval, version))
+        return _aged(service, service.status(path, interval, version))
 
     return json_response(await run_in_threadpool(work))
+
+
+def _aged(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
+    """``status`` as the API shows it, with how long ago the worker confirmed it."""
+    answer = service.describe(status)
+    answer["age_ms"] = service.meta.status_age(status.uri, status.version)
+    return answer
 
 
 async def listing(
@@ -76,7 +84,10 @@ async def listing(
     interval = params.interval(sync_interval)
 
     def work() -> dict[str, Any]:
-        return {"entries": [service.describe(s) for s in service.list(path, interval)]}
+        children = service.list(path, interval)
+        age = service.meta.listing_age(path, children) if children else None
+        entries = [service.describe(s) | {"age_ms": age} for s in children]
+        return {"entries": entries}
 
     return json_response(await run_in_threadpool(work))
 

@@ -18,12 +18,13 @@ class ReadResult:
     size: int | None = None
 
 
-def to_info(status: Mapping[str, Any]) -> dict[str, Any]:
+def to_info(status: Mapping[str, Any], aged: bool = False) -> dict[str, Any]:
     """The fsspec info dict of a worker's status JSON: ``name`` (the full URI), ``size``,
     ``type`` (``file`` or ``directory``), ``mtime`` (seconds), plus the worker's ``version``,
-    ``mtime_ns``, ``content_hash`` and ``cached_bytes``."""
+    ``mtime_ns``, ``content_hash`` and ``cached_bytes``; with ``aged``, its ``age_ms`` too
+    (None when it sent none), for a near-cache to take out before the caller sees it."""
     mtime_ns = int(status.get("mtime_ns") or 0)
-    return {
+    info = {
         "name": str(status["uri"]),
         "size": int(status.get("size") or 0),
         "type": "directory" if status.get("is_dir") else "file",
@@ -33,6 +34,9 @@ def to_info(status: Mapping[str, Any]) -> dict[str, Any]:
         "content_hash": status.get("content_hash"),
         "cached_bytes": int(status.get("cached_bytes") or 0),
     }
+    if aged:
+        info["age_ms"] = status.get("age_ms")
+    return info
 
 
 def ufs_info(status: UfsStatus) -> dict[str, Any]:

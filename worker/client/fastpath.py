@@ -118,9 +118,10 @@ class NearCacheMetadata:
         kept = near.status(key, _interval_ms(sync_interval), version)
         if kept is not None:
             return dict(kept)  # callers rename what they get
-        stamp = near.stamp(key)
-        answer = yield from self.remote.status(uri, sync_interval, version)
-        near.put_status(key, stamp, dict(answer))
+        stamp, asked_at = near.stamp(key), near.now()
+        answer = yield from self.remote.status(uri, sync_interval, version, aged=True)
+        age = answer.pop("age_ms", None)
+        near.put_status(key, stamp, asked_at, dict(answer), age)
         return answer
 
     def list(self, uri: str, sync_interval: str | None = None) -> Flow[list[dict[str, Any]]]:
@@ -131,9 +132,12 @@ class NearCacheMetadata:
         kept = near.listing(key, _interval_ms(sync_interval))
         if kept is not None:
             return [dict(entry) for entry in kept]
-        stamp = near.stamp(key)
-        entries = yield from self.remote.list(uri, sync_interval)
-        near.put_listing(key, stamp, [(str(e["name"]), dict(e)) for e in entries])
+        stamp, asked_at = near.stamp(key), near.now()
+        entries = yield from self.remote.list(uri, sync_interval, aged=True)
+        # Every entry of one listing has the listing's age; an empty one has none.
+        ages = [entry.pop("age_ms", None) for entry in entries]
+        age = ages[0] if ages else None
+        near.put_listing(key, stamp, asked_at, [(str(e["name"]), dict(e)) for e in entries], age)
         return entries
 
 

@@ -9,8 +9,10 @@ a listing is covered by its directory's counter, which every change to a child b
 
 Freshness against the UFS follows the caller's sync interval (the worker's default when None):
 ``-1`` (never re-check) serves a kept answer for up to ``ttl_ms``; ``0`` never serves one; a
-positive interval is left to the worker, whose answers do not say how old its entries are. A
-``version=`` ask is served when the kept status names that version.
+positive interval ``N`` serves it while its age — the worker's ``age_ms`` when it answered, plus
+the time since the client asked — stays within ``N`` (and the kept time within ``ttl_ms``), so
+the caller never gets a status older than it allowed. An answer without an age is not served
+for a positive interval. A ``version=`` ask is served when the kept status names that version.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class _Entry:
     value: Any
     covered_by: str  # the canonical URI whose counters cover it
     stamp: Stamp
-    filled_at: float  # monotonic seconds
+    filled_at: float  # monotonic seconds, when the call that fetched it began
+    age: float | None  # seconds since the worker confirmed it, as it answered; None: unknown
 
 
 class NearCache:
@@ -101,22 +104,36 @@ class NearCache:
             return None
         return list(entry.value)
 
-    def put_status(self, key: str, stamp: Stamp | None, value: Any) -> None:
-        """Keep ``value`` as the status of ``key``, fetched after ``stamp`` was read."""
+    def now(self) -> float:
+        """The near-cache's clock: read it, with :meth:`stamp`, before the call whose answer
+        is put."""
+        return self._clock()
+
+    def put_status(
+        self, key: str, stamp: Stamp | None, asked_at: float, value: Any, age_ms: int | None
+    ) -> None:
+        """Keep ``value`` as the status of ``key``, fetched by a call begun at ``asked_at``
+        after ``stamp`` was read; ``age_ms``: the worker's age of it (None: unknown)."""
         if stamp is not None:
-            self._put(self._statuses, key, _Entry(value, key, stamp, self._clock()))
+            self._put(self._statuses, key, _Entry(value, key, stamp, asked_at, _seconds(age_ms)))
 
     def put_listing(
-        self, key: str, stamp: Stamp | None, entries: Sequence[tuple[str, Any]]
+        self,
+        key: str,
+        stamp: Stamp | None,
+        asked_at: float,
+        entries: Sequence[tuple[str, Any]],
+        age_ms: int | None,
     ) -> None:
-        """Keep the listing of directory ``key`` (``(canonical child URI, value)`` pairs),
-        fetched after ``stamp`` was read; each child's status is kept too."""
+        """Keep the listing of directory ``key`` (``(canonical child URI, value)`` pairs) as
+        :meth:`put_status` keeps a status; each child's status is kept too."""
         if stamp is None:
             return
-        now = self._clock()
-        self._put(self._listings, key, _Entry([v for _, v in entries], key, stamp, now))
+        age = _seconds(age_ms)
+        listing = _Entry([v for _, v in entries], key, stamp, asked_at, age)
+        self._put(self._listings, key, listing)
         for child, value in entries:
-            self._put(self._statuses, child, _Entry(value, key, stamp, now))
+            self._put(self._statuses, child, _Entry(value, key, stamp, asked_at, age))
 
     def forget(self, key: str) -> None:
         """Drop what is kept of ``key`` and its parent's listing. The worker's counters
@@ -153,4 +170,13 @@ class NearCache:
 
     def _fresh(self, entry: _Entry, sync_interval_ms: int | None) -> bool:
         interval = self._default_interval if sync_interval_ms is None else sync_interval_ms
-        return interval == -1 and self._clock() - entry.filled_at <= self._ttl
+        kept_for = self._clock() - entry.filled_at
+        if kept_for > self._ttl or interval == 0:
+            return False
+        if interval == -1:
+            return True
+        return entry.age is not None and entry.age + kept_for <= interval / 1000
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000

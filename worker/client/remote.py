@@ -45,9 +45,14 @@ class Remote:
     # -- reads ---------------------------------------------------------------------------------
 
     def status(
-        self, uri: str, sync_interval: str | None = None, version: str | None = None
+        self,
+        uri: str,
+        sync_interval: str | None = None,
+        version: str | None = None,
+        aged: bool = False,
     ) -> Flow[dict[str, Any]]:
-        """The info dict of ``uri``; NotFound if it does not exist."""
+        """The info dict of ``uri`` (with ``aged``, the worker's ``age_ms`` of it too, see
+        :func:`to_info`); NotFound if it does not exist."""
         params = _params(path=uri, sync_interval=sync_interval, version=version)
         call = Call("GET", "/v1/status", uri, f"status {uri}", params)
         try:
@@ -56,10 +61,12 @@ class Remote:
             if (fallback := self.fallback) is None:
                 raise
             return ufs_info((yield from blocking(lambda: fallback.status(uri, version))))
-        return to_info(answer.response.json())
+        return to_info(answer.response.json(), aged)
 
-    def list(self, uri: str, sync_interval: str | None = None) -> Flow[list[dict[str, Any]]]:
-        """The info dicts of the children of directory ``uri``."""
+    def list(
+        self, uri: str, sync_interval: str | None = None, aged: bool = False
+    ) -> Flow[list[dict[str, Any]]]:
+        """The info dicts of the children of directory ``uri`` (``aged``: as :meth:`status`)."""
         call = Call(
             "GET", "/v1/list", uri, f"list {uri}", _params(path=uri, sync_interval=sync_interval)
         )
@@ -70,7 +77,7 @@ class Remote:
                 raise
             statuses = yield from blocking(lambda: fallback.list(uri))
             return [ufs_info(status) for status in statuses]
-        return [to_info(entry) for entry in answer.response.json()["entries"]]
+        return [to_info(entry, aged) for entry in answer.response.json()["entries"]]
 
     def read(
         self,

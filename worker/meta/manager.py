@@ -216,6 +216,22 @@ class MetadataManager:
             self._counters.add("syncs_changed")
         return list(children)
 
+    def status_age(self, uri: str, version: str) -> int | None:
+        """Milliseconds since ``uri``'s status of ``version`` was last confirmed with the UFS
+        (or written through the worker), from the memory tier; None when it holds no entry of
+        that version. A client near-cache counts a positive sync interval from it."""
+        entry = self._statuses.get(self._canonical(uri))
+        if entry is None or entry.version != version:
+            return None
+        return max(0, self._clock() - entry.loaded_at)
+
+    def listing_age(self, uri: str, children: list[UfsStatus]) -> int | None:
+        """:meth:`status_age` of the listing of ``uri`` that named exactly ``children``."""
+        listing = self._listings.get(self._canonical(uri))
+        if listing is None or listing.versions != {c.uri: c.version for c in children}:
+            return None
+        return max(0, self._clock() - listing.loaded_at)
+
     def _interval(self, sync_interval: int | None) -> int:
         interval = self._options.sync_interval_ms if sync_interval is None else sync_interval
         if interval < -1:

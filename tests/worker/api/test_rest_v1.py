@@ -32,7 +32,8 @@ def test_status_list_and_read_through(api: Api, data_dir: Path) -> None:
     assert status["size"] == len(content)
     assert status["cached_bytes"] == 0
     assert set(status) == {"uri", "name", "is_dir", "size", "mtime_ns", "version",
-                           "content_hash", "cached_bytes"}  # fmt: skip
+                           "content_hash", "cached_bytes", "age_ms"}  # fmt: skip
+    assert 0 <= status["age_ms"] < 60_000  # just loaded
     read = api.get("/v1/read", params={"path": uri(data_dir, "f.bin")})
     assert read.status_code == 200
     assert read.content == content
@@ -41,6 +42,7 @@ def test_status_list_and_read_through(api: Api, data_dir: Path) -> None:
     assert after["cached_bytes"] == len(content)
     entries = api.get("/v1/list", params={"path": f"file://{data_dir}"}).json()["entries"]
     assert [(e["name"], e["is_dir"]) for e in entries] == [("f.bin", False), ("sub", True)]
+    assert entries[0]["age_ms"] == entries[1]["age_ms"] is not None  # the listing's age
 
 
 def test_ranges_by_offset_and_header(api: Api, data_dir: Path) -> None:
@@ -405,7 +407,9 @@ def test_a_memory_hit_status_is_answered_on_the_loop_as_the_thread_path_would(
     try:
         answer = api.get("/v1/status", params={"path": status.uri, "version": '"etag"'})
         assert answer.status_code == 200
-        assert answer.json() == {**status.to_dict(), "cached_bytes": 0}
+        aged = answer.json()
+        assert 0 <= aged.pop("age_ms") < 60_000  # just written
+        assert aged == {**status.to_dict(), "cached_bytes": 0}
         refused = api.get("/v1/status", params={"path": status.uri, "version": "other"})
         outside = api.get("/v1/status", params={"path": "s3://bucket/elsewhere"})
         assert refused.status_code != 200  # another version: asked of the UFS, which is down

@@ -80,3 +80,20 @@ def test_the_fast_path_is_on_by_default_and_a_property_or_argument_turns_it_off(
     assert not isinstance(make_fs(near_cache=False).reader.metadata, NearCacheMetadata)
     with pytest.raises(ValueError, match="short_circuit='maybe'"):
         make_fs(short_circuit="maybe")
+
+
+def test_a_positive_sync_interval_is_served_from_the_near_cache_within_its_age(
+    make_fs: Callable[..., DoraFileSystem], service: WorkerService, data_dir: Path
+) -> None:
+    (data_dir / "f").write_bytes(b"x")
+    uri = f"file://{data_dir}/f"
+    fs = make_fs(near_cache=True)
+    assert fs.info(uri, sync_interval="1h")["size"] == 1
+    assert fs.ls(f"file://{data_dir}", sync_interval="1h")[0]["size"] == 1
+    calls = dict(service.meta.counters())  # every status or listing the worker serves counts
+    (data_dir / "f").write_bytes(b"yy")  # outside the worker: an interval of 1 h allows the old
+    assert fs.info(uri, sync_interval="1h")["size"] == 1
+    assert "age_ms" not in fs.info(uri, sync_interval="1h")
+    assert fs.ls(f"file://{data_dir}", sync_interval="1h")[0]["size"] == 1
+    assert dict(service.meta.counters()) == calls
+    assert fs.info(uri, sync_interval="0")["size"] == 2

@@ -53,18 +53,21 @@ def fill_status(near: NearCache, service: WorkerService, path: str) -> dict[str,
     """What a client does on a near-cache miss: stamp, ask, keep."""
     key = near.key(path)
     assert key is not None
-    stamp = near.stamp(key)
-    answer = service.describe(service.status(path))
-    near.put_status(key, stamp, answer)
+    stamp, asked_at = near.stamp(key), near.now()
+    status = service.status(path)
+    answer = service.describe(status)
+    near.put_status(key, stamp, asked_at, answer, service.meta.status_age(path, status.version))
     return answer
 
 
 def fill_listing(near: NearCache, service: WorkerService, path: str) -> list[dict[str, Any]]:
     key = near.key(path)
     assert key is not None
-    stamp = near.stamp(key)
-    entries = [service.describe(s) for s in service.list(path)]
-    near.put_listing(key, stamp, [(e["uri"], e) for e in entries])
+    stamp, asked_at = near.stamp(key), near.now()
+    children = service.list(path)
+    entries = [service.describe(s) for s in children]
+    age = service.meta.listing_age(path, children)
+    near.put_listing(key, stamp, asked_at, [(e["uri"], e) for e in entries], age)
     return entries
 
 
@@ -133,13 +136,22 @@ def test_time_to_live_and_bound(
     assert small.status(uri) is None and small.status(f"file://{data_dir}/d/b") is not None
 
 
-def test_a_positive_default_interval_is_left_to_the_worker(
-    view: GenerationView, service: WorkerService, uri: str
+def test_a_positive_interval_counts_the_workers_age_and_the_time_kept(
+    view: GenerationView, service: WorkerService, uri: str, clock: Clock
 ) -> None:
-    near = NearCache(view, default_sync_interval_ms=30_000)
-    fill_status(near, service, uri)
+    near = NearCache(view, default_sync_interval_ms=30_000, clock=clock)
+    key = near.key(uri)
+    assert key is not None
+    near.put_status(key, near.stamp(key), clock.now, {"uri": key}, age_ms=20_000)
+    clock.now = 10.0
+    assert near.status(uri) is not None  # 20 s old at the worker, 10 s kept: within 30 s
+    assert near.status(uri, sync_interval_ms=29_999) is None
+    assert near.status(uri, sync_interval_ms=0) is None
+    clock.now = 10.001
     assert near.status(uri) is None
-    assert near.status(uri, sync_interval_ms=-1) is not None
+    unknown = f"{key}-unknown"
+    near.put_status(unknown, near.stamp(unknown), clock.now, {"uri": unknown}, age_ms=None)
+    assert near.status(unknown) is None and near.status(unknown, sync_interval_ms=-1) is not None
 
 
 def test_nothing_is_trusted_once_the_worker_is_gone(
