@@ -124,11 +124,12 @@ def metadata(rest: Rest, near: NearCache, uri: str, directory: str, n: int) -> d
     }
     info_key, dir_key = near.key(uri), near.key(directory)
     assert info_key is not None and dir_key is not None
-    stamp = near.stamp(info_key)
-    near.put_status(info_key, stamp, rest.json("/v1/status", path=uri))
-    stamp = near.stamp(dir_key)
+    stamp, asked_at = near.stamp(info_key), near.now()
+    answer = rest.json("/v1/status", path=uri)
+    near.put_status(info_key, stamp, asked_at, answer, answer["age_ms"])
+    stamp, asked_at = near.stamp(dir_key), near.now()
     entries = rest.json("/v1/list", path=directory)["entries"]
-    near.put_listing(dir_key, stamp, [(e["uri"], e) for e in entries])
+    near.put_listing(dir_key, stamp, asked_at, [(e["uri"], e) for e in entries], None)
 
     def near_info(i: int) -> None:
         key = near.key(uri)
