@@ -120,6 +120,12 @@ class Metrics:
             "Reads served straight from the UFS because the file is not cached by policy",
             registry=self.registry,
         )
+        self.short_circuit_located = Counter(
+            "dora_short_circuit_located_bytes",
+            "Bytes of cached pages whose page files were handed out to same-host clients for "
+            "short-circuit reads (/v1/locate); the clients count what they read themselves",
+            registry=self.registry,
+        )
         self.cache_failures = Counter(
             "dora_cache_failures",
             "Reads that fell back to the UFS because the page store failed",

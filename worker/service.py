@@ -32,6 +32,7 @@ from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
 from worker.load import LoadManager
 from worker.meta import keys as meta_keys
+from worker.meta.counters import Counters
 from worker.meta.entry import Operation
 from worker.meta.errors import MetastoreOpenError
 from worker.meta.generations import FILE_NAME as GENERATIONS_FILE
@@ -111,6 +112,9 @@ class WorkerService:
         if generations is not None:
             meta.count_changes(generations)
         self.loads = LoadManager(self)
+        # The worker cannot see a same-host client's reads of its page files; what it can
+        # count is the cached bytes it handed out for them (the client counts what it read).
+        self._located = Counters(("short_circuit_located_bytes",))
         self._closed = False
         self._change_listeners: list[Callable[[list[Event]], None]] = []
         meta.add_listener(self._drop_pages)
@@ -321,6 +325,9 @@ class WorkerService:
         locations = self.pages.locate(file_id(status.uri), status.version, first, last)
         found = {page.index for page in locations.pages}
         missing = tuple(i for i in range(first, last + 1) if i not in found)
+        located = sum(page.size for page in locations.pages)
+        self._located.add("short_circuit_located_bytes", located)
+        self.metrics.short_circuit_located.inc(located)
         return Located(status, locations, missing)
 
     def same_host(self) -> dict[str, Any]:
@@ -425,6 +432,7 @@ class WorkerService:
             "page_hits": reads["page_hits"],
             "page_misses": reads["page_misses"],
             "passthrough_reads": reads["passthrough"],
+            **self._located.snapshot(),
             "metadata_hits": meta.get("memory_hits", 0) + meta.get("metastore_hits", 0),
             "metadata_misses": meta.get("misses", 0),
             "metadata_ufs_calls": meta.get("ufs_calls", 0),

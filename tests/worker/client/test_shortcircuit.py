@@ -122,6 +122,10 @@ def test_warm_reads_come_from_page_files(
     stats = reader.stats()
     assert stats["locates"] == 2  # two windows of four pages, each located once
     assert stats["short_circuit_bytes"] == PAGE + 20 + 2 * PAGE + 995 + 1
+    # The worker counts what it handed out, whole pages of both windows (it sees no reads).
+    assert service.stats()["short_circuit_located_bytes"] == len(content)
+    metric = f"dora_short_circuit_located_bytes_total {float(len(content))}"
+    assert metric in service.metrics.render().decode()
 
 
 def test_missing_pages_are_read_over_http_then_from_files(
