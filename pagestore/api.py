@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -123,6 +123,17 @@ class PageStore(Protocol):
         """The whole page, from the store or from ``fill()`` (then stored when possible, as a
         page of the file at ``uri``). Concurrent callers for one page share one ``fill()``;
         its exceptions reach them all."""
+        ...
+
+    def fill_run(
+        self, page_ids: Sequence[PageId], fetch: Callable[[int, int], list[bytes]], uri: str
+    ) -> list[Fill]:
+        """:meth:`get_or_fill` of consecutive pages of one file version (``page_ids`` in index
+        order), one :class:`Fill` each, with one ``fetch(first index, count)`` — the pages'
+        bytes, one item per page — per run of consecutive pages that are neither cached nor
+        being filled by another caller; pages another caller is filling are joined, so
+        concurrent callers fetch each page once. ``fetch``'s exceptions reach every caller of
+        the pages it was fetching."""
         ...
 
     def delete_file(self, file_id: str, version: str | None = None) -> int:

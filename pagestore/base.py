@@ -7,12 +7,12 @@ import enum
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from pagestore.api import Fill, Lookup, PageRead, PutResult, StoreStats
 from pagestore.files import uri_under
-from pagestore.flight import SingleFlight
+from pagestore.flight import FlightCall, SingleFlight
 from pagestore.page import PageId, PageKey
 
 _STORE_FAILURES = (PutResult.FAILED, PutResult.NO_SPACE)
@@ -187,6 +187,69 @@ class BasePageStore(ABC):
             return Fill(shared.data, fetched=False, cache_failure=failed)
         return Fill(shared.data, shared.fetched, shared.cache_failure or failed)
 
+    def fill_run(
+        self, page_ids: Sequence[PageId], fetch: Callable[[int, int], list[bytes]], uri: str
+    ) -> list[Fill]:
+        """See PageStore.fill_run."""
+        fills: list[Fill | None] = [None] * len(page_ids)
+        failed = [False] * len(page_ids)
+        led: list[tuple[int, FlightCall[Fill]]] = []
+        joined: list[tuple[int, FlightCall[Fill]]] = []
+        for pos, page_id in enumerate(page_ids):
+            found = self.read(page_id)
+            if found.lookup is Lookup.HIT:
+                fills[pos] = Fill(found.data, fetched=False, cache_failure=False)
+                continue
+            failed[pos] = found.lookup is Lookup.FAILED
+            leader, call = self._flights.begin(page_id)
+            (led if leader else joined).append((pos, call))
+        # Every page led is ended before any joined one is waited on (see SingleFlight.begin).
+        self._fill_led(page_ids, led, failed, fills, fetch, uri)
+        for pos, call in joined:
+            shared = self._flights.wait(call)
+            fills[pos] = Fill(shared.data, fetched=False, cache_failure=failed[pos])
+        return [fill for fill in fills if fill is not None]
+
+    def _fill_led(
+        self,
+        page_ids: Sequence[PageId],
+        led: list[tuple[int, FlightCall[Fill]]],
+        failed: list[bool],
+        fills: list[Fill | None],
+        fetch: Callable[[int, int], list[bytes]],
+        uri: str,
+    ) -> None:
+        """Fetch and store the pages this caller leads, a run of consecutive ones per fetch,
+        ending each page's call; a failure ends every call not yet ended with it."""
+        ended: set[int] = set()
+        try:
+            with self._lock:
+                since = self._invalidations.mark()
+            to_fetch = []
+            for pos, call in led:
+                # Stored by a flight that ended between this caller's lookup and its lead.
+                found = self.read(page_ids[pos]) if self.has_page(page_ids[pos]) else None
+                if found is not None and found.lookup is Lookup.HIT:
+                    fills[pos] = Fill(found.data, fetched=False, cache_failure=False)
+                    self._flights.end(page_ids[pos], call, fills[pos])
+                    ended.add(pos)
+                else:
+                    to_fetch.append((pos, call))
+            for run in _consecutive(to_fetch):
+                first = page_ids[run[0][0]]
+                datas = fetch(first.index, len(run))
+                for (pos, call), data in zip(run, datas, strict=True):
+                    stored = self._counted_store(page_ids[pos], data, uri, since)
+                    fill = Fill(data, True, failed[pos] or stored in _STORE_FAILURES)
+                    fills[pos] = fill
+                    self._flights.end(page_ids[pos], call, fill)
+                    ended.add(pos)
+        except BaseException as exc:
+            for pos, call in led:
+                if pos not in ended:
+                    self._flights.end(page_ids[pos], call, error=exc)
+            raise
+
     def delete_prefix(self, prefix: str) -> int:
         """See PageStore.delete_prefix."""
         with self._lock:
@@ -229,3 +292,16 @@ class BasePageStore(ABC):
         result = self._store(page_id, data, uri, since)
         self._counters.add_put(result, len(data))
         return result
+
+
+def _consecutive(
+    led: list[tuple[int, FlightCall[Fill]]],
+) -> list[list[tuple[int, FlightCall[Fill]]]]:
+    """``led`` (in position order) split into runs of consecutive positions."""
+    runs: list[list[tuple[int, FlightCall[Fill]]]] = []
+    for item in led:
+        if runs and runs[-1][-1][0] + 1 == item[0]:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return runs

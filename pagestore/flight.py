@@ -17,7 +17,9 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class _Call(Generic[V]):
+class FlightCall(Generic[V]):
+    """One call in flight: its outcome once ``done``, and how many callers joined it."""
+
     __slots__ = ("done", "error", "value", "waiting")
 
     def __init__(self) -> None:
@@ -37,39 +39,62 @@ class SingleFlight(Generic[K, V]):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: dict[K, _Call[V]] = {}
+        self._calls: dict[K, FlightCall[V]] = {}
         self._merged = 0
 
     def run(self, key: K, fn: Callable[[], V]) -> V:
         """Run ``fn`` for ``key`` unless a call for ``key`` is in flight, then share its outcome.
         Raises whatever ``fn`` raised, in the leader and in every caller that joined it."""
-        with self._lock:
-            call = self._calls.get(key)
-            leader = call is None
-            if call is None:
-                call = self._calls[key] = _Call()
-            else:
-                call.waiting += 1
-                self._merged += 1
+        leader, call = self.begin(key)
         if not leader:
-            call.done.wait()
-            if call.error is not None:
-                raise call.error
-            # The leader stored the value before setting ``done``.
-            return cast(V, call.value)
+            return self.wait(call)
         try:
             value = fn()
-            call.value = value
         except BaseException as exc:
-            call.error = exc
+            self.end(key, call, error=exc)
             raise
-        finally:
-            # Unregister before waking the waiters, so a caller arriving after this point starts
-            # a new call instead of reading a finished one.
-            with self._lock:
-                del self._calls[key]
-            call.done.set()
+        self.end(key, call, value)
         return value
+
+    def begin(self, key: K) -> tuple[bool, FlightCall[V]]:
+        """Lead ``key``'s call unless one is in flight, without waiting: ``(True, call)`` when
+        the caller now leads it and must :meth:`end` it (whatever happens), ``(False, call)``
+        when it joined another caller's call (:meth:`wait` for its outcome). A caller that
+        leads several keys ends each before it waits on any it joined, so callers claiming
+        overlapping sets of keys never wait on each other in a circle."""
+        with self._lock:
+            call = self._calls.get(key)
+            if call is not None:
+                call.waiting += 1
+                self._merged += 1
+                return False, call
+            call = self._calls[key] = FlightCall()
+            return True, call
+
+    def end(
+        self,
+        key: K,
+        call: FlightCall[V],
+        value: V | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """End the call ``key`` the caller leads with ``value`` or ``error``, waking those who
+        joined it."""
+        call.value, call.error = value, error
+        # Unregister before waking the waiters, so a caller arriving after this point starts
+        # a new call instead of reading a finished one.
+        with self._lock:
+            del self._calls[key]
+        call.done.set()
+
+    @staticmethod
+    def wait(call: FlightCall[V]) -> V:
+        """The outcome of a call joined with :meth:`begin`: its value, or its error raised."""
+        call.done.wait()
+        if call.error is not None:
+            raise call.error
+        # The leader stored the value before setting ``done``.
+        return cast(V, call.value)
 
     def in_flight(self) -> int:
         """The number of keys with a call running (for tests and stats)."""

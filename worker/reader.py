@@ -104,13 +104,11 @@ class Reader:
     def _cached(self, status: UfsStatus, offset: int, length: int, window: int) -> Iterator[bytes]:
         fid = file_id(status.uri)
         first, last = offset // self.page_size, (offset + length - 1) // self.page_size
-        ahead: deque[tuple[int, Future[Fill]]] = deque()
+        ahead: deque[tuple[int, Future[list[Fill]], int]] = deque()
         try:
             for index in range(first, last + 1):
                 start = max(offset, index * self.page_size) - index * self.page_size
                 stop = min(offset + length, (index + 1) * self.page_size) - index * self.page_size
-                while ahead and ahead[0][0] < index:
-                    ahead.popleft()[1].cancel()
                 lookup = Lookup.MISS  # when reading ahead, the fill looks the page up itself
                 if not ahead:
                     found = self._pages.read(
@@ -124,11 +122,12 @@ class Reader:
                     lookup = found.lookup
                 self._read_ahead(ahead, status, fid, index, min(last, index + window))
                 window = min(2 * window, READ_AHEAD_PAGES)
-                fill = ahead.popleft()[1].result()
+                _, batch, position = ahead.popleft()
+                fill = batch.result()[position]
                 self._account(fill, lookup, stop - start)
                 yield fill.data[start:stop]
         finally:
-            for _, pending in ahead:
+            for _, pending, _ in ahead:
                 pending.cancel()
 
     def _account(self, fill: Fill, lookup: Lookup, size: int) -> None:
@@ -142,24 +141,28 @@ class Reader:
 
     def _read_ahead(
         self,
-        ahead: deque[tuple[int, Future[Fill]]],
+        ahead: deque[tuple[int, Future[list[Fill]], int]],
         status: UfsStatus,
         fid: str,
         index: int,
         last: int,
     ) -> None:
-        """Make sure pages ``index`` to ``last`` are being filled."""
+        """Make sure pages ``index`` to ``last`` are being filled: the ones not yet asked for,
+        as one batch whose missing pages come in one ranged UFS read per run."""
         next_index = ahead[-1][0] + 1 if ahead else index
-        while next_index <= last:
-            page_id = PageId(fid, status.version, next_index)
-            fetch = functools.partial(self._fetch_page, status, next_index)
-            future = self._pool.submit(self._pages.get_or_fill, page_id, fetch, status.uri)
-            ahead.append((next_index, future))
-            next_index += 1
+        if next_index > last:
+            return
+        pages = [PageId(fid, status.version, i) for i in range(next_index, last + 1)]
+        fetch = functools.partial(self._fetch_pages, status)
+        batch = self._pool.submit(self._pages.fill_run, pages, fetch, status.uri)
+        ahead.extend((page.index, batch, position) for position, page in enumerate(pages))
 
-    def _fetch_page(self, status: UfsStatus, index: int) -> bytes:
-        offset = index * self.page_size
-        return self._fetch(status, offset, min(self.page_size, status.size - offset))
+    def _fetch_pages(self, status: UfsStatus, first: int, count: int) -> list[bytes]:
+        """Pages ``first`` to ``first + count - 1`` of ``status``'s version in one UFS read."""
+        offset = first * self.page_size
+        data = self._fetch(status, offset, min(count * self.page_size, status.size - offset))
+        step = self.page_size
+        return [data[at : at + step] for at in range(0, len(data), step)]
 
     def _fetch(self, status: UfsStatus, offset: int, size: int) -> bytes:
         started = time.perf_counter()
