@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -318,3 +319,63 @@ def test_many_threads_reading_and_filling_only_ever_see_right_bytes(
         for file_id in (FILE_A, FILE_B):
             cached = store.get(page(index, file_id))
             assert cached is None or cached == content(page(index, file_id))
+
+
+def fetcher(calls: list[tuple[int, int]], hold: Callable[[], None] = lambda: None) -> Any:
+    """A ``fill_run`` fetch of FILE_A's v1 pages that records each (first, count) it serves."""
+
+    def fetch(first: int, count: int) -> list[bytes]:
+        calls.append((first, count))
+        hold()
+        return [content(page(i)) for i in range(first, first + count)]
+
+    return fetch
+
+
+def test_fill_run_fetches_each_run_of_missing_pages_once(store: PageStore) -> None:
+    fill_with(store, [page(2)])
+    calls: list[tuple[int, int]] = []
+    pages = [page(i) for i in range(6)]
+    fills = store.fill_run(pages, fetcher(calls), uri(page(0)))
+    assert calls == [(0, 2), (3, 3)]  # page 2 was cached: two runs around it
+    assert [f.data for f in fills] == [content(p) for p in pages]
+    assert [f.fetched for f in fills] == [True, True, False, True, True, True]
+    again = store.fill_run(pages, fetcher(calls), uri(page(0)))
+    assert len(calls) == 2 and not any(f.fetched for f in again)
+
+
+def test_concurrent_fill_runs_over_overlapping_pages_fetch_each_page_once(
+    store: PageStore,
+) -> None:
+    readers = 6
+    calls: list[tuple[int, int]] = []
+    results: list[tuple[int, list[Fill]]] = []
+
+    def hold() -> None:
+        # Keep the first fetch open until every reader has missed, so the others join.
+        while store.stats().misses < readers:
+            threading.Event().wait(0.001)
+
+    def read(first: int) -> None:
+        pages = [page(i) for i in range(first, first + 4)]
+        results.append((first, store.fill_run(pages, fetcher(calls, hold), uri(page(0)))))
+
+    starts = iter(range(readers))
+    run_threads(readers, lambda: read(next(starts) % 3))
+    fetched = sorted(i for first, count in calls for i in range(first, first + count))
+    assert fetched == sorted(set(fetched)), calls  # no page fetched twice
+    assert set(fetched) == set(range(6))
+    for first, fills in results:
+        assert [f.data for f in fills] == [content(page(i)) for i in range(first, first + 4)]
+
+
+def test_a_failed_fill_run_reaches_its_waiters_and_stores_nothing(store: PageStore) -> None:
+    def fetch(first: int, count: int) -> list[bytes]:
+        raise ConnectionError("the UFS is down")
+
+    with pytest.raises(ConnectionError):
+        store.fill_run([page(0), page(1)], fetch, uri(page(0)))
+    assert not store.has_page(page(0)) and not store.has_page(page(1))
+    calls: list[tuple[int, int]] = []
+    fills = store.fill_run([page(0), page(1)], fetcher(calls), uri(page(0)))
+    assert calls == [(0, 2)] and [f.data for f in fills] == [content(page(0)), content(page(1))]
