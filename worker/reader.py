@@ -120,7 +120,11 @@ class Reader:
                         yield found.data
                         continue
                     lookup = found.lookup
-                self._read_ahead(ahead, status, fid, index, min(last, index + window))
+                target = min(last, index + window)
+                # Top up once half a window is missing (or for the range's tail), so batches
+                # stay several pages long: a page at a time would undo the coalescing.
+                if not ahead or target - ahead[-1][0] >= max(1, window // 2) or target == last:
+                    self._read_ahead(ahead, status, fid, index, target)
                 window = min(2 * window, READ_AHEAD_PAGES)
                 _, batch, position = ahead.popleft()
                 fill = batch.result()[position]
