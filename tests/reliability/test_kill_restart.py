@@ -34,14 +34,24 @@ def write_set(scene: Scene, directory: str, rng: random.Random) -> dict[str, byt
 
 
 def kill_after_gets(worker: Worker, scene: Scene, directory: str, files: dict[str, bytes]) -> None:
-    """SIGKILL the worker once it has fetched 40% of the pages under ``directory``."""
-    pages = sum(-(-len(data) // PAGE) for data in files.values())
+    """SIGKILL the worker once it has fetched 40% of the bytes under ``directory`` (a GET may
+    carry a run of pages)."""
+    total = sum(len(data) for data in files.values())
 
     def fetched() -> bool:
-        return sum(r.method == "GET" for r in scene.requests(directory)) >= 0.4 * pages
+        gets = [r for r in scene.requests(directory) if r.method == "GET"]
+        return sum(ranged_bytes(r.range) for r in gets) >= 0.4 * total
 
-    wait_for(fetched, f"page GETs under {directory}")
+    wait_for(fetched, f"40% of the bytes under {directory}")
     worker.kill()
+
+
+def ranged_bytes(header: str | None) -> int:
+    """The bytes a GET's ``Range: bytes=first-last`` asks for; a page for a GET without one."""
+    if header is None:
+        return PAGE
+    first, _, last = header.removeprefix("bytes=").partition("-")
+    return int(last) - int(first) + 1
 
 
 def read_until_killed(

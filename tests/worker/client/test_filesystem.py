@@ -211,14 +211,15 @@ def test_an_open_file_stays_on_its_version(fs: DoraFileSystem, root: str, data_d
 def changed_mid_read(
     service: WorkerService, data_dir: Path, monkeypatch: pytest.MonkeyPatch, sync_before: int
 ) -> tuple[DoraFileSystem, str]:
-    """A 300 KB file (five 64 KB pages) that is replaced once the worker has started streaming
-    it, and a client of the worker that sends each read in one request. With ``sync_before``,
-    the worker is synced with the UFS (as another caller's ``sync_interval=0`` would) just
-    before the client sends its read number ``sync_before``."""
+    """An 800 KB file (thirteen 64 KB pages: more than one read-ahead batch, so the worker reads
+    it from the UFS in more than one request) that is replaced once the worker has started
+    streaming it, and a client of the worker that sends each read in one request. With
+    ``sync_before``, the worker is synced with the UFS (as another caller's ``sync_interval=0``
+    would) just before the client sends its read number ``sync_before``."""
     path = data_dir / "changing.bin"
-    path.write_bytes(os.urandom(300_000))
+    path.write_bytes(os.urandom(800_000))
     uri = f"file://{path}"
-    replace_before_later_chunk(monkeypatch, lambda: write_outside(path, os.urandom(300_000)))
+    replace_before_later_chunk(monkeypatch, lambda: write_outside(path, os.urandom(800_000)))
     transport = BeforeRead(
         SyncBridge(httpx.ASGITransport(app=create_app(service))),
         sync_before,

@@ -12,9 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
+from pagestore.page import PageId
 from pagestore.shortcircuit import PageFile, PageLocations
 from tests.worker.conftest import Api, page_files
 from tests.worker.meta.support import wait_until
+from ufs.status import file_id
 from worker.api.locate import answer
 from worker.client.shortcircuit import ShortCircuitReader
 from worker.service import WorkerService
@@ -243,9 +245,16 @@ def test_a_page_file_this_process_may_not_open_sends_reads_over_http(case: Case)
     assert os.waitstatus_to_exitcode(status) == 0
 
 
+def stored(service: WorkerService, uri: str, version: str, pages: tuple[int, ...]) -> bool:
+    return all(service.pages.has_page(PageId(file_id(uri), version, i)) for i in pages)
+
+
 def test_locate_answers_and_errors(service: WorkerService, api: Api, uri: str) -> None:
     version = warm(service, uri)
     service.invalidate(uri)
+    # The invalidated pages' files are unlinked in the background, and until they are gone a
+    # fill of those pages is refused (PageStore.put: never lost, not stored): warm until stored.
+    wait_until(lambda: stored(service, uri, warm(service, uri), (1, 2)))
     version = warm(service, uri)
     found = api.get("/v1/locate", params={"path": uri, "offset": PAGE + 1, "length": PAGE})
     assert found.status_code == 200
