@@ -14,10 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from tests.worker.meta.support import wait_until
 from worker.locals3 import free_port
 from worker.netproxy import HttpRequestParser, TcpProxy
-
-from tests.worker.meta.support import wait_until
 
 RELEASE = threading.Event()
 
