@@ -47,6 +47,11 @@ class LocalWorker:
         self._found: _Local | None = None
         self.sizes: dict[tuple[str, str], int] = {}
 
+    @property
+    def found(self) -> _Local | None:
+        """What :meth:`facts` found, None before it was first asked."""
+        return self._found
+
     def facts(self, uri: str) -> Flow[_Local]:
         """The near-cache and reader to use (None: not here), asking ``/v1/local`` once."""
         if self._found is not None:
@@ -184,6 +189,15 @@ class ShortCircuitRanges:
             answer = yield from self.remote.locate(uri, version, at, span)
             reader.located(uri, version, at, answer)
         return (yield from blocking(lambda: reader.read_local(uri, version, offset, buffer)))
+
+    def fill_now(
+        self, uri: str, version: str, offset: int, buffer: memoryview
+    ) -> list[tuple[int, int]] | None:
+        found = self.local.found
+        reader = None if found is None else found.reader
+        if reader is None or reader.to_locate(uri, version, offset, len(buffer)):
+            return None
+        return reader.read_local(uri, version, offset, buffer)
 
     def read(
         self,

@@ -62,6 +62,12 @@ class _Transfers:
         self._spool = None
         return None if details is None else int(details["size"])
 
+    def _fetch_now(self, start: int, end: int) -> bytes | Flow[bytes]:
+        """As :meth:`_fetch`, but the bytes themselves when they could be read in this thread
+        at once (from this host's cached page files, a blocking read)."""
+        got = self.fs.reader.read_now(self.path, start, min(end, self.size), self.version)
+        return self._fetch(start, end) if got is None else got
+
     def _fetch(self, start: int, end: int) -> Flow[bytes]:
         end = min(end, self.size)
         if start >= end:
@@ -129,7 +135,8 @@ class DoraFile(_Transfers, AbstractBufferedFile):  # type: ignore[misc]  # fsspe
         )
 
     def _fetch_range(self, start: int, end: int) -> bytes:
-        return self.fs._run(self._fetch(start, end))
+        got = self._fetch_now(start, end)
+        return got if isinstance(got, bytes) else self.fs._run(got)
 
     def _upload_chunk(self, final: bool = False) -> bool:
         self._spooled(self.buffer.getbuffer())

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from worker.client.errors import WorkerFailure
 from worker.client.flow import Chunks, Flow, each_in_order, parallel
+from worker.client.outbytes import OutBytes
 from worker.client.resolvers import DirectRanges, Metadata, Ranges
 
 
@@ -81,13 +82,32 @@ class ChunkedReader:
         chunks = yield from parallel(self.chunks(uri, start, end, version), self.parallelism)
         return b"".join(chunks)
 
+    def read_now(
+        self, uri: str, start: int, end: int, version: str | None
+    ) -> bytes | Flow[bytes] | None:
+        """Bytes ``[start, end)`` at ``version`` (within the file) read in the calling thread
+        when what the short-circuit reader knows already covers them: the bytes, or the flow
+        that reads the pages found missing meanwhile. None, having read nothing, otherwise
+        (read through :meth:`read_pinned`). For small reads, whose cost the flow driver's
+        steps would otherwise double."""
+        direct = self._direct
+        if direct is None or version is None or not start < end <= start + self.chunk_size:
+            return None
+        out = OutBytes(end - start)
+        gaps = direct.fill_now(uri, version, start, out.view)
+        if gaps is None:
+            return None
+        if not gaps:
+            return out.take()
+        return self._gaps(direct, uri, start, version, out, gaps)
+
     def _into(
         self, direct: DirectRanges, uri: str, start: int, end: int, version: str
     ) -> Flow[bytes]:
         """Bytes ``[start, end)`` at ``version`` (within the file) in one buffer: filled in
         place where local, the gaps read over HTTP in parallel chunks written into it."""
-        buffer = bytearray(end - start)
-        view = memoryview(buffer)
+        out = OutBytes(end - start)
+        view = out.view
         # Large ranges are filled a chunk per thread: page reads and checksums release the GIL.
         parts = spans(start, end, self.chunk_size)
         if len(parts) == 1:
@@ -98,6 +118,19 @@ class ChunkedReader:
                 self.parallelism,
             )
             gaps = [gap for part in filled for gap in part]
+        return (yield from self._gaps(direct, uri, start, version, out, gaps))
+
+    def _gaps(
+        self,
+        direct: DirectRanges,
+        uri: str,
+        start: int,
+        version: str,
+        out: OutBytes,
+        gaps: list[tuple[int, int]],
+    ) -> Flow[bytes]:
+        """``out`` (the bytes from ``start``) once ``gaps`` are read over HTTP into it."""
+        view = out.view
         pieces = [piece for at, span in gaps for piece in spans(at, at + span, self.chunk_size)]
         if pieces:
             order = iter(pieces)
@@ -108,7 +141,7 @@ class ChunkedReader:
 
             flows = [self._exact(uri, piece, version, direct.remote) for piece in pieces]
             yield from each_in_order(flows, self.parallelism, put)
-        return bytes(buffer)
+        return out.take()
 
     def copy_pinned(
         self, uri: str, start: int, end: int, version: str | None, sink: Callable[[bytes], None]

@@ -67,6 +67,13 @@ class DirectRanges(Ranges, Protocol):
         file) where it can; the ranges (file offset, length) left to read from :attr:`remote`."""
         ...
 
+    def fill_now(
+        self, uri: str, version: str, offset: int, buffer: memoryview
+    ) -> list[tuple[int, int]] | None:
+        """As :meth:`fill`, in the calling thread and only from what is known already (no call
+        to a worker); None, having read nothing, when that is not enough to start."""
+        ...
+
 
 class Metadata(Protocol):
     """Resolves statuses and listings (fsspec info dicts with full URIs as names).

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.worker.conftest import page_files
 from worker.client.fastpath import NearCacheMetadata, ShortCircuitRanges
 from worker.client.filesystem import DoraFileSystem
 from worker.service import WorkerService
@@ -97,3 +98,39 @@ def test_a_positive_sync_interval_is_served_from_the_near_cache_within_its_age(
     assert fs.ls(f"file://{data_dir}", sync_interval="1h")[0]["size"] == 1
     assert dict(service.meta.counters()) == calls
     assert fs.info(uri, sync_interval="0")["size"] == 2
+
+
+def test_a_small_read_of_located_pages_needs_no_call_and_an_evicted_page_goes_over_http(
+    make_fs: Callable[..., DoraFileSystem],
+    data_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    content = os.urandom(4 * PAGE)
+    (data_dir / "h.bin").write_bytes(content)
+    uri = f"file://{data_dir}/h.bin"
+    fs = make_fs(short_circuit=True)
+    assert fs.cat_file(uri) == content  # the worker keeps the pages
+    with fs.open(uri, "rb", cache_type="none") as f:
+        f.seek(3)
+        assert f.read(100) == content[3:103]  # locates the window
+        runs: list[object] = []
+        run = fs.client.sync.run
+        monkeypatch.setattr(fs.client.sync, "run", lambda flow: runs.append(flow) or run(flow))
+        f.seek(PAGE - 50)
+        assert f.read(PAGE) == content[PAGE - 50 : 2 * PAGE - 50]
+        assert runs == []  # read in this thread, no flow, no call
+        for path in page_files(tmp_path / "work", uri):
+            path.unlink()  # as eviction does, after the reader located the pages
+        f.seek(2 * PAGE + 1)
+        assert f.read(PAGE - 1) == content[2 * PAGE + 1 : 3 * PAGE]
+        assert runs  # the page found missing: a flow reads it over HTTP
+    ranges = fs.reader.ranges
+    assert isinstance(ranges, ShortCircuitRanges)
+    facts = ranges.local.found
+    assert facts is not None and facts.reader is not None
+    stats = facts.reader.stats()
+    # Each byte counted once, as short-circuit or as HTTP.
+    assert stats["short_circuit_bytes"] == 100 + PAGE
+    assert stats["http_bytes"] == len(content) + PAGE - 1  # the cold read, then the evicted page
+    assert stats["miss_vanished"] == 1
