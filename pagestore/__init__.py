@@ -8,7 +8,7 @@ Where things live:
 - ``memory``: ``MemoryPageStore``, the same contract in memory, for tests;
 - ``base``: what both stores share (read-through with single flight, invalidation log, counters);
 - ``page``: ``PageId`` and the on-disk name of a page; ``pagefile``: the page file format (a
-  header with a checksum per 64 KiB block, then the data);
+  header with a checksum per 16 KiB block, then the data);
 - ``shortcircuit``: reading page files straight from disk, for clients on the worker's host
   (given ``LocalPageStore.locate``); dependency-light;
 - ``disk``: one page directory's files; ``dirs``: directories at run time and page placement;

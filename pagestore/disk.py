@@ -1,7 +1,7 @@
 """One page directory on disk: ownership, layout, atomic writes, verified reads and scanning.
 
 Layout (names in :mod:`pagestore.layout`):
-``<root>/v2-<page_size>/<bucket>/<file_id>.<version_key>.<index>``, where ``bucket`` is the
+``<root>/v3-<page_size>/<bucket>/<file_id>.<version_key>.<index>``, where ``bucket`` is the
 first two characters of the file id, so no directory holds more than a fraction of the pages and
 pages written with another page size are never read as this one. The root holds the store's
 marker (:mod:`pagestore.owner`) and lock file. Only files of the store's own naming inside its

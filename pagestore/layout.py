@@ -3,9 +3,9 @@
 Everything the store ever removes is recognised here first: a name that does not match is
 somebody else's file and is left alone, wherever it is found.
 
-- ``<root>/v2-<page_size>/``: a layout (all pages of one page size, in page file format 2);
-  earlier versions wrote format 1 under ``<root>/<page_size>/``, removed like any other
-  layout the store no longer reads;
+- ``<root>/v3-<page_size>/``: a layout (all pages of one page size, in page file format 3);
+  earlier versions wrote format 2 under ``<root>/v2-<page_size>/`` and format 1 under
+  ``<root>/<page_size>/``, removed like any other layout the store no longer reads;
 - ``<layout>/<bucket>/``: a bucket, the first one or two characters of the file ids in it;
 - ``<bucket>/<file_id>.<version_key>.<index>``: a page (see :class:`~pagestore.page.PageKey`);
 - ``<bucket>/uri.<file_id>``: the record of the URI of the file whose pages are in the bucket;

@@ -32,7 +32,7 @@ from pagestore.pagefile import (
     verify,
 )
 
-_SCRATCH = 2 * BLOCK_SIZE
+_SCRATCH = 128 << 10
 
 
 @dataclass(frozen=True, slots=True)

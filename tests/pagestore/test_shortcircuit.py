@@ -18,7 +18,7 @@ from pagestore.shortcircuit import Miss, PageFile, PageLocation, PageLocations, 
 from pagestore.store import LocalPageStore
 from tests.pagestore.support import FILE_A, FILE_B, content, uri
 
-PAGE_SIZE = 4 * BLOCK_SIZE
+PAGE_SIZE = 16 * BLOCK_SIZE
 LAST = PAGE_SIZE - 1000  # the file's last page is shorter
 
 LocalStores = Callable[[PageStoreOptions], LocalPageStore]
@@ -73,7 +73,9 @@ def missed(locations: PageLocations, index: int = 0) -> Miss:
     ("index", "offset", "size"),
     [
         (0, 0, PAGE_SIZE),
-        (1, BLOCK_SIZE, BLOCK_SIZE),  # aligned 64 KiB: one block read and verified
+        (1, BLOCK_SIZE, BLOCK_SIZE),  # aligned: one block read and verified
+        (1, 100, 4 * BLOCK_SIZE),  # unaligned, five blocks read whole into scratch space
+        (1, 100, 10 * BLOCK_SIZE),  # unaligned and longer: scratch space only at the ends
         (1, 100, 50),
         (1, BLOCK_SIZE - 10, 2 * BLOCK_SIZE + 20),  # across three blocks, unaligned both ends
         (2, LAST - 70, 70),

@@ -180,11 +180,15 @@ def test_temporary_files_unusable_pages_and_old_layouts_are_cleaned(
     old_layout = tmp_path / "dir0" / "8192" / "aa"
     old_layout.mkdir(parents=True)
     (old_layout / PageId(FILE_A, "v", 3).key.file_name).write_bytes(b"old")
+    format2 = tmp_path / "dir0" / f"v2-{PAGE_SIZE}" / FILE_A[:2]  # 64 KiB blocks: not read now
+    format2.mkdir(parents=True)
+    (format2 / PageId(FILE_A, "v", 4).key.file_name).write_bytes(b"DPG2")
     store = local_stores(options)
     assert names(bucket) == {page_id.key.file_name}
     assert store.page_count == 1
     store.close()
     assert not (tmp_path / "dir0" / "8192").exists()
+    assert not format2.parent.exists()
 
 
 def test_files_the_store_did_not_name_are_never_removed(

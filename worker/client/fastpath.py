@@ -195,9 +195,7 @@ class ShortCircuitRanges:
     ) -> list[tuple[int, int]] | None:
         found = self.local.found
         reader = None if found is None else found.reader
-        if reader is None or reader.to_locate(uri, version, offset, len(buffer)):
-            return None
-        return reader.read_local(uri, version, offset, buffer)
+        return None if reader is None else reader.read_located(uri, version, offset, buffer)
 
     def read(
         self,

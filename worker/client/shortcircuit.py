@@ -2,7 +2,7 @@
 
 The worker names, for a pinned file version, where its cached pages are (``GET /v1/locate``);
 this reader opens those page files itself and reads straight into the caller's buffer, checking
-the 64 KiB block checksums it touches (:mod:`pagestore.shortcircuit`), and reads over HTTP what
+the 16 KiB block checksums it touches (:mod:`pagestore.shortcircuit`), and reads over HTTP what
 is not cached (the worker then fills it) or cannot be read right: a page evicted, replaced,
 corrupt or not openable by this process is a miss, never wrong bytes.
 
@@ -28,6 +28,9 @@ version (raises what the client raises for the worker's errors, e.g. a version m
 Fetch = Callable[[str, str, int, memoryview], None]
 """``fetch(path, version, offset, buffer)``: fill ``buffer`` with the file's bytes from
 ``offset`` over HTTP, pinned to ``version`` (raises what the client's HTTP read raises)."""
+
+_Located = tuple[PageLocations, PageLocation]
+"""A page's file: the located window's facts and the page's place."""
 
 DEFAULT_WINDOW_PAGES = 256
 DEFAULT_MAX_WINDOWS = 1024
@@ -144,42 +147,99 @@ class ShortCircuitReader:
         ranges (file offset, length) left to read over HTTP, adjacent ones merged. Blocks (disk
         I/O); raises nothing for a cache failure."""
         target = memoryview(buffer).cast("B")
+        pages = self._lookup(path, version, offset, len(target), located_only=False)
+        assert pages is not None
+        return self._read_pages(path, version, offset, target, pages)
+
+    def read_located(
+        self, path: str, version: str, offset: int, buffer: memoryview | bytearray
+    ) -> list[tuple[int, int]] | None:
+        """:meth:`read_local` when nothing of the range is left :meth:`to_locate`; None,
+        having read nothing, otherwise. One lookup for both: a warm small read's cost is
+        mostly such bookkeeping."""
+        target = memoryview(buffer).cast("B")
+        pages = self._lookup(path, version, offset, len(target), located_only=True)
+        return None if pages is None else self._read_pages(path, version, offset, target, pages)
+
+    def _lookup(
+        self, path: str, version: str, offset: int, length: int, located_only: bool
+    ) -> list[_Located | None] | None:
+        """The location of each page of the range, None for a page to read over HTTP (not
+        cached when located, its window not located, or this worker's files not openable);
+        with ``located_only``, None instead of a list when a window is to locate first."""
+        if length <= 0:
+            return []
+        first, last = offset // self.page_size, (offset + length - 1) // self.page_size
+        if self._denied:
+            return None if located_only else [None] * (last - first + 1)
+        pages: list[_Located | None] = []
+        with self._lock:
+            for index in range(first, last + 1):
+                key = (path, version, index * self.page_size // self._window_bytes)
+                window = self._windows.get(key)
+                if window is None or index in window.fetched:
+                    if located_only:
+                        return None
+                    pages.append(None)
+                    continue
+                self._windows.move_to_end(key)
+                if index in window.missing:
+                    window.fetched.add(index)
+                location = window.pages.get(index)
+                pages.append(None if location is None else (window.locations, location))
+        return pages
+
+    def _read_pages(
+        self,
+        path: str,
+        version: str,
+        offset: int,
+        target: memoryview,
+        pages: list[_Located | None],
+    ) -> list[tuple[int, int]]:
         gaps: list[tuple[int, int]] = []
+        opened: list[PageFile] = []
         done = local = 0
-        while done < len(target):
-            at = offset + done
-            index, within = divmod(at, self.page_size)
-            size = min(len(target) - done, self.page_size - within)
-            if self._read_page(path, version, index, within, target[done : done + size]):
-                local += size
-            elif gaps and sum(gaps[-1]) == at:
-                gaps[-1] = (gaps[-1][0], gaps[-1][1] + size)
-            else:
-                gaps.append((at, size))
-            done += size
-        with self._lock:  # once per read, not per page: the lock is on every read's path
-            self._counts["short_circuit_bytes"] += local
-            self._counts["http_bytes"] += len(target) - local
+        try:
+            for page in pages:
+                at = offset + done
+                within = at % self.page_size
+                size = min(len(target) - done, self.page_size - within)
+                read = page is not None and self._read_page(
+                    path, version, page, within, target[done : done + size], opened
+                )
+                if read:
+                    local += size
+                elif gaps and sum(gaps[-1]) == at:
+                    gaps[-1] = (gaps[-1][0], gaps[-1][1] + size)
+                else:
+                    gaps.append((at, size))
+                done += size
+        finally:
+            self._checkin(opened, local, len(target) - local)
         return gaps
 
     def _read_page(
-        self, path: str, version: str, index: int, within: int, part: memoryview
+        self,
+        path: str,
+        version: str,
+        page: _Located,
+        within: int,
+        part: memoryview,
+        opened: list[PageFile],
     ) -> bool:
-        """Whether ``part`` was read from the page's file."""
-        page = None if self._denied else self._page(path, version, index)
-        if page is None:
-            return False
+        """Whether ``part`` was read from the page's file (then added to ``opened``)."""
         locations, location = page
-        opened = None
+        pooled = None
         try:
-            opened = self._checkout(locations, location)
-            opened.read_into(within, part)
+            pooled = self._checkout(locations, location)
+            pooled.read_into(within, part)
         except PageMiss as miss:
-            if opened is not None:
-                opened.close()
-            self._missed(path, version, index, miss.reason)
+            if pooled is not None:
+                pooled.close()
+            self._missed(path, version, location.index, miss.reason)
             return False
-        self._checkin(opened)
+        opened.append(pooled)
         return True
 
     def _checkout(self, locations: PageLocations, location: PageLocation) -> PageFile:
@@ -193,32 +253,22 @@ class ShortCircuitReader:
             pooled.close()
         return PageFile(locations, location)
 
-    def _checkin(self, opened: PageFile) -> None:
+    def _checkin(self, opened: list[PageFile], local: int, remote: int) -> None:
+        """Return page files to the pool and count a read's bytes: one lock per read, not
+        per page, as the lock is on every read's path."""
+        surplus: list[PageFile] = []
         with self._lock:
-            previous = self._open.pop(opened.page.path, None)
-            self._open[opened.page.path] = opened
-            excess = max(0, len(self._open) - self._max_open)
-            surplus = [self._open.popitem(last=False)[1] for _ in range(excess)]
-        for extra in (previous, *surplus):
-            if extra is not None:
-                extra.close()
-
-    def _page(
-        self, path: str, version: str, index: int
-    ) -> tuple[PageLocations, PageLocation] | None:
-        """The location of a page; None: read it over HTTP (not cached when located, or its
-        window not located)."""
-        key = (path, version, index * self.page_size // self._window_bytes)
-        with self._lock:
-            window = self._windows.get(key)
-            if window is None:
-                return None
-            self._windows.move_to_end(key)
-            if index in window.missing:
-                window.fetched.add(index)
-                return None
-        location = window.pages.get(index)
-        return None if location is None else (window.locations, location)
+            self._counts["short_circuit_bytes"] += local
+            self._counts["http_bytes"] += remote
+            for page_file in opened:
+                previous = self._open.pop(page_file.page.path, None)
+                if previous is not None:
+                    surplus.append(previous)
+                self._open[page_file.page.path] = page_file
+            while len(self._open) > self._max_open:
+                surplus.append(self._open.popitem(last=False)[1])
+        for extra in surplus:
+            extra.close()
 
     def _missed(self, path: str, version: str, index: int, reason: Miss) -> None:
         """A located page could not be read: forget its window (locate again next time)."""
