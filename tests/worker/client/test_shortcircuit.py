@@ -272,3 +272,28 @@ def test_locate_answers_and_errors(service: WorkerService, api: Api, uri: str) -
         assert api.get("/v1/locate", params=params).status_code == code, params
     local = api.get("/v1/local").json()
     assert local["page_size"] == PAGE and Path(local["generations"]).is_file()
+
+
+def held_open(paths: list[Path]) -> set[str]:
+    """Which of ``paths`` this process holds open (removed ones included)."""
+    names = {str(p) for p in paths}
+    held = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd).removesuffix(" (deleted)")
+        except OSError:
+            continue
+        if target in names:
+            held.add(target)
+    return held
+
+
+def test_forgetting_a_file_closes_its_page_files_kept_open(case: Case) -> None:
+    version = warm(case.service, case.uri)
+    assert case.read(version, 0, len(case.content)) == case.content
+    files = case.pages()
+    assert held_open(files) == {str(p) for p in files}  # kept open for the next read
+    for path in files:
+        path.unlink()  # invalidated: the descriptors alone now hold the space
+    case.reader.forget(case.uri)
+    assert held_open(files) == set()
