@@ -19,6 +19,7 @@ FULL = (
     ["bench.side", "--render"],
     ["bench.meta_bench"],
     ["bench.pagestore_bench"],
+    ["bench.warm_bench"],
     ["bench.cluster_bench"],
     ["bench.load_bench"],
     ["bench.spark_bench"],

@@ -133,6 +133,15 @@ CONTENDERS: tuple[Contender, ...] = (
     Contender("blockcache::s3", "peer", READS, True, _caching("blockcache")),
     Contender("dora fsspec", "dora", ALL, True, _dora()),
     Contender("dora fsspec + short-circuit", "dora", READS, True, _dora(SHORT_CIRCUIT)),
+    # What DoraFileSystem(workers=[...]) is on the worker's host: both, so a warm read pins its
+    # version from the near-cache and makes no call at all.
+    Contender(
+        "dora fsspec + fast path (default)",
+        "dora",
+        READS,
+        True,
+        _dora(SHORT_CIRCUIT, NEAR_CACHE),
+    ),
     Contender("dora fsspec + near-cache", "dora", META, True, _dora(NEAR_CACHE)),
     Contender("dora raw HTTP", "dora", ALL, True, lambda i, t: HttpHandle(i)),
 )
