@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from worker.meta.generations import GenerationView
 
 log = logging.getLogger(__name__)
 
+MAX_SIZES = 65536
+
 
 @dataclass(frozen=True)
 class _Local:
@@ -45,7 +48,26 @@ class LocalWorker:
         self._wanted = (short_circuit, near_cache)
         self._lock = threading.Lock()
         self._found: _Local | None = None
-        self.sizes: dict[tuple[str, str], int] = {}
+        # The size of each file version read, for pinned reads: bounded, as a long-lived client
+        # may read millions of files (a size forgotten costs one locate call).
+        self._sizes: OrderedDict[tuple[str, str], int] = OrderedDict()
+
+    def size_of(self, uri: str, version: str) -> int | None:
+        """The size kept for ``uri`` at ``version`` by :meth:`keep_size`, if still kept."""
+        with self._lock:
+            size = self._sizes.get((uri, version))
+            if size is not None:
+                self._sizes.move_to_end((uri, version))
+            return size
+
+    def keep_size(self, uri: str, version: str, size: int) -> int:
+        """Keep the size of ``uri`` at ``version`` (the last ``MAX_SIZES`` kept); ``size``."""
+        with self._lock:
+            self._sizes[(uri, version)] = size
+            self._sizes.move_to_end((uri, version))
+            while len(self._sizes) > MAX_SIZES:
+                self._sizes.popitem(last=False)
+        return size
 
     @property
     def found(self) -> _Local | None:
@@ -167,14 +189,14 @@ class ShortCircuitRanges:
         if version is None:
             status = yield from self.metadata.status(uri, sync_interval)
             version = str(status["version"])
-            size = self.local.sizes[(uri, version)] = int(status["size"])
+            size = self.local.keep_size(uri, version, int(status["size"]))
             return version, size
-        kept = self.local.sizes.get((uri, version))
+        kept = self.local.size_of(uri, version)
         if kept is not None:
             return version, kept
         answer = yield from self.remote.locate(uri, version, offset, reader.page_size)
         reader.located(uri, version, offset // reader.page_size * reader.page_size, answer)
-        size = self.local.sizes[(uri, version)] = int(answer["status"]["size"])
+        size = self.local.keep_size(uri, version, int(answer["status"]["size"]))
         return version, size
 
     def fill(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.worker.conftest import page_files
+from worker.client import fastpath
 from worker.client.fastpath import NearCacheMetadata, ShortCircuitRanges
 from worker.client.filesystem import DoraFileSystem
 from worker.service import WorkerService
@@ -134,3 +135,18 @@ def test_a_small_read_of_located_pages_needs_no_call_and_an_evicted_page_goes_ov
     assert stats["short_circuit_bytes"] == 100 + PAGE
     assert stats["http_bytes"] == len(content) + PAGE - 1  # the cold read, then the evicted page
     assert stats["miss_vanished"] == 1
+
+
+def test_the_sizes_kept_for_pinned_reads_are_bounded(
+    make_fs: Callable[..., DoraFileSystem], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fastpath, "MAX_SIZES", 2)
+    ranges = make_fs(short_circuit=True).reader.ranges
+    assert isinstance(ranges, ShortCircuitRanges)
+    local = ranges.local
+    local.keep_size("file:///a", "v1", 1)
+    local.keep_size("file:///b", "v1", 2)
+    assert local.size_of("file:///a", "v1") == 1  # used: now the most recent
+    local.keep_size("file:///c", "v1", 3)
+    assert local.size_of("file:///b", "v1") is None
+    assert (local.size_of("file:///a", "v1"), local.size_of("file:///c", "v1")) == (1, 3)
