@@ -204,13 +204,20 @@ class ShortCircuitRanges:
     ) -> Flow[list[tuple[int, int]]]:
         """Fill ``buffer`` from the page files (locating what is not known); the gaps (file
         offset, length) left to read over HTTP."""
-        reader = (yield from self.local.facts(uri)).reader
+        reader = yield from self.locate(uri, version, offset, len(buffer))
         if reader is None:
             return [(offset, len(buffer))]
-        for at, span in reader.to_locate(uri, version, offset, len(buffer)):
-            answer = yield from self.remote.locate(uri, version, at, span)
-            reader.located(uri, version, at, answer)
         return (yield from blocking(lambda: reader.read_local(uri, version, offset, buffer)))
+
+    def locate(
+        self, uri: str, version: str, offset: int, length: int
+    ) -> Flow[ShortCircuitReader | None]:
+        reader = (yield from self.local.facts(uri)).reader
+        if reader is not None:
+            for at, span in reader.to_locate(uri, version, offset, length):
+                answer = yield from self.remote.locate(uri, version, at, span)
+                reader.located(uri, version, at, answer)
+        return reader
 
     def fill_now(
         self, uri: str, version: str, offset: int, buffer: memoryview

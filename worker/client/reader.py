@@ -113,6 +113,7 @@ class ChunkedReader:
         if len(parts) == 1:
             gaps = yield from direct.fill(uri, version, start, view)
         else:
+            yield from direct.locate(uri, version, start, end - start)
             filled = yield from parallel(
                 [direct.fill(uri, version, a, view[a - start : b - start]) for a, b in parts],
                 self.parallelism,

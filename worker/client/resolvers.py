@@ -67,6 +67,12 @@ class DirectRanges(Ranges, Protocol):
         file) where it can; the ranges (file offset, length) left to read from :attr:`remote`."""
         ...
 
+    def locate(self, uri: str, version: str, offset: int, length: int) -> Flow[object]:
+        """Find out where the pages of ``[offset, offset + length)`` are, for those not known
+        (what :meth:`fill` does first): parallel fills of one range then ask once, not once
+        each. Raises as :meth:`read`."""
+        ...
+
     def fill_now(
         self, uri: str, version: str, offset: int, buffer: memoryview
     ) -> list[tuple[int, int]] | None:

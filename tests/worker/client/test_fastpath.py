@@ -150,3 +150,20 @@ def test_the_sizes_kept_for_pinned_reads_are_bounded(
     local.keep_size("file:///c", "v1", 3)
     assert local.size_of("file:///b", "v1") is None
     assert (local.size_of("file:///a", "v1"), local.size_of("file:///c", "v1")) == (1, 3)
+
+
+def test_a_read_in_parallel_chunks_locates_each_window_once(
+    make_fs: Callable[..., DoraFileSystem], data_dir: Path
+) -> None:
+    content = os.urandom(8 * PAGE)
+    (data_dir / "w.bin").write_bytes(content)
+    uri = f"file://{data_dir}/w.bin"
+    assert make_fs().cat_file(uri) == content  # the worker keeps the pages
+    fs = make_fs("dora.user.client.read.chunk.size=64KB", short_circuit=True)
+    assert fs.cat_file(uri) == content  # eight chunks, all in one window
+    ranges = fs.reader.ranges
+    assert isinstance(ranges, ShortCircuitRanges)
+    facts = ranges.local.found
+    assert facts is not None and facts.reader is not None
+    assert facts.reader.stats()["locates"] == 1
+    assert facts.reader.stats()["short_circuit_bytes"] == len(content)
