@@ -159,15 +159,12 @@ class PageFile:
         of the first and last block outside it). Raises ValueError for a range past the data,
         PageMiss otherwise; on a miss the buffer's content is undefined."""
         target = memoryview(buffer).cast("B")
-        if offset < 0 or offset + len(target) > self.page.size:
-            raise ValueError(f"range {offset}+{len(target)} is outside the page's {self.page.size}")
-        if self._fd is None:
-            raise ValueError("the page file is closed")
+        fd = self._open_fd(offset, len(target))
         if not len(target):
             return
         start, end = self._header.blocks(offset, len(target))
         if end - start != len(target) and end - start <= _SCRATCH:
-            self._read_small(offset, target, start, end)
+            target[:] = self._read_small(fd, offset, len(target), start, end)
             return
         pieces = [target]
         if offset > start:
@@ -175,28 +172,49 @@ class PageFile:
         if end > offset + len(target):
             pieces.append(memoryview(bytearray(end - offset - len(target))))
         try:
-            got = os.preadv(self._fd, pieces, self._header_size + start)
+            got = os.preadv(fd, pieces, self._header_size + start)
             if got != end - start:
                 raise ShortPageError(f"read {got} of {end - start} bytes")
             verify(self._header, start, pieces)
         except (OSError, CorruptPageError) as exc:
             raise _miss(exc, self.page.path) from exc
 
-    def _read_small(self, offset: int, target: memoryview, start: int, end: int) -> None:
-        """A read within a few blocks but not aligned to them: read and verify the blocks
-        whole in this file's scratch buffer, then copy out (cheaper than a scratch piece at
-        each end, for reads this small)."""
+    def read_bytes(self, offset: int, length: int) -> bytes:
+        """The page's data ``[offset, offset + length)`` as new bytes: for a small read, one
+        copy out of this file's scratch space instead of a buffer filled and then copied.
+        Raises as :meth:`read_into`."""
+        fd = self._open_fd(offset, length)
+        start, end = self._header.blocks(offset, length)
+        if not length or end - start > _SCRATCH:
+            data = bytearray(length)
+            self.read_into(offset, data)
+            return bytes(data)
+        return bytes(self._read_small(fd, offset, length, start, end))
+
+    def _open_fd(self, offset: int, length: int) -> int:
+        """The descriptor to read ``[offset, offset + length)`` from. ValueError for a range
+        past the data or a closed file."""
+        if offset < 0 or offset + length > self.page.size:
+            raise ValueError(f"range {offset}+{length} is outside the page's {self.page.size}")
+        if self._fd is None:
+            raise ValueError("the page file is closed")
+        return self._fd
+
+    def _read_small(self, fd: int, offset: int, length: int, start: int, end: int) -> memoryview:
+        """A read within a few blocks: read and verify the blocks whole in this file's scratch
+        buffer; the range's part of it, valid until the next read (cheaper than a scratch
+        piece at each end, for reads this small)."""
         if self._scratch is None:
             self._scratch = memoryview(bytearray(_SCRATCH))
         span = self._scratch[: end - start]
         try:
-            got = os.preadv(self._fd, [span], self._header_size + start)  # type: ignore[arg-type]
+            got = os.preadv(fd, [span], self._header_size + start)
             if got != end - start:
                 raise ShortPageError(f"read {got} of {end - start} bytes")
             verify(self._header, start, [span])
         except (OSError, CorruptPageError) as exc:
             raise _miss(exc, self.page.path) from exc
-        target[:] = span[offset - start : offset - start + len(target)]
+        return span[offset - start : offset - start + length]
 
     def unlinked(self) -> bool:
         """Whether the file was removed since it was opened (evicted, or replaced by a rename):

@@ -88,6 +88,9 @@ def test_any_range_reads_right_bytes(
 ) -> None:
     expected = data_of(pages(FILE_A)[index])[offset : offset + size]
     assert read(located(store), index, offset, size) == expected
+    (page,) = (p for p in located(store).pages if p.index == index)
+    with PageFile(located(store), page) as opened:
+        assert opened.read_bytes(offset, size) == expected
 
 
 def test_a_range_past_the_data_is_a_caller_error(store: LocalPageStore) -> None:

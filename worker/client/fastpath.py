@@ -219,6 +219,11 @@ class ShortCircuitRanges:
                 reader.located(uri, version, at, answer)
         return reader
 
+    def small_now(self, uri: str, version: str, offset: int, length: int) -> bytes | None:
+        found = self.local.found
+        reader = None if found is None else found.reader
+        return None if reader is None else reader.read_small(uri, version, offset, length)
+
     def fill_now(
         self, uri: str, version: str, offset: int, buffer: memoryview
     ) -> list[tuple[int, int]] | None:

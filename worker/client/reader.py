@@ -93,6 +93,9 @@ class ChunkedReader:
         direct = self._direct
         if direct is None or version is None or not start < end <= start + self.chunk_size:
             return None
+        small = direct.small_now(uri, version, start, end - start)
+        if small is not None:
+            return small
         out = OutBytes(end - start)
         gaps = direct.fill_now(uri, version, start, out.view)
         if gaps is None:

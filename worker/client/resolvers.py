@@ -73,6 +73,12 @@ class DirectRanges(Ranges, Protocol):
         each. Raises as :meth:`read`."""
         ...
 
+    def small_now(self, uri: str, version: str, offset: int, length: int) -> bytes | None:
+        """The bytes of a small range within one page, read in the calling thread from what is
+        known already; None, having counted nothing, when that is not enough (then
+        :meth:`fill_now`)."""
+        ...
+
     def fill_now(
         self, uri: str, version: str, offset: int, buffer: memoryview
     ) -> list[tuple[int, int]] | None:

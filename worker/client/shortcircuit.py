@@ -229,11 +229,23 @@ class ShortCircuitReader:
         opened: list[PageFile],
     ) -> bool:
         """Whether ``part`` was read from the page's file (then added to ``opened``)."""
+        return self._with_page(path, version, page, opened, lambda f: f.read_into(within, part))
+
+    def _with_page(
+        self,
+        path: str,
+        version: str,
+        page: _Located,
+        opened: list[PageFile],
+        read: Callable[[PageFile], object],
+    ) -> bool:
+        """Whether ``read`` of the page's open file succeeded (the file is then added to
+        ``opened``, to check in); a miss is recorded and the window forgotten."""
         locations, location = page
         pooled = None
         try:
             pooled = self._checkout(locations, location)
-            pooled.read_into(within, part)
+            read(pooled)
         except PageMiss as miss:
             if pooled is not None:
                 pooled.close()
@@ -241,6 +253,35 @@ class ShortCircuitReader:
             return False
         opened.append(pooled)
         return True
+
+    def read_small(self, path: str, version: str, offset: int, length: int) -> bytes | None:
+        """The bytes of ``[offset, offset + length)``, a range within one page, when its window
+        is located and the page's file was cached and reads right; None, having counted
+        nothing, otherwise (a miss is recorded as :meth:`read_local` records it). A small
+        read's cheapest way: the bytes are copied once, out of the page file's scratch space."""
+        within = offset % self.page_size
+        if self._denied or length <= 0 or within + length > self.page_size:
+            return None
+        index = offset // self.page_size
+        key = (path, version, index * self.page_size // self._window_bytes)
+        with self._lock:
+            window = self._windows.get(key)
+            # (A page read over HTTP since it was located is one of the window's missing.)
+            if window is None or index in window.missing:
+                return None
+            self._windows.move_to_end(key)
+        location = window.pages.get(index)
+        if location is None:
+            return None
+        got: list[bytes] = []
+        opened: list[PageFile] = []
+        page = (window.locations, location)
+        if not self._with_page(
+            path, version, page, opened, lambda f: got.append(f.read_bytes(within, length))
+        ):
+            return None
+        self._checkin(opened, length, 0)
+        return got[0]
 
     def _checkout(self, locations: PageLocations, location: PageLocation) -> PageFile:
         """An open page file, from the pool if one is there and its file was not removed
