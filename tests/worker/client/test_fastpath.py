@@ -18,6 +18,15 @@ from worker.service import WorkerService
 PAGE = 64 * 1024
 
 
+def reader_stats(fs: DoraFileSystem) -> dict[str, int]:
+    """The counts of the filesystem's short-circuit reader (which must be there)."""
+    ranges = fs.reader.ranges
+    assert isinstance(ranges, ShortCircuitRanges)
+    facts = ranges.local.found
+    assert facts is not None and facts.reader is not None
+    return facts.reader.stats()
+
+
 def test_reads_info_and_ls_with_the_fast_path(
     make_fs: Callable[..., DoraFileSystem], service: WorkerService, data_dir: Path
 ) -> None:
@@ -53,14 +62,10 @@ def test_a_read_of_several_chunks_fills_one_buffer_from_pages_and_http(
     fs = make_fs("dora.user.client.read.chunk.size=100KB", short_circuit=True)
     assert fs.cat_file(uri, PAGE, 2 * PAGE) == content[PAGE : 2 * PAGE]  # the worker keeps it
     assert fs.cat_file(uri, 3 * PAGE + 1, 4 * PAGE) == content[3 * PAGE + 1 : 4 * PAGE]
-    ranges = fs.reader.ranges
-    assert isinstance(ranges, ShortCircuitRanges)
-    facts = ranges.local._found
-    assert facts is not None and facts.reader is not None
-    before = facts.reader.stats()["short_circuit_bytes"]
+    before = reader_stats(fs)["short_circuit_bytes"]
     # Chunks of 100 KB across cached and missing pages, the gaps read over HTTP in pieces.
     assert fs.cat_file(uri) == content
-    assert facts.reader.stats()["short_circuit_bytes"] >= before + 2 * PAGE
+    assert reader_stats(fs)["short_circuit_bytes"] >= before + 2 * PAGE
     with fs.open(uri, "rb", cache_type="none") as f:
         f.seek(PAGE - 9)
         assert f.read(3 * PAGE) == content[PAGE - 9 : 4 * PAGE - 9]
@@ -127,11 +132,7 @@ def test_a_small_read_of_located_pages_needs_no_call_and_an_evicted_page_goes_ov
         f.seek(2 * PAGE + 1)
         assert f.read(PAGE - 1) == content[2 * PAGE + 1 : 3 * PAGE]
         assert runs  # the page found missing: a flow reads it over HTTP
-    ranges = fs.reader.ranges
-    assert isinstance(ranges, ShortCircuitRanges)
-    facts = ranges.local.found
-    assert facts is not None and facts.reader is not None
-    stats = facts.reader.stats()
+    stats = reader_stats(fs)
     # Each byte counted once, as short-circuit or as HTTP.
     assert stats["short_circuit_bytes"] == 100 + PAGE
     assert stats["http_bytes"] == len(content) + PAGE - 1  # the cold read, then the evicted page
@@ -164,12 +165,8 @@ def test_a_read_in_parallel_chunks_locates_each_window_once(
     assert make_fs().cat_file(uri) == content  # the worker keeps the pages
     fs = make_fs("dora.user.client.read.chunk.size=64KB", short_circuit=True)
     assert fs.cat_file(uri) == content  # eight chunks, all in one window
-    ranges = fs.reader.ranges
-    assert isinstance(ranges, ShortCircuitRanges)
-    facts = ranges.local.found
-    assert facts is not None and facts.reader is not None
-    assert facts.reader.stats()["locates"] == 1
-    assert facts.reader.stats()["short_circuit_bytes"] == len(content)
+    stats = reader_stats(fs)
+    assert (stats["locates"], stats["short_circuit_bytes"]) == (1, len(content))
 
 
 @pytest.mark.parametrize("harm", ["corrupt", "wrong_page"])
@@ -194,8 +191,4 @@ def test_a_small_read_of_a_harmed_page_file_reads_right_bytes_over_http(
             files[1].write_bytes(files[2].read_bytes())  # another page's file under its name
         f.seek(PAGE + 5)
         assert f.read(1000) == content[PAGE + 5 : PAGE + 1005]
-    ranges = fs.reader.ranges
-    assert isinstance(ranges, ShortCircuitRanges)
-    facts = ranges.local.found
-    assert facts is not None and facts.reader is not None
-    assert facts.reader.stats()[f"miss_{harm}"] >= 1
+    assert reader_stats(fs)[f"miss_{harm}"] >= 1
