@@ -97,23 +97,24 @@ class MountRoots:
         module docstring): meant for the listing of a directory, as each directory holding
         local entries is scanned once, however few of its entries are given.
         """
-        directories: dict[str, frozenset[str]] = {}
+        directories: dict[str, frozenset[str] | bool] = {}
         return [
             entry
             for entry in entries
             if self._settled(entry.uri, directories) or self._allows(entry.uri)
         ]
 
-    def _settled(self, uri: str, directories: dict[str, frozenset[str]]) -> bool:
-        """True if ``uri`` is sure to pass :meth:`check`: its directory is canonical, named
-        and resolved inside the roots (scanned once per listing, in ``directories``), its name
-        a canonical segment, and no symlink in that very directory, so it resolves to a name
-        inside the directory's resolution. False settles nothing."""
+    def _settled(self, uri: str, directories: dict[str, frozenset[str] | bool]) -> bool:
+        """True if ``uri`` is sure to pass :meth:`check`: its directory is canonical and
+        named inside the roots, its name a canonical segment, and, for a local directory,
+        the directory resolved inside the roots (scanned once per listing, in
+        ``directories``) and the name no symlink in that very directory, so it resolves to a
+        name inside the directory's resolution. False settles nothing."""
         directory, _, name = uri.rpartition("/")
         plain = directories.get(directory)
         if plain is None:
             plain = directories[directory] = self._plain_inside(directory)
-        if name not in plain:
+        if plain is not True and (plain is False or name not in plain):
             return False
         try:
             uris.child(directory, name)
@@ -121,20 +122,27 @@ class MountRoots:
             return False
         return True
 
-    def _plain_inside(self, directory: str) -> frozenset[str]:
-        """The names in local directory ``directory`` that are no symlinks, if it is canonical
-        and both named and resolved inside the roots; none otherwise, or where that cannot be
-        told this way."""
-        if not directory.startswith(_FILE) or not self._named_inside(directory):
-            return frozenset()
+    def _plain_inside(self, directory: str) -> frozenset[str] | bool:
+        """Which names in ``directory`` are sure to stay inside the roots: for a local
+        directory, those that are no symlinks, if it is canonical and both named and resolved
+        inside the roots; for any other (names are all there is), True, every name, if it is
+        canonical and named inside; False, none, otherwise or where that cannot be told this
+        way."""
+        if not self._named_inside(directory):
+            return False
         try:
             if uris.normalize(directory) != directory:
-                return frozenset()
+                return False
+        except UfsInvalidPath:
+            return False
+        if not directory.startswith(_FILE):
+            return True
+        try:
             scanned = plain_entries(directory[len(_FILE) :])
         except (UfsInvalidPath, OSError):
-            return frozenset()
+            return False
         if scanned is None or not self._real_inside(scanned[0]):
-            return frozenset()
+            return False
         return scanned[1]
 
     def _allows(self, uri: str) -> bool:

@@ -198,3 +198,32 @@ def test_object_store_roots_and_malformed_uris() -> None:
         roots.check("file:///srv/../etc/passwd")
     with pytest.raises(UfsOutsideRoots, match="none configured"):
         MountRoots([]).check("s3://b/x")
+
+
+def test_visible_of_an_object_store_listing_is_exactly_what_check_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Names are all an object store has: entries of a canonical directory inside the roots
+    are settled by their names, without a check each; the rest are checked one by one."""
+    roots = MountRoots(["s3://bucket/data"])
+    listed = {
+        "s3://bucket/data": ["a", "b.parquet", "sub", "%2e%2e", "x%2Fy", "a b"],
+        "s3://bucket": ["data", "other", "dataset"],  # the root's parent: outside but "data"
+    }
+    entries = [
+        dir_status(f"{directory}/{name}", name)
+        for directory, names in listed.items()
+        for name in names
+    ]
+    checked: list[str] = []
+    check = MountRoots.check
+
+    def counting(self: MountRoots, uri: str) -> str:
+        checked.append(uri)
+        return check(self, uri)
+
+    expected = _checked(roots, entries)
+    monkeypatch.setattr(MountRoots, "check", counting)
+    assert roots.visible(entries) == expected
+    assert [e.name for e in expected] == ["a", "b.parquet", "sub", "x%2Fy", "a b", "data"]
+    assert not any(uri.startswith("s3://bucket/data/") and "%" not in uri for uri in checked)
