@@ -127,7 +127,7 @@ def verify(header: Header, start: int, pieces: Sequence[memoryview]) -> None:
     block checksums. Raises CorruptPageError."""
     size = header.block_size
     if len(pieces) == 1:
-        _verify_whole_blocks(header, start, pieces[0])
+        verify_span(header, start, pieces[0])
         return
     block = start // size
     parts: list[memoryview] = []
@@ -149,9 +149,9 @@ def verify(header: Header, start: int, pieces: Sequence[memoryview]) -> None:
         raise ShortPageError(f"block {block} is incomplete")
 
 
-def _verify_whole_blocks(header: Header, start: int, data: memoryview) -> None:
+def verify_span(header: Header, start: int, data: memoryview) -> None:
     """The common case of :func:`verify`: one buffer of whole blocks (the last may end with
-    the data), hashed slice by slice."""
+    the data), hashed slice by slice. Raises CorruptPageError or ShortPageError."""
     size, sums, end = header.block_size, header.checksums, start + len(data)
     if end > header.length:
         raise ValueError(f"more data than the page's {header.length} bytes")

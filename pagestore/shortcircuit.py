@@ -30,6 +30,7 @@ from pagestore.pagefile import (
     header_size,
     parse_header,
     verify,
+    verify_span,
 )
 
 _SCRATCH = 128 << 10
@@ -211,7 +212,7 @@ class PageFile:
             got = os.preadv(fd, [span], self._header_size + start)
             if got != end - start:
                 raise ShortPageError(f"read {got} of {end - start} bytes")
-            verify(self._header, start, [span])
+            verify_span(self._header, start, span)
         except (OSError, CorruptPageError) as exc:
             raise _miss(exc, self.page.path) from exc
         return span[offset - start : offset - start + length]
