@@ -41,11 +41,11 @@ def make_dataset(root: Path, files: int, dirs: int, size: int) -> None:
         (directory / f"file-{index:07d}.bin").write_bytes(payload)
 
 
-def open_worker(work: Path, data: Path) -> WorkerService:
+def open_worker(work: Path, data: Path, defines: list[str]) -> WorkerService:
     config = load_config(
         build_registry(),
         environ={},
-        defines=[f"dora.work.dir={work}", f"dora.worker.ufs.roots=file://{data}"],
+        defines=[f"dora.work.dir={work}", f"dora.worker.ufs.roots=file://{data}", *defines],
     )
     service = WorkerService.from_config(config)
     if not service.pages.wait_ready(60):
@@ -53,9 +53,11 @@ def open_worker(work: Path, data: Path) -> WorkerService:
     return service
 
 
-def time_load(scratch: Path, data: Path, metadata_only: bool, expect: int) -> tuple[float, float]:
+def time_load(
+    scratch: Path, data: Path, metadata_only: bool, expect: int, defines: list[str]
+) -> tuple[float, float]:
     work = scratch / "work"
-    service = open_worker(work, data)
+    service = open_worker(work, data, defines)
     try:
         started, cpu = time.perf_counter(), time.process_time()
         job = service.loads.submit(
@@ -134,6 +136,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024, help="bytes per file")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", choices=("data", "metadata", "both"), default="both")
+    parser.add_argument(
+        "-D", dest="defines", action="append", default=[], help="a worker property, key=value"
+    )
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="load-bench-"))
     try:
@@ -146,7 +151,8 @@ def main() -> None:
         for mode in modes:
             peers = (walk_read, walk_copy) if mode == "data" else (walk_stat,)
             loads = [
-                time_load(scratch, data, mode == "metadata", args.files) for _ in range(args.repeat)
+                time_load(scratch, data, mode == "metadata", args.files, args.defines)
+                for _ in range(args.repeat)
             ]
             print(summary(f"{mode}: load job", loads, args.files))
             for peer in peers:
