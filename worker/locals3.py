@@ -28,6 +28,14 @@ _PORT_FLAGS = (
     "admin.port",
     "admin.port.grpc",
 )
+# ``weed mini`` sizes its volumes from the disk's free space at start: with little free it
+# allows only a few, the first bucket (a collection) takes them, and writes to the next bucket
+# wait for a volume that never comes (a CI run lost 44 minutes to that). Fixed values make the
+# server the same on every disk; volumes are not preallocated, so the count costs no space.
+_VOLUME_FLAGS = ("-master.volumeSizeLimitMB=64", "-volume.max=512")
+# Below about 1% free, SeaweedFS's volume server takes no writes at all (measured on a tmpfs:
+# writes fail at 0.7% free and succeed at 1.4%).
+_MIN_FREE_FRACTION = 0.012
 
 
 def free_port() -> int:
@@ -66,6 +74,7 @@ class LocalS3(LocalServer):
         return f"http://127.0.0.1:{self.ports['s3.port']}"
 
     def start(self, timeout: float = 60.0) -> LocalS3:
+        self._check_free_space()
         args = [
             weed_binary(),
             "mini",
@@ -77,11 +86,23 @@ class LocalS3(LocalServer):
             "-webdav=false",
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
+            *_VOLUME_FLAGS,
             *(f"-{flag}={port}" for flag, port in self.ports.items()),
         ]
         env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
         self._launch(args, timeout, env)
         return self
+
+    def _check_free_space(self) -> None:
+        """Refuse to start where SeaweedFS would take no writes: an error naming the disk, not
+        every write timing out later."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        usage = shutil.disk_usage(self.data_dir)
+        if usage.free < usage.total * _MIN_FREE_FRACTION:
+            raise RuntimeError(
+                f"{self.name} takes no writes on a disk with less than about 1% free: "
+                f"{self.data_dir} has {usage.free >> 20} MiB free of {usage.total >> 20} MiB"
+            )
 
     def _ready(self) -> bool:
         try:
