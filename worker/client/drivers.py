@@ -29,6 +29,7 @@ from worker.client.flow import (
     Pause,
 )
 from worker.client.forksafe import ProcessLocal
+from worker.client.lean import LeanHttp
 
 T = TypeVar("T")
 
@@ -66,6 +67,8 @@ class _Step(Generic[T]):
 class SyncDriver:
     """Runs flows in the calling thread: HTTP over one keep-alive ``httpx.Client`` per process
     (built by ``http``), parallel flows on a thread pool of ``parallelism`` threads per process.
+    Requests without a body go over ``lean`` (:mod:`worker.client.lean`, one per process) when
+    it is given: the client leaves it out when a transport was injected.
 
     Thread-safe. A flow that runs on a pool thread runs its own parallel flows inline, because
     waiting on the same bounded pool from inside it could deadlock.
@@ -76,8 +79,10 @@ class SyncDriver:
         http: Callable[[], httpx.Client],
         parallelism: int,
         sleep: Callable[[float], None],
+        lean: Callable[[], LeanHttp] | None = None,
     ) -> None:
         self.http = ProcessLocal(http)
+        self.lean = None if lean is None else ProcessLocal(lean)
         self.parallelism = parallelism
         self._sleep = sleep
         self._pool = ProcessLocal(
@@ -117,6 +122,8 @@ class SyncDriver:
         raise TypeError(f"not an effect: {effect!r}")
 
     def _exchange(self, request: Exchange) -> httpx.Response:
+        if self.lean is not None and LeanHttp.takes(request):
+            return self.lean.get().exchange(request)
         http = self.http.get()
         content = _sync_content(self, request.body() if request.body is not None else None)
         built = http.build_request(

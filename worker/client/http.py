@@ -40,6 +40,7 @@ from worker.client.bridge import async_transport, sync_transport
 from worker.client.drivers import AsyncDriver, SyncDriver
 from worker.client.errors import WorkerUnavailable, error_from_response, retry_after
 from worker.client.flow import Body, BodyCut, Exchange, Flow, exchange, pause
+from worker.client.lean import LeanHttp
 from worker.client.options import ClientOptions
 from worker.client.ring import HashRing
 from worker.client.stats import Counters
@@ -105,8 +106,9 @@ class _CutRead(Exception):
 
 class WorkerClient:
     """REST calls routed by a consistent hash ring, as flows, and the two drivers that run them:
-    ``sync`` (keep-alive ``httpx.Client`` per process) and ``aio`` (``httpx.AsyncClient`` per
-    event loop). :meth:`send` and :meth:`send_to` are the synchronous shorthands.
+    ``sync`` (requests without a body over :mod:`worker.client.lean`, the others over a
+    keep-alive ``httpx.Client`` per process) and ``aio`` (``httpx.AsyncClient`` per event loop).
+    :meth:`send` and :meth:`send_to` are the synchronous shorthands.
 
     Thread-safe: the down-list and the set of workers already warned about are guarded by one
     lock, which is never held during I/O (the counters have their own lock, taken after it).
@@ -145,7 +147,12 @@ class WorkerClient:
         self._lock = threading.Lock()
         self._down_until: dict[str, float] = {}
         self._warned: set[str] = set()
-        self.sync = SyncDriver(self._build_http, options.read_parallelism, sleep)
+        self.sync = SyncDriver(
+            self._build_http,
+            options.read_parallelism,
+            sleep,
+            lean=self._build_lean if transport is None else None,
+        )
         self.aio = AsyncDriver(self._build_async_http, async_sleep)
 
     @property
@@ -164,6 +171,10 @@ class WorkerClient:
 
     def _build_http(self) -> httpx.Client:
         return httpx.Client(transport=self._sync_transport, **self._settings())
+
+    def _build_lean(self) -> LeanHttp:
+        opts = self.options
+        return LeanHttp(self._settings()["headers"], opts.connect_timeout_s, opts.timeout_s)
 
     def _build_async_http(self) -> httpx.AsyncClient:
         settings = self._settings()
