@@ -20,6 +20,16 @@ PARALLELISM: PropertyKey[int] = PropertyKey(
     "Directory listings and file fills one load job runs at once.",
     minimum=1,
 )
+PARALLELISM_LOCAL: PropertyKey[int] = PropertyKey(
+    "dora.worker.load.parallelism.local",
+    KeyType.INT,
+    "1",
+    "Directory listings and file fills one load job runs at once on a local (file://) UFS. "
+    "There they are CPU work in the worker's own process, and more threads contend for "
+    "Python's GIL instead of overlapping waits (100k files, metadata only: 2.2 s with one "
+    "thread, 3.5 s with 8).",
+    minimum=1,
+)
 QUEUE_SIZE: PropertyKey[int] = PropertyKey(
     "dora.worker.load.queue.size",
     KeyType.INT,
@@ -52,6 +62,7 @@ STOP_TIMEOUT: PropertyKey[int] = PropertyKey(
 KEYS: list[PropertyKey[Any]] = [
     THREADS,
     PARALLELISM,
+    PARALLELISM_LOCAL,
     QUEUE_SIZE,
     HISTORY_SIZE,
     HISTORY_TTL,

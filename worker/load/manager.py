@@ -168,7 +168,8 @@ class LoadManager:
         """Do the job's work; whatever it raises, the job ends in a final state."""
         outcome = JobState.FAILED
         try:
-            JobWork(self._service, job, root, self._options.parallelism).run()
+            parallelism = self._options.parallelism_for(root.uri)
+            JobWork(self._service, job, root, parallelism).run()
             outcome = JobState.CANCELLED if job.cancel.is_set() else JobState.DONE
         except Exception as exc:  # any failure ends the job, recorded on it
             log.warning("load job %s on %s failed", job.id, job.path, exc_info=True)

@@ -1,6 +1,7 @@
 """What one load job does: list the directories under its path and read each file through the
 cache (or, for a metadata-only job, only list), with a bounded number of listings and fills
-running at once (``dora.worker.load.parallelism``), so a slow UFS call holds up only one of them.
+running at once (``dora.worker.load.parallelism``, or ``.parallelism.local`` on a local UFS), so a
+slow UFS call holds up only one of them.
 
 A file or subdirectory that fails (outside the mount roots through a symlink, vanished, denied,
 unreadable) is counted and noted on the job, and the job goes on; only a failure to list the

@@ -3,11 +3,12 @@ wanted file, skip what is cached already, or with ``metadata_only`` cache status
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.worker.load.conftest import WAIT_S
-from ufs.status import file_id
+from ufs.status import UfsStatus, file_id
 from worker.load import JobState, LoadJob
 from worker.service import WorkerService
 
@@ -41,12 +42,36 @@ def cached(service: WorkerService, path: Path) -> int:
 def test_a_recursive_job_fills_every_file_with_a_small_pool(
     make_service: Make, data_dir: Path
 ) -> None:
-    service = make_service("dora.worker.load.parallelism=2")
+    service = make_service("dora.worker.load.parallelism.local=2")
     files = tree(data_dir)
     progress = run(service, data_dir / "t").to_dict()
     assert (progress["files_total"], progress["files_done"]) == (8, 8)
     assert progress["bytes_done"] == progress["bytes_total"] == 8 * 1500
     assert all(cached(service, path) == 1500 for path in files)
+
+
+def listing_threads(service: WorkerService) -> set[str]:
+    """The names of the threads that list for ``service`` from now on."""
+    names: set[str] = set()
+    list_status = service.list
+
+    def spy(uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
+        names.add(threading.current_thread().name)
+        return list_status(uri, sync_interval)
+
+    service.list = spy  # type: ignore[method-assign]
+    return names
+
+
+def test_a_job_on_a_local_ufs_lists_on_one_thread_by_default(
+    make_service: Make, data_dir: Path
+) -> None:
+    service = make_service("dora.worker.load.parallelism=8")
+    tree(data_dir)
+    names = listing_threads(service)
+    job = run(service, data_dir / "t", metadata_only=True)
+    assert job.to_dict()["files_done"] == 8
+    assert len(names) == 1 and names.pop().startswith(job.id)
 
 
 def test_a_job_that_is_not_recursive_loads_only_the_top_directory(
