@@ -433,14 +433,24 @@ class LocalPageStore(BasePageStore):
         self._unlink(d, keys, records)
 
     def _unlink(self, d: StoreDir, keys: list[PageKey], records: list[str]) -> None:
-        """Unlink page files of keys made busy by the caller and release the keys, then unlink
-        the records of files left without pages (see FileTable)."""
+        """Unlink page files of keys made busy by the caller, releasing each key as soon as its
+        file is gone, then unlink the records of files left without pages (see FileTable).
+
+        Each key is released on its own: a file read again right after its invalidation (same
+        version, same keys) stores each page once that page's old file is gone, instead of
+        having every write refused until the whole file is unlinked (a 1 GB file re-read at once
+        lost its first 200 pages that way)."""
+        released = 0
         try:
             for key in keys:
                 self._io(d.disk.unlink, key, key.file_name)
+                with self._lock:
+                    self._busy.discard(key)
+                released += 1
         finally:
-            with self._lock:
-                self._busy.difference_update(keys)
+            if released < len(keys):
+                with self._lock:
+                    self._busy.difference_update(keys[released:])
         for file_id in records:
             self._io(d.disk.unlink_record, file_id, f"the URI record of {file_id}")
             with self._lock:

@@ -61,6 +61,39 @@ def test_deleting_a_file_returns_before_its_files_are_unlinked(
     assert list(tmp_path.rglob(f"{FILE_A}.*")) == []
 
 
+def test_a_page_whose_old_file_is_unlinked_is_stored_again_before_the_rest_of_its_file(
+    tmp_path: Path, local_stores: LocalStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = local_stores(make_options(tmp_path, pages=32))
+    doomed = [PageId(FILE_A, "v", i) for i in range(10)]
+    for page_id in doomed:
+        store.put(page_id, content(page_id), uri(page_id))
+    unlinked: list[PageKey] = []
+    first_gone, release = threading.Event(), threading.Event()
+    original = PageDir.unlink
+
+    def hold_the_second(self: PageDir, key: PageKey) -> None:
+        if unlinked:
+            first_gone.set()
+            release.wait(10)
+        original(self, key)
+        unlinked.append(key)
+
+    monkeypatch.setattr(PageDir, "unlink", hold_the_second)
+    store.delete_file(FILE_A)
+    assert first_gone.wait(10)
+    gone = next(page_id for page_id in doomed if page_id.key == unlinked[0])
+    waiting = next(page_id for page_id in doomed if page_id != gone)
+    # The file read again at once (same version): the page whose old file is gone is stored,
+    # while the other nine old files still wait to be unlinked.
+    assert store.put(gone, content(gone), uri(gone)) is PutResult.OK
+    assert store.put(waiting, content(waiting), uri(waiting)) is PutResult.REJECTED
+    release.set()
+    store.close()
+    assert store.cached_bytes(FILE_A, "v") == PAGE_SIZE
+    assert len(page_files(tmp_path)) == 1
+
+
 def test_losing_a_dir_moves_only_its_files(tmp_path: Path) -> None:
     dirs = [StoreDir(n, PageDirOptions(tmp_path / f"d{n}", 1 << 30), 4096, "lru") for n in range(3)]
     files = [f"{n:064x}" for n in range(300)]
