@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +54,11 @@ class UfsStatus:
         )
 
 
+@functools.lru_cache(maxsize=65536)
 def file_id(uri: str) -> str:
-    """The stable id of a file: sha256 of its full URI (the same in every process and host)."""
+    """The stable id of a file: sha256 of its full URI (the same in every process and host).
+    Cached: a listing asks it for every entry (8% of a warm 1,000-entry listing's CPU), and a
+    worker sees a bounded set of hot files."""
     return hashlib.sha256(uri.encode("utf-8")).hexdigest()
 
 

@@ -23,16 +23,18 @@ def to_info(status: Mapping[str, Any], aged: bool = False) -> dict[str, Any]:
     ``type`` (``file`` or ``directory``), ``mtime`` (seconds), plus the worker's ``version``,
     ``mtime_ns``, ``content_hash`` and ``cached_bytes``; with ``aged``, its ``age_ms`` too
     (None when it sent none), for a near-cache to take out before the caller sees it."""
-    mtime_ns = int(status.get("mtime_ns") or 0)
+    # A listing builds one per entry: plain lookups, as few conversions as the JSON needs.
+    get = status.get
+    mtime_ns = get("mtime_ns") or 0
     info = {
-        "name": str(status["uri"]),
-        "size": int(status.get("size") or 0),
-        "type": "directory" if status.get("is_dir") else "file",
+        "name": status["uri"],
+        "size": get("size") or 0,
+        "type": "directory" if get("is_dir") else "file",
         "mtime": mtime_ns / 1e9,
         "mtime_ns": mtime_ns,
-        "version": str(status.get("version") or ""),
-        "content_hash": status.get("content_hash"),
-        "cached_bytes": int(status.get("cached_bytes") or 0),
+        "version": get("version") or "",
+        "content_hash": get("content_hash"),
+        "cached_bytes": get("cached_bytes") or 0,
     }
     if aged:
         info["age_ms"] = status.get("age_ms")
