@@ -30,6 +30,11 @@ def test_a_disk_too_full_for_seaweedfs_is_an_error_at_start(tmp_path: Path) -> N
     with tmpfs(tmp_path / "disk", "64m") as disk:
         subprocess.run(["fallocate", "-l", "65300k", str(disk / "filler")], check=True)
         server = LocalS3(disk / "s3")
-        with pytest.raises(RuntimeError, match=r"less than about 1% free: .*/disk/s3 has 0 MiB"):
-            server.start()
-        assert server.process is None
+        try:
+            with pytest.raises(
+                RuntimeError, match=r"less than about 1% free: .*/disk/s3 has 0 MiB"
+            ):
+                server.start()
+            assert server.process is None
+        finally:
+            server.stop()  # by PID, should it have started after all
