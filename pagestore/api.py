@@ -150,6 +150,11 @@ class PageStore(Protocol):
         """Bytes of that file version held in the store."""
         ...
 
+    def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
+        """:meth:`cached_bytes` of each ``(file_id, version)``, in order, in one look (a
+        listing asks for every entry)."""
+        ...
+
     def has_page(self, page_id: PageId) -> bool: ...
 
     def locate(

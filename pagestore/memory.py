@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pagestore.api import Lookup, PageRead, PutResult, StoreStats
 from pagestore.base import (
     BasePageStore,
@@ -82,6 +84,9 @@ class MemoryPageStore(BasePageStore):
                 for key, data in self._pages.items()
                 if key.file_id == file_id and key.version_key == vkey
             )
+
+    def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
+        return [self.cached_bytes(file_id, version) for file_id, version in files]
 
     def _store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
         if len(data) > self.page_size:

@@ -8,7 +8,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -280,6 +280,11 @@ class LocalPageStore(BasePageStore):
     def cached_bytes(self, file_id: str, version: str) -> int:
         with self._lock:
             return self._index.bytes_of(file_id, version_key(version))
+
+    def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
+        keys = [(file_id, version_key(version)) for file_id, version in files]
+        with self._lock:
+            return [self._index.bytes_of(file_id, vkey) for file_id, vkey in keys]
 
     # -- writes ------------------------------------------------------------------------------
 

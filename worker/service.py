@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,6 +188,17 @@ class WorkerService:
         )
         data["cached_bytes"] = cached
         return data
+
+    def describe_many(self, statuses: Sequence[UfsStatus]) -> list[dict[str, Any]]:
+        """:meth:`describe` of each of a listing's entries, the page store asked once."""
+        files = [s for s in statuses if not s.is_dir]
+        cached = iter(self.pages.cached_bytes_many([(file_id(s.uri), s.version) for s in files]))
+        described = []
+        for status in statuses:
+            data = status.to_dict()
+            data["cached_bytes"] = 0 if status.is_dir else next(cached)
+            described.append(data)
+        return described
 
     def _sync_interval(self, canonical_uri: str, given: int | None) -> int | None:
         """The sync interval of a lookup: the caller's, else the per-path rule's

@@ -379,3 +379,11 @@ def test_a_failed_fill_run_reaches_its_waiters_and_stores_nothing(store: PageSto
     calls: list[tuple[int, int]] = []
     fills = store.fill_run([page(0), page(1)], fetcher(calls), uri(page(0)))
     assert calls == [(0, 2)] and [f.data for f in fills] == [content(page(0)), content(page(1))]
+
+
+def test_cached_bytes_of_many_files_at_once(store: PageStore) -> None:
+    fill_with(store, [page(0), page(1)])
+    asked = [(FILE_A, "v1"), (FILE_A, "v2"), (FILE_B, "v1"), (FILE_A, "v1")]
+    assert store.cached_bytes_many(asked) == [store.cached_bytes(*f) for f in asked]
+    assert store.cached_bytes_many(asked)[0] == 2 * PAGE_SIZE
+    assert store.cached_bytes_many([]) == []

@@ -86,7 +86,9 @@ async def listing(
     def work() -> dict[str, Any]:
         children = service.list(path, interval)
         age = service.meta.listing_age(path, children) if children else None
-        entries = [service.describe(s) | {"age_ms": age} for s in children]
+        entries = service.describe_many(children)
+        for entry in entries:
+            entry["age_ms"] = age
         return {"entries": entries}
 
     return json_response(await run_in_threadpool(work))

@@ -43,6 +43,8 @@ def test_status_list_and_read_through(api: Api, data_dir: Path) -> None:
     entries = api.get("/v1/list", params={"path": f"file://{data_dir}"}).json()["entries"]
     assert [(e["name"], e["is_dir"]) for e in entries] == [("f.bin", False), ("sub", True)]
     assert entries[0]["age_ms"] == entries[1]["age_ms"] is not None  # the listing's age
+    assert [set(e) == set(status) for e in entries] == [True, True]
+    assert [e["cached_bytes"] for e in entries] == [len(content), 0]
 
 
 def test_ranges_by_offset_and_header(api: Api, data_dir: Path) -> None:
