@@ -182,15 +182,11 @@ class WorkerService:
 
     def describe(self, status: UfsStatus) -> dict[str, Any]:
         """A status as the API shows it: the UFS fields plus bytes of it in the page store."""
-        data = status.to_dict()
-        cached = (
-            0 if status.is_dir else self.pages.cached_bytes(file_id(status.uri), status.version)
-        )
-        data["cached_bytes"] = cached
-        return data
+        return self.describe_many([status])[0]
 
     def describe_many(self, statuses: Sequence[UfsStatus]) -> list[dict[str, Any]]:
-        """:meth:`describe` of each of a listing's entries, the page store asked once."""
+        """:meth:`describe` of each of ``statuses`` (a listing's entries), the page store asked
+        once."""
         files = [s for s in statuses if not s.is_dir]
         cached = iter(self.pages.cached_bytes_many([(file_id(s.uri), s.version) for s in files]))
         described = []
