@@ -12,7 +12,6 @@ Writes go through ``service.write``; the mutations answer ``{"success": true}``.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
@@ -32,6 +31,7 @@ from worker.api import alluxio_params as ap
 from worker.api import alluxio_shapes as shapes
 from worker.api.body import SPOOL_IN_MEMORY, file_chunks, spool_body
 from worker.api.errors import error_response
+from worker.api.jsonbody import json_response
 from worker.api.surface import Route as SurfaceRoute
 from worker.api.surface import Surface
 from worker.errors import InvalidRequest as BadRequest
@@ -48,10 +48,6 @@ HEAD_TAIL_BYTES = 1024
 # only a 500 from /v1/info becomes FileNotFoundError, so exists() answers False rather than
 # counting an error and falling back to the UFS. Everywhere else REST v1's codes stand.
 STATUS_FOR: dict[tuple[str, str], int] = {("/v1/info", "NotFound"): 500}
-
-
-def _json(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data), status, media_type="application/json")
 
 
 def _answering(path: str, fn: Route) -> Route:
@@ -103,13 +99,15 @@ async def node(service: WorkerService, request: Request) -> Response:
     if port is None:
         port = 443 if request.url.scheme == "https" else 80
     if service.config.get(alluxio_keys.NODE_ANSWER) == alluxio_keys.NODE_ANSWER_LOCATIONS:
-        return _json(shapes.node_locations(host, port, request.query_params.get("path", "")))
-    return _json(shapes.node_address(host, port))
+        return json_response(
+            shapes.node_locations(host, port, request.query_params.get("path", ""))
+        )
+    return json_response(shapes.node_address(host, port))
 
 
 async def info(service: WorkerService, request: Request) -> Response:
     path = params.required(request.query_params, "path")
-    return _json(await run_in_threadpool(lambda: [_record(service, service.status(path))]))
+    return json_response(await run_in_threadpool(lambda: [_record(service, service.status(path))]))
 
 
 async def files(service: WorkerService, request: Request) -> Response:
@@ -123,7 +121,7 @@ async def files(service: WorkerService, request: Request) -> Response:
             children = [service.status(path)]
         return [_record(service, child) for child in children]
 
-    return _json(await run_in_threadpool(work))
+    return json_response(await run_in_threadpool(work))
 
 
 # -- reads -------------------------------------------------------------------------------------
@@ -190,7 +188,7 @@ async def write_chunk(service: WorkerService, request: Request) -> Response:
         _, created = await run_in_threadpool(service.write, uri, file_chunks(spool))
     finally:
         spool.close()
-    return _json(SUCCESS, 201 if created else 200)
+    return json_response(SUCCESS, 201 if created else 200)
 
 
 async def write_page(service: WorkerService, request: Request) -> Response:
@@ -222,12 +220,12 @@ async def write_page(service: WorkerService, request: Request) -> Response:
         created = await run_in_threadpool(work)
     finally:
         body.close()
-    return _json(SUCCESS, 201 if created else 200)
+    return json_response(SUCCESS, 201 if created else 200)
 
 
 async def mkdir(service: WorkerService, request: Request) -> Response:
     await run_in_threadpool(service.mkdir, ap.target(request))
-    return _json(SUCCESS)
+    return json_response(SUCCESS)
 
 
 async def touch(service: WorkerService, request: Request) -> Response:
@@ -242,7 +240,7 @@ async def touch(service: WorkerService, request: Request) -> Response:
             return service.write(uri, b"")[1]
         return False
 
-    return _json(SUCCESS, 201 if await run_in_threadpool(work) else 200)
+    return json_response(SUCCESS, 201 if await run_in_threadpool(work) else 200)
 
 
 async def rm(service: WorkerService, request: Request) -> Response:
@@ -254,13 +252,13 @@ async def rm(service: WorkerService, request: Request) -> Response:
         await run_in_threadpool(service.invalidate, uri, recursive)
     else:
         await run_in_threadpool(service.delete, uri, recursive)
-    return _json(SUCCESS)
+    return json_response(SUCCESS)
 
 
 async def mv(service: WorkerService, request: Request) -> Response:
     src, dst = ap.target(request, "srcPath"), ap.unchecked_path(request, "dstPath")
     await run_in_threadpool(service.rename, src, dst)
-    return _json(SUCCESS)
+    return json_response(SUCCESS)
 
 
 async def copy(service: WorkerService, request: Request) -> Response:
@@ -278,7 +276,7 @@ async def copy(service: WorkerService, request: Request) -> Response:
             _copy_file(service, source, target + source.uri[len(root.uri) :], forced)
 
     await run_in_threadpool(work)
-    return _json(SUCCESS)
+    return json_response(SUCCESS)
 
 
 def _copy_file(service: WorkerService, source: UfsStatus, dst: str, forced: bool) -> None:
@@ -348,7 +346,7 @@ async def load(service: WorkerService, request: Request) -> Response:
         service.loads.cancel(job.id)
         return {"success": running}
 
-    return _json(await run_in_threadpool(work))
+    return json_response(await run_in_threadpool(work))
 
 
 ROUTES: tuple[SurfaceRoute, ...] = tuple(

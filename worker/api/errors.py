@@ -3,14 +3,12 @@ status code (``worker.errors``). A caller's mistake is never a bare 500."""
 
 from __future__ import annotations
 
-import json
-
 from starlette.responses import Response
 
+from worker.api.jsonbody import json_response
 from worker.errors import ErrorKind
 
 
 def error_response(kind: ErrorKind, message: str, headers: dict[str, str]) -> Response:
     """The REST v1 answer for an error of ``kind``."""
-    body = json.dumps({"error": kind.code, "message": message})
-    return Response(body, kind.status, headers=headers or None, media_type="application/json")
+    return json_response({"error": kind.code, "message": message}, kind.status, headers)

@@ -15,7 +15,6 @@ and read permission (page files are 0644). A client that cannot open a page read
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -24,6 +23,7 @@ from starlette.responses import Response
 
 from worker.api import contract as c
 from worker.api import params
+from worker.api.jsonbody import json_response
 from worker.api.surface import Route
 from worker.service import Located, WorkerService
 
@@ -52,10 +52,6 @@ class SameHost(BaseModel):
     sync_interval_ms: int
 
 
-def _json(data: Any) -> Response:
-    return Response(json.dumps(data), 200, media_type="application/json")
-
-
 async def locate(
     service: WorkerService,
     path: c.UfsPath,
@@ -69,7 +65,7 @@ async def locate(
     def work() -> dict[str, Any]:
         return answer(service, service.locate(path, version or None, start, size))
 
-    return _json(await run_in_threadpool(work))
+    return json_response(await run_in_threadpool(work))
 
 
 def answer(service: WorkerService, located: Located) -> dict[str, Any]:
@@ -81,7 +77,7 @@ def answer(service: WorkerService, located: Located) -> dict[str, Any]:
 
 
 async def local(service: WorkerService) -> Response:
-    return _json(service.same_host())
+    return json_response(service.same_host())
 
 
 ROUTES = (

@@ -11,7 +11,6 @@ short of its Content-Length, so a client sees an error, never mixed bytes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,14 +25,11 @@ from worker.api import contract as c
 from worker.api import locate, params
 from worker.api.body import Batch, PagedBody, file_chunks, pull, spool_body
 from worker.api.errors import error_response
+from worker.api.jsonbody import json_response
 from worker.api.surface import Route, Surface
 from worker.errors import NotFound
 from worker.ranges import Window
 from worker.service import ReadResult, WorkerService
-
-
-def json_response(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data), status, media_type="application/json")
 
 
 async def healthz(service: WorkerService) -> Response:

@@ -19,7 +19,6 @@ the worker token as client secret; that path checks the secret itself), or ``del
 from __future__ import annotations
 
 import hmac
-import json
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from ufs import uri as uris
 from ufs.errors import UfsNotFound, UfsOutsideRoots
 from worker import keys
 from worker.api import webhdfs_json as shapes
+from worker.api.jsonbody import json_response
 from worker.api.params import Lean
 from worker.api.surface import Route, Surface
 from worker.api.webhdfs_data import create_file, open_file, status_or_none
@@ -111,13 +111,13 @@ async def issue_token(service: WorkerService, request: Request) -> Response:
     secret = (form.get("client_secret") or [""])[0]
     if token and not hmac.compare_digest(secret.encode(), token):
         body = {"error": "invalid_client", "error_description": "wrong client_secret"}
-        return Response(json.dumps(body), 401, media_type="application/json")
+        return json_response(body, 401)
     answer = {
         "access_token": token.decode() or "none",
         "token_type": "Bearer",
         "expires_in": TOKEN_LIFETIME_S,
     }
-    return Response(json.dumps(answer), 200, media_type="application/json")
+    return json_response(answer)
 
 
 class WebHdfs:

@@ -11,12 +11,12 @@ or the ``delegation=<token>`` query parameter (for clients that add parameters, 
 
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qsl
 
 from starlette.responses import Response
 from starlette.types import Scope
 
+from worker.api.jsonbody import json_body
 from worker.api.surface import bearer_token
 from worker.errors import ErrorKind
 
@@ -29,7 +29,7 @@ CREDENTIAL_HINT = (
 def json_answer(data: object, status: int = 200) -> Response:
     """A JSON answer with no Content-Type: the Hadoop client checks one with a media-type
     parser its shaded jar cannot load (``ClassNotFoundException ...RuntimeDelegateImpl``)."""
-    return Response(json.dumps(data).encode(), status)
+    return Response(json_body(data), status)
 
 
 def render_error(kind: ErrorKind, message: str, headers: dict[str, str]) -> Response:

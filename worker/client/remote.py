@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ufs import uri as uris
-from worker.client.answers import ReadResult, to_info, ufs_info
+from worker.client.answers import ReadResult, body_of, to_info, ufs_info
 from worker.client.errors import AccessDenied, WorkerUnavailable
 from worker.client.fallback import UfsFallback
 from worker.client.flow import Body, Flow, blocking
@@ -61,7 +61,7 @@ class Remote:
             if (fallback := self.fallback) is None:
                 raise
             return ufs_info((yield from blocking(lambda: fallback.status(uri, version))))
-        return to_info(answer.response.json(), aged)
+        return to_info(body_of(answer.response), aged)
 
     def list(
         self, uri: str, sync_interval: str | None = None, aged: bool = False
@@ -77,7 +77,7 @@ class Remote:
                 raise
             statuses = yield from blocking(lambda: fallback.list(uri))
             return [ufs_info(status) for status in statuses]
-        return [to_info(entry, aged) for entry in answer.response.json()["entries"]]
+        return [to_info(entry, aged) for entry in body_of(answer.response)["entries"]]
 
     def read(
         self,
@@ -118,13 +118,13 @@ class Remote:
         answer = yield from self.client.call(
             Call("GET", "/v1/locate", uri, f"locate {uri} [{offset}+{length}]", params)
         )
-        data: dict[str, Any] = answer.response.json()
+        data: dict[str, Any] = body_of(answer.response)
         return data
 
     def local(self, uri: str) -> Flow[dict[str, Any]]:
         """The same-host facts (``/v1/local``) of the worker that owns ``uri``."""
         answer = yield from self.client.call(Call("GET", "/v1/local", uri, "same-host facts"))
-        data: dict[str, Any] = answer.response.json()
+        data: dict[str, Any] = body_of(answer.response)
         return data
 
     # -- mutations -----------------------------------------------------------------------------
@@ -137,7 +137,7 @@ class Remote:
         )
         answer = yield from self.client.call(call)
         yield from self._propagate(answer, [uri], parents=answer.response.status_code == 201)
-        return to_info(answer.response.json())
+        return to_info(body_of(answer.response))
 
     def delete(self, uri: str, recursive: bool) -> Flow[None]:
         """Delete a file, or a directory (its contents too only with ``recursive``)."""
@@ -153,7 +153,7 @@ class Remote:
         answer = yield from self.client.call(
             Call("POST", "/v1/rename", src, f"rename {src} to {dst}", params, False)
         )
-        info = to_info(answer.response.json())
+        info = to_info(body_of(answer.response))
         yield from self._propagate(
             answer, [src, dst], parents=True, everywhere=info["type"] == "directory"
         )
@@ -164,7 +164,7 @@ class Remote:
         call = Call("POST", "/v1/mkdir", uri, f"mkdir {uri}", _params(path=uri), idempotent=True)
         answer = yield from self.client.call(call)
         yield from self._propagate(answer, [uri], parents=True)
-        return to_info(answer.response.json())
+        return to_info(body_of(answer.response))
 
     def invalidate(self, uri: str, recursive: bool) -> Flow[int]:
         """Drop ``uri`` (with ``recursive``, everything under it) from every worker's cache: a
@@ -175,7 +175,7 @@ class Remote:
         for worker in self.client.ring.workers:
             try:
                 answer = yield from self._invalidate_on(worker, uri, recursive)
-                total += int(answer.json()["invalidated"])
+                total += int(body_of(answer)["invalidated"])
             except WorkerUnavailable as exc:
                 missed.append(f"{worker} ({exc})")
         if missed:
