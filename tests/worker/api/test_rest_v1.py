@@ -47,6 +47,17 @@ def test_status_list_and_read_through(api: Api, data_dir: Path) -> None:
     assert [e["cached_bytes"] for e in entries] == [len(content), 0]
 
 
+def test_names_outside_ascii_come_back_exactly(api: Api, data_dir: Path) -> None:
+    # Answers are compact UTF-8 JSON (orjson), not ASCII escapes: any JSON parser reads both.
+    name = 'año "q" 日本.bin'
+    (data_dir / name).write_bytes(b"x")
+    answer = api.get("/v1/list", params={"path": f"file://{data_dir}"})
+    assert "año".encode() in answer.content and "日本".encode() in answer.content
+    assert [e["name"] for e in answer.json()["entries"]] == [name]
+    status = api.get("/v1/status", params={"path": uri(data_dir, name)}).json()
+    assert (status["name"], status["uri"]) == (name, uri(data_dir, name))
+
+
 def test_ranges_by_offset_and_header(api: Api, data_dir: Path) -> None:
     content = os.urandom(2 * PAGE)
     (data_dir / "r.bin").write_bytes(content)
