@@ -80,7 +80,10 @@ class _Call(Generic[T]):
         self._state = _State.PENDING
         self._result: T | None = None
         self._error: BaseException | None = None
-        self.done = threading.Event()
+        # Held until the call is done; its one waiter takes it. Not a threading.Event: every
+        # UFS call makes one, and an Event costs 3 us to make, set and wait against 0.4.
+        self._running = threading.Lock()
+        self._running.acquire()
 
     def execute(self) -> None:
         with self._lock:
@@ -92,7 +95,11 @@ class _Call(Generic[T]):
         except BaseException as exc:  # noqa: BLE001 — not swallowed: the caller re-raises it
             self._error = exc
         finally:
-            self.done.set()
+            self._running.release()
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the call is done, waiting up to ``timeout`` seconds (one waiter only)."""
+        return self._running.acquire(timeout=timeout)
 
     def abandon(self) -> None:
         """The caller stopped waiting: a call not started yet never runs."""
@@ -134,7 +141,7 @@ class ThreadRunner:
         timeout = deadline.timeout()
         call = _Call(fn)
         self._submit(call)
-        if not call.done.wait(timeout):
+        if not call.wait(timeout):
             call.abandon()
             raise DeadlineExceeded(f"no answer within {timeout:.3g}s")
         return call.outcome()
