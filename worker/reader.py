@@ -124,7 +124,11 @@ class Reader:
                 # Top up once half a window is missing (or for the range's tail), so batches
                 # stay several pages long: a page at a time would undo the coalescing.
                 if not ahead or target - ahead[-1][0] >= max(1, window // 2) or target == last:
-                    self._read_ahead(ahead, status, fid, index, target)
+                    # The rest of the range in one batch, with nothing to overlap: filled on
+                    # this thread, which would only wait for a pool thread (a small file, a
+                    # cold random read).
+                    inline = not ahead and target == last
+                    self._read_ahead(ahead, status, fid, index, target, inline)
                 window = min(2 * window, READ_AHEAD_PAGES)
                 _, batch, position = ahead.popleft()
                 fill = batch.result()[position]
@@ -150,15 +154,24 @@ class Reader:
         fid: str,
         index: int,
         last: int,
+        inline: bool = False,
     ) -> None:
         """Make sure pages ``index`` to ``last`` are being filled: the ones not yet asked for,
-        as one batch whose missing pages come in one ranged UFS read per run."""
+        as one batch whose missing pages come in one ranged UFS read per run; in the
+        read-ahead pool, or on this thread with ``inline``."""
         next_index = ahead[-1][0] + 1 if ahead else index
         if next_index > last:
             return
         pages = [PageId(fid, status.version, i) for i in range(next_index, last + 1)]
         fetch = functools.partial(self._fetch_pages, status)
-        batch = self._pool.submit(self._pages.fill_run, pages, fetch, status.uri)
+        if inline:
+            batch: Future[list[Fill]] = Future()
+            try:
+                batch.set_result(self._pages.fill_run(pages, fetch, status.uri))
+            except Exception as exc:  # noqa: BLE001 - raised by result(), as from the pool
+                batch.set_exception(exc)
+        else:
+            batch = self._pool.submit(self._pages.fill_run, pages, fetch, status.uri)
         ahead.extend((page.index, batch, position) for position, page in enumerate(pages))
 
     def _fetch_pages(self, status: UfsStatus, first: int, count: int) -> list[bytes]:

@@ -5,13 +5,16 @@ file, a read-only or vanished page directory on a real tmpfs)."""
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.worker.chain import read_all
 from ufs.status import file_id
+from worker.reader import READ_AHEAD_PAGES
 from worker.service import WorkerService
 
 PAGE = 64 * 1024
@@ -96,3 +99,26 @@ def test_a_vanished_page_dir_is_counted_on_every_page_it_cannot_serve(
         shutil.rmtree(child) if child.is_dir() else child.unlink()
     assert read_all(worker, uri) == content
     assert cache_failures(worker) == PAGES
+
+
+def test_a_read_one_batch_covers_is_filled_on_the_callers_thread(
+    service: WorkerService, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small, large = os.urandom(2 * PAGE), os.urandom(3 * READ_AHEAD_PAGES * PAGE)
+    (data_dir / "small.bin").write_bytes(small)
+    (data_dir / "large.bin").write_bytes(large)
+    filled_on: list[str] = []
+    fill_run = service.pages.fill_run
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        filled_on.append(threading.current_thread().name)
+        return fill_run(*args, **kwargs)
+
+    monkeypatch.setattr(service.pages, "fill_run", spy)
+    assert read_all(service, f"file://{data_dir}/small.bin") == small
+    assert filled_on == [threading.current_thread().name]
+    filled_on.clear()
+    # Batches that later ones overlap go to the read-ahead pool.
+    assert read_all(service, f"file://{data_dir}/large.bin") == large
+    assert len(filled_on) > 1
+    assert all(name.startswith("read-ahead") for name in filled_on)
