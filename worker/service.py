@@ -313,15 +313,20 @@ class WorkerService:
             log.info("could not record the change of %s found by a read: %s", uri, exc)
 
     def locate(
-        self, uri: str, version: str | None, offset: int = 0, length: int | None = None
+        self,
+        uri: str,
+        version: str | None,
+        offset: int = 0,
+        length: int | None = None,
+        sync_interval: int | None = None,
     ) -> Located:
         """Where the cached pages of ``[offset, offset + length)`` (None: to the end) of one
         file version are, for a same-host client's short-circuit read. ``version`` pins it
-        (None: the current one, as a status call with the default sync interval finds it).
+        (None: the current one, as a status call with ``sync_interval`` finds it).
         Raises what :meth:`status` raises (VersionMismatch when the file is not at
         ``version``), IsADirectory, RangeNotSatisfiable for an offset past the end. A page
         listed may be evicted at any time after: the client's read of it then misses."""
-        status = self.status(uri, None, version)
+        status = self.status(uri, sync_interval, version)
         if status.is_dir:
             raise IsADirectory(f"cannot locate pages of {status.uri!r}: it is a directory")
         start, count = Window(offset, length).resolve(status.size)

@@ -183,6 +183,27 @@ class WebHdfs:
             owner = _this_worker(request)
         return json_answer(shapes.block_locations(status, offset, length, owner))
 
+    async def list_block_locations(self, request: Request, query: Query, path: str) -> Response:
+        """``LISTBLOCKLOCATIONS``, doracache's own op for its JVM client's located listing
+        (``org.doracache.hadoop.DoraWebHdfsFileSystem.listLocatedStatus``): the block locations
+        of every file in a directory (of the file itself, for a file), by name, as
+        ``GETFILEBLOCKLOCATIONS`` answers each: one call where Spark's listing made one per
+        file."""
+        if self._virtual(path):
+            return json_answer({"BlockLocationsByName": {}})
+        uri, interval, here = self._uri(path), query.sync_interval(), _this_worker(request)
+
+        def work() -> dict[str, Any]:
+            status = self.service.status(uri, interval)
+            files = [status] if not status.is_dir else self.service.list(uri, interval)
+            return {
+                f.name: shapes.block_locations(f, 0, f.size, self.locality.owner(f.uri) or here)
+                for f in files
+                if not f.is_dir
+            }
+
+        return json_answer({"BlockLocationsByName": await run_in_threadpool(work)})
+
     async def content_summary(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
         interval = query.sync_interval()
@@ -228,6 +249,23 @@ class WebHdfs:
         if self._virtual(path):
             raise IsADirectory(f"Path is not a file: {path}")
         return await open_file(self.service, request, query, self._uri(path))
+
+    async def page_locations(self, request: Request, query: Query, path: str) -> Response:
+        """``GETPAGELOCATIONS``, doracache's own op for its JVM short-circuit reader
+        (``org.doracache.hadoop.DoraWebHdfsFileSystem``): where the cached pages of ``[offset,
+        offset + length)`` of the file's version are, as ``/v1/locate`` answers, with the
+        file's length. ``version`` pins it; without one the path's sync interval applies."""
+        if self._virtual(path):
+            raise IsADirectory(f"Path is not a file: {path}")
+        uri, version, interval = self._uri(path), query.text("version"), query.sync_interval()
+        offset, length = query.long("offset", 0), query.optional_long("length")
+        located = await run_in_threadpool(
+            self.service.locate, uri, version, offset, length, interval
+        )
+        body = located.locations.to_dict()
+        body["missing"] = list(located.missing)
+        body["length"] = located.status.size
+        return json_answer({"PageLocations": body})
 
     async def create(self, request: Request, query: Query, path: str) -> Response:
         self._refuse_virtual(path, "create a file")
@@ -310,10 +348,12 @@ OPS: dict[tuple[str, str], Op] = {
     ("GET", "LISTSTATUS_BATCH"): WebHdfs.list_status_batch,
     ("GET", "OPEN"): WebHdfs.open,
     ("GET", "GETFILEBLOCKLOCATIONS"): WebHdfs.block_locations,
+    ("GET", "LISTBLOCKLOCATIONS"): WebHdfs.list_block_locations,
     ("GET", "GETCONTENTSUMMARY"): WebHdfs.content_summary,
     ("GET", "GETFILECHECKSUM"): WebHdfs.checksum,
     ("GET", "GETHOMEDIRECTORY"): WebHdfs.home_directory,
     ("GET", "CHECKACCESS"): WebHdfs.check_access,
+    ("GET", "GETPAGELOCATIONS"): WebHdfs.page_locations,
     ("PUT", "CREATE"): WebHdfs.create,
     ("PUT", "MKDIRS"): WebHdfs.mkdirs,
     ("PUT", "RENAME"): WebHdfs.rename,

@@ -54,7 +54,7 @@ async def open_file(service: WorkerService, request: Request, query: Query, uri:
     """``OPEN``: the redirect to the version-pinned data URL, or the data from ``offset``."""
     version = query.text("version")
     interval = query.sync_interval()
-    span = OpenSpan(query.long("offset", 0), _length(query))
+    span = OpenSpan(query.long("offset", 0), query.optional_long("length"))
     if not query.boolean("data"):
         status = await run_in_threadpool(service.status, uri, interval, version)
         if status.is_dir:
@@ -69,10 +69,6 @@ async def open_file(service: WorkerService, request: Request, query: Query, uri:
         {"Content-Length": str(result.length)},
         media_type="application/octet-stream",
     )
-
-
-def _length(query: Query) -> int | None:
-    return None if query.text("length") is None else query.long("length", 0)
 
 
 async def create_file(

@@ -42,6 +42,10 @@ class Query:
             raise _invalid(name, text, "is not a non-negative whole number")
         return int(text)
 
+    def optional_long(self, name: str) -> int | None:
+        """:meth:`long`, None when not given (a length: to the end)."""
+        return None if self.text(name) is None else self.long(name, 0)
+
     def boolean(self, name: str, default: bool = False) -> bool:
         text = self.text(name)
         if text is None:

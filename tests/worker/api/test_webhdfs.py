@@ -158,6 +158,52 @@ def test_an_opened_stream_reads_one_version(
     assert remote(changed) == (412, "java.io.IOException")
 
 
+def test_page_locations_name_the_cached_pages_of_a_pinned_version(
+    web: Callable[..., httpx.Response], data_dir: Path
+) -> None:
+    content = os.urandom(3 * PAGE + 17)
+    (data_dir / "f.bin").write_bytes(content)
+    cold = body(web("GET", "/f.bin", "GETPAGELOCATIONS"))["PageLocations"]
+    assert (cold["pages"], cold["missing"], cold["length"]) == ([], [0, 1, 2, 3], len(content))
+    assert (cold["page_size"], cold["format"], cold["block_size"]) == (PAGE, 3, 16 << 10)
+    version = cold["version"]
+    web("GET", "/f.bin", "OPEN", data="true", version=version, offset=PAGE, length=PAGE)
+    warm = body(web("GET", "/f.bin", "GETPAGELOCATIONS", version=version, offset=PAGE))
+    pages = warm["PageLocations"]["pages"]
+    assert [(index, size) for index, _, size in pages] == [(1, PAGE)]
+    assert Path(pages[0][1]).is_file()
+    assert warm["PageLocations"]["missing"] == [2, 3]
+    (data_dir / "f.bin").write_bytes(b"changed")
+    changed = body(web("GET", "/f.bin", "GETPAGELOCATIONS", sync_interval=0))["PageLocations"]
+    assert changed["version"] != version
+    assert (changed["pages"], changed["missing"], changed["length"]) == ([], [0], 7)
+    (data_dir / "d").mkdir()
+    assert remote(web("GET", "/d", "GETPAGELOCATIONS")) == (400, "java.io.FileNotFoundException")
+    assert remote(web("GET", "/nope", "GETPAGELOCATIONS")) == (
+        404,
+        "java.io.FileNotFoundException",
+    )
+
+
+def test_block_locations_of_a_whole_directory_in_one_call(
+    web: Callable[..., httpx.Response], data_dir: Path
+) -> None:
+    (data_dir / "d" / "sub").mkdir(parents=True)
+    (data_dir / "d" / "a.bin").write_bytes(b"a" * 100)
+    (data_dir / "d" / "empty.bin").write_bytes(b"")
+    listing = body(web("GET", "/d", "LISTBLOCKLOCATIONS"))["BlockLocationsByName"]
+    assert sorted(listing) == ["a.bin", "empty.bin"]
+    one = body(web("GET", "/d/a.bin", "GETFILEBLOCKLOCATIONS"))
+    assert listing["a.bin"] == one
+    assert listing["empty.bin"] == {"BlockLocations": {"BlockLocation": []}}
+    of_a_file = body(web("GET", "/d/a.bin", "LISTBLOCKLOCATIONS"))["BlockLocationsByName"]
+    assert of_a_file == {"a.bin": one}
+    assert remote(web("GET", "/nope", "LISTBLOCKLOCATIONS")) == (
+        404,
+        "java.io.FileNotFoundException",
+    )
+
+
 def test_reading_a_directory_is_file_not_found(
     web: Callable[..., httpx.Response], data_dir: Path
 ) -> None:
