@@ -3,7 +3,8 @@
 Two queries over the demo's taxi dataset on SeaweedFS, reached by the worker through a proxy
 that adds the latency and counts what the store sees: the demo's aggregation (compute-heavy)
 and a scan summing every numeric column (I/O-bound: every column chunk of every row group is
-read). Contenders, each warmed up once and then timed ``--repeats`` times (the median shown):
+read). Contenders, each warmed up once and then timed ``--repeats`` times in turn (the median
+shown):
 
 - native warm: ``spark.read.parquet("webhdfs://...")`` through the cache (metadata rule -1);
 - native pass-through: the same reader and HTTP hop on a copy the path rules do not cache;
@@ -68,20 +69,37 @@ class Figure:
 
 
 def measure(
-    spark: Any, contender: Contender, query: Callable[[Any], Any], repeats: int, stage: S3Stage
-) -> tuple[list[float], float, float, Any]:
-    """Seconds of each timed run, UFS requests and MB per run, and the answer, after one
-    warm-up run."""
-    answer = query(contender.load(spark, "warm"))
-    cost(stage.link)
-    seconds = []
+    spark: Any,
+    runners: list[Contender],
+    query: Callable[[Any], Any],
+    repeats: int,
+    stage: S3Stage,
+) -> dict[str, tuple[list[float], float, float, Any]]:
+    """Per contender: seconds of each timed run, UFS requests and MB per run, and the answer.
+    Each contender runs once untimed, then the timed runs go round the contenders in turn, so
+    that the JVM's warming up over the runs (code generation, JIT) favours none of them."""
+    answers = {c.name: query(c.load(spark, "warm")) for c in runners}
+    seconds: dict[str, list[float]] = {c.name: [] for c in runners}
+    seen = {c.name: [0, 0] for c in runners}
     for _ in range(repeats):
-        started = time.perf_counter()
-        assert query(contender.load(spark, "warm")) == answer, f"{contender.name} changed answer"
-        seconds.append(time.perf_counter() - started)
-    seen = cost(stage.link)
-    per_run = [(n or 0) / repeats for n in (seen.requests, seen.bytes)]
-    return seconds, per_run[0], per_run[1] / 2**20, answer
+        for contender in runners:
+            cost(stage.link)
+            started = time.perf_counter()
+            answer = query(contender.load(spark, "warm"))
+            seconds[contender.name].append(time.perf_counter() - started)
+            assert answer == answers[contender.name], f"{contender.name} changed answer"
+            counted = cost(stage.link)
+            seen[contender.name][0] += counted.requests or 0
+            seen[contender.name][1] += counted.bytes or 0
+    return {
+        c.name: (
+            seconds[c.name],
+            seen[c.name][0] / repeats,
+            seen[c.name][1] / repeats / 2**20,
+            answers[c.name],
+        )
+        for c in runners
+    }
 
 
 def report(figures: list[Figure]) -> None:
@@ -126,16 +144,14 @@ def run(args: argparse.Namespace, run_dir: Path, cleanup: contextlib.ExitStack) 
         stage.link.latency = latency / 1000
         for name, query in QUERIES.items():
             round_figures = []
-            for contender in runners:
-                seconds, requests, mb, answer = measure(
-                    spark, contender, query, args.repeats, stage
-                )
+            measured = measure(spark, runners, query, args.repeats, stage)
+            for contender, (seconds, requests, mb, answer) in measured.items():
                 median = statistics.median(seconds)
                 figure = Figure(
-                    latency, name, contender.name, median, min(seconds), max(seconds),
+                    latency, name, contender, median, min(seconds), max(seconds),
                     requests, mb, answer,
                 )  # fmt: skip
-                print(f"{latency}ms {name} {contender.name}: {median:.2f}s, "
+                print(f"{latency}ms {name} {contender}: {median:.2f}s, "
                       f"{requests:.0f} UFS requests, {mb:.1f} MB", flush=True)  # fmt: skip
                 round_figures.append(figure)
             answers = {f.answer for f in round_figures}
