@@ -1,12 +1,12 @@
 # Two entry points: `make demo` (the main job) and `make test` (the tests). Each creates or reuses
-# .venv and installs what it needs (and Debian's etcd when the etcd binary is missing), so a fresh
-# machine needs only Python 3.11 and Java 17.
+# .venv and installs what it needs (and Debian's etcd when the etcd binary is missing, and its
+# JDK when javac is), so a fresh machine needs only Python 3.11 and Java 17.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd alluxiofs-venvs
+.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk alluxiofs-venvs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml
 etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
+
+# Spark's short-circuit client (worker/spark/java) is compiled on first use against pyspark's
+# jars (worker/spark/hadoopjar.py): a machine with a Java 17 runtime alone gets Debian's JDK.
+jdk:
+	@command -v javac >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
 
 # alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
 # each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
@@ -33,25 +39,25 @@ typecheck: $(STAMP)
 
 # Three test processes (most tests wait on servers and subprocesses, not on the 2 CPUs); the
 # reliability scenarios after them, alone, since they load the machine on purpose.
-test: etcd alluxiofs-venvs lint typecheck
+test: etcd jdk alluxiofs-venvs lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --durations=25 -m "not reliability"
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m reliability
 
 # Unit tests only: no real servers (integration), no reliability scenarios, nothing slow.
-test-fast: lint typecheck
+test-fast: jdk lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 -m "not integration and not reliability and not slow"
 
 # `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
-demo: etcd $(STAMP)
+demo: etcd jdk $(STAMP)
 	$(BIN)/dora demo $(DEMO_ARGS)
 
 # Figures to stdout; the side-by-side suite writes bench/results/*.json and renders
 # bench/RESULTS.md and bench/results/plots from it. bench-quick: small sizes, 0 ms, a few minutes.
 # BENCH_ARGS go to python -m bench.side, e.g. BENCH_ARGS="--profile seq-read:dora --label ...".
-bench: etcd $(STAMP)
+bench: etcd jdk $(STAMP)
 	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
 
-bench-quick: $(STAMP)
+bench-quick: jdk $(STAMP)
 	$(BIN)/python -m bench.run_all --quick $(BENCH_ARGS)
 
 # The long versions of the reliability scenarios (see RELIABILITY.md); figures at the end.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ufs import uri as uris
 from worker.api.webhdfs_paths import TOKEN_PATH, path_of
+from worker.spark import hadoopjar
 
 SCHEME = "webhdfs"
 _PROVIDER = "org.apache.hadoop.hdfs.web.oauth2.ConfCredentialBasedAccessTokenProvider"
@@ -47,6 +48,19 @@ def hadoop_conf(address: str, token: str | None) -> dict[str, str]:
     }
 
 
-def spark_conf(address: str, token: str | None) -> dict[str, str]:
-    """:func:`hadoop_conf` as Spark session settings (``spark.hadoop.`` prefixed)."""
-    return {f"spark.hadoop.{key}": value for key, value in hadoop_conf(address, token).items()}
+def spark_conf(address: str, token: str | None, short_circuit: bool = True) -> dict[str, str]:
+    """:func:`hadoop_conf` as Spark session settings (``spark.hadoop.`` prefixed), and, with
+    ``short_circuit`` and where the machine can build it (:mod:`worker.spark.hadoopjar`), the
+    JVM client that reads cached pages straight from the worker's page files when it runs on
+    the worker's host (``webhdfs://`` URLs stay as they are)."""
+    conf = {f"spark.hadoop.{key}": value for key, value in hadoop_conf(address, token).items()}
+    jar = hadoopjar.jar_path() if short_circuit else None
+    if jar is not None:
+        # On the class path of the driver and of every executor JVM from their start (the
+        # sidecar case: executors on the worker's host see the same path). spark.jars would
+        # load it in a child class loader that Hadoop's FileSystem lookup does not search
+        # everywhere.
+        conf["spark.driver.extraClassPath"] = str(jar)
+        conf["spark.executor.extraClassPath"] = str(jar)
+        conf["spark.hadoop.fs.webhdfs.impl"] = hadoopjar.CLASS
+    return conf

@@ -1,0 +1,171 @@
+"""Spark's short-circuit reads (``org.doracache.hadoop.DoraWebHdfsFileSystem``, built by
+``worker.spark.hadoopjar``) against an in-process worker over a local-directory UFS, in
+``local[2]``: a warm read comes from the page files with no data request to the worker, a page
+file that is corrupt, replaced or gone is read over WebHDFS instead, never served wrong, and a
+listing carries its files' block locations."""
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.integration.inprocess import serving
+from tests.worker.conftest import open_service
+from worker.service import WorkerService
+from worker.spark.hadoopjar import CLASS
+from worker.spark.session import local_session
+from worker.spark.webhdfs import spark_conf, webhdfs_url
+
+pytestmark = pytest.mark.integration
+PAGE = 1 << 20
+
+
+class Worker:
+    def __init__(self, service: WorkerService, port: int, data: Path) -> None:
+        self.service = service
+        self.address = f"127.0.0.1:{port}"
+        self.data = data
+
+    def url(self, name: str) -> str:
+        return webhdfs_url(self.address, f"file://{self.data}/{name}")
+
+    def page_paths(self, name: str) -> list[Path]:
+        located = self.service.locate(f"file://{self.data}/{name}", None)
+        return [Path(page.path) for page in located.locations.pages]
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+    data = tmp_path_factory.mktemp("data")
+    service = open_service(
+        tmp_path_factory.mktemp("worker"),
+        f"file://{data}",
+        f"dora.worker.page.store.page.size={PAGE}",
+        # Every open checks the file, as the demo's changed run needs.
+        "dora.user.file.metadata.sync.interval=0",
+    )
+    try:
+        with serving(service) as port:
+            yield Worker(service, port, data)
+    finally:
+        service.close()
+
+
+@pytest.fixture(scope="module")
+def spark(worker: Worker) -> Iterator[Any]:
+    conf = spark_conf(worker.address, None)
+    assert conf["spark.hadoop.fs.webhdfs.impl"] == CLASS
+    session = local_session(2, "doracache-short-circuit-tests", conf=conf, progress=False)
+    yield session
+    session.stop()
+
+
+def counters(spark: Any) -> dict[str, int]:
+    return dict(spark._jvm.org.doracache.hadoop.DoraWebHdfsFileSystem.counters())
+
+
+def since(spark: Any, before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before[k] for k, v in counters(spark).items()}
+
+
+def read_all(spark: Any, worker: Worker, name: str) -> bytes:
+    """The file's bytes as Hadoop's client for ``webhdfs://`` reads them."""
+    jvm = spark._jvm
+    url = worker.url(name)
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(
+        jvm.java.net.URI(url), spark._jsc.hadoopConfiguration()
+    )
+    stream = fs.open(jvm.org.apache.hadoop.fs.Path(url))
+    try:
+        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
+
+
+def test_a_warm_parquet_read_comes_from_the_page_files(spark: Any, worker: Worker) -> None:
+    n = 400_000
+    table = pa.table({"id": pa.array(range(n), pa.int64()), "x": pa.array(os.urandom(n))})
+    (worker.data / "wide").mkdir()
+    pq.write_table(table, worker.data / "wide" / "part-0.parquet", compression="none")
+    assert (worker.data / "wide" / "part-0.parquet").stat().st_size > 3 * PAGE
+    expected = sorted(spark.read.parquet(f"file://{worker.data}/wide").collect())
+
+    assert sorted(spark.read.parquet(worker.url("wide")).collect()) == expected
+    before = counters(spark)
+    assert sorted(spark.read.parquet(worker.url("wide")).collect()) == expected
+    warm = since(spark, before)
+    assert warm["short_circuit_bytes"] > 3 * PAGE
+    assert warm["http_bytes"] == 0
+    assert warm["misses"] == 0
+
+
+def test_a_listing_carries_the_block_locations(spark: Any, worker: Worker) -> None:
+    (worker.data / "listed").mkdir()
+    for name in ("a.bin", "b.bin"):
+        (worker.data / "listed" / name).write_bytes(b"x" * 10)
+    jvm = spark._jvm
+    url = worker.url("listed")
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(
+        jvm.java.net.URI(url), spark._jsc.hadoopConfiguration()
+    )
+    for status in fs.listStatus(jvm.org.apache.hadoop.fs.Path(url)):
+        assert status.getClass().getName() == "org.apache.hadoop.fs.LocatedFileStatus"
+        (block,) = status.getBlockLocations()
+        assert (list(block.getHosts()), block.getLength()) == (["127.0.0.1"], 10)
+
+
+def test_a_file_read_whole_is_exact_across_pages(spark: Any, worker: Worker) -> None:
+    data = os.urandom(3 * PAGE + 12345)
+    (worker.data / "whole.bin").write_bytes(data)
+    assert read_all(spark, worker, "whole.bin") == data  # cold: over HTTP, and cached
+    before = counters(spark)
+    assert read_all(spark, worker, "whole.bin") == data
+    assert since(spark, before)["short_circuit_bytes"] == len(data)
+
+
+def corrupt(page: Path) -> None:
+    raw = bytearray(page.read_bytes())
+    raw[-100] ^= 0xFF
+    page.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "gone", "another page"])
+def test_a_damaged_page_file_is_read_over_http_instead(
+    spark: Any, worker: Worker, damage: str
+) -> None:
+    name = f"damaged-{damage.replace(' ', '-')}.bin"
+    data = os.urandom(3 * PAGE)
+    (worker.data / name).write_bytes(data)
+    assert read_all(spark, worker, name) == data
+    pages = worker.page_paths(name)
+    assert len(pages) == 3
+    first, second = sorted(pages, key=lambda p: int(p.name.rsplit(".", 1)[1]))[:2]
+    if damage == "corrupt":
+        corrupt(second)
+    elif damage == "gone":
+        second.unlink()
+    else:
+        # A well-formed page file of the same size under this page's name.
+        second.write_bytes(first.read_bytes())
+    before = counters(spark)
+    assert hashlib.sha256(read_all(spark, worker, name)).digest() == hashlib.sha256(data).digest()
+    after = since(spark, before)
+    assert after["http_bytes"] >= PAGE
+    assert after["short_circuit_bytes"] >= PAGE
+    if damage != "gone":
+        assert after["misses"] >= 1
+
+
+def test_a_changed_file_is_read_at_its_new_version(spark: Any, worker: Worker) -> None:
+    path = worker.data / "changing.bin"
+    path.write_bytes(os.urandom(PAGE + 10))
+    read_all(spark, worker, "changing.bin")
+    read_all(spark, worker, "changing.bin")
+    changed = os.urandom(PAGE + 20)
+    path.write_bytes(changed)
+    assert read_all(spark, worker, "changing.bin") == changed
