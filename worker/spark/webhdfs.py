@@ -56,10 +56,9 @@ def spark_conf(address: str, token: str | None, short_circuit: bool = True) -> d
     conf = {f"spark.hadoop.{key}": value for key, value in hadoop_conf(address, token).items()}
     jar = hadoopjar.jar_path() if short_circuit else None
     if jar is not None:
-        # On the class path of the driver and of every executor JVM from their start (the
-        # sidecar case: executors on the worker's host see the same path). spark.jars would
-        # load it in a child class loader that Hadoop's FileSystem lookup does not search
-        # everywhere.
+        # On the system class path of the driver and of every executor JVM from their start
+        # (the sidecar case: executors on the worker's host see the same path), which every
+        # class loader Hadoop resolves fs.webhdfs.impl with can see, and so can py4j.
         conf["spark.driver.extraClassPath"] = str(jar)
         conf["spark.executor.extraClassPath"] = str(jar)
         conf["spark.hadoop.fs.webhdfs.impl"] = hadoopjar.CLASS
