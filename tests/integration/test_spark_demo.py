@@ -55,6 +55,9 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     # Through the cache the warm run reads nothing from the UFS; pass-through reads it all.
     assert runs[("warm", "native (webhdfs)")][5] == "0.0 MB"
     assert runs[("warm", "native, pass-through")][5] != "0.0 MB"
+    # The warm native run reads the cached pages straight from their files.
+    assert runs[("warm", "native (webhdfs)")][7] != "0.0 MB"
+    assert runs[("warm", "native, pass-through")][7] == "0.0 MB"
     assert "every answer matches the direct read of the UFS" in out.stdout
     # The worker and Spark's JVM are gone, and so is the per-run state.
     assert processes_mentioning(str(work)) == []

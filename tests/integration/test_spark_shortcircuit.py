@@ -58,6 +58,9 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
 
 @pytest.fixture(scope="module")
 def spark(worker: Worker) -> Iterator[Any]:
+    # A session before, as other tests in this process may have had: its JVM lacks the jar,
+    # and the next session must not reuse it.
+    local_session(1, "doracache-before", progress=False).stop()
     conf = spark_conf(worker.address, None)
     assert conf["spark.hadoop.fs.webhdfs.impl"] == CLASS
     session = local_session(2, "doracache-short-circuit-tests", conf=conf, progress=False)

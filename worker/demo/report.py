@@ -16,7 +16,8 @@ from worker.demo.link import UfsCost
 class RunResult:
     """One run of the query by one contender: wall time, what the object store saw (requests
     and bytes through the proxy; None where nothing counted), what the worker served from its
-    cache, and the answer's checksum against the reference."""
+    cache, what the Spark driver's JVM read straight from the worker's page files (the
+    short-circuit client), and the answer's checksum against the reference."""
 
     contender: str
     run: str
@@ -24,6 +25,7 @@ class RunResult:
     seconds: float
     ufs: UfsCost
     bytes_from_cache: int
+    bytes_from_page_files: int
     bytes_from_ufs: int
     checksum: str
     reference: str
@@ -38,8 +40,8 @@ def megabytes(count: int) -> str:
 
 
 HEADER = ("run", "contender", "sync", "wall", "UFS requests", "UFS read", "from cache",
-          "checksum", "matches direct read")  # fmt: skip
-NUMERIC = {3, 4, 5, 6}
+          "from page files", "checksum", "matches direct read")  # fmt: skip
+NUMERIC = {3, 4, 5, 6, 7}
 
 
 def _row(r: RunResult) -> tuple[str, ...]:
@@ -53,6 +55,7 @@ def _row(r: RunResult) -> tuple[str, ...]:
         "-" if r.ufs.requests is None else f"{r.ufs.requests:,}",
         megabytes(read),
         megabytes(r.bytes_from_cache),
+        megabytes(r.bytes_from_page_files),
         r.checksum,
         "yes" if r.matches else f"NO (want {r.reference})",
     )

@@ -38,7 +38,7 @@ from worker.demo.spec import DatasetSpec, default_work_dir
 from worker.demo.stage import DirStage, S3Stage, Stage, overwrite_local
 from worker.spark import procs
 from worker.spark.sidecar import ensure_worker_info, stop_worker
-from worker.spark.webhdfs import spark_conf
+from worker.spark.webhdfs import short_circuit_bytes, spark_conf
 
 STAT_KEYS = ("bytes_from_ufs", "bytes_from_cache")
 
@@ -78,6 +78,7 @@ class Demo:
 
     def query(self, contender: Contender, run: str, reference: str) -> RunResult:
         before = worker_stats(self.worker)
+        page_files = short_circuit_bytes(self.spark)
         cost(self.stage.link)
         started = time.monotonic()
         with self.progress.step(f"{run}: {contender.name}"):
@@ -91,6 +92,7 @@ class Demo:
             seconds=seconds,
             ufs=cost(self.stage.link),
             bytes_from_cache=after["bytes_from_cache"] - before["bytes_from_cache"],
+            bytes_from_page_files=short_circuit_bytes(self.spark) - page_files,
             bytes_from_ufs=after["bytes_from_ufs"] - before["bytes_from_ufs"],
             checksum=pipeline.checksum(rows),
             reference=reference,

@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from worker.spark import procs
+
 # Spark logs WARN lines about native libraries and such at start; the demo's output is a table.
 _LOG4J2 = """\
 rootLogger.level = error
@@ -40,6 +42,7 @@ def local_session(
 
     from worker.spark.datasource import register
 
+    _jvm_with_class_path((conf or {}).get("spark.driver.extraClassPath"))
     log_config = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
     log_config.write_text(_LOG4J2)
     builder = (
@@ -58,3 +61,28 @@ def local_session(
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def _jvm_with_class_path(wanted: str | None) -> None:
+    """A driver class path (such as :func:`worker.spark.webhdfs.spark_conf`'s jar) takes
+    effect only in a JVM that starts with it, and pyspark keeps the JVM of a stopped session
+    for the next one: a JVM this process started without ``wanted`` is stopped (by PID), so the
+    new session starts its own. Raises ValueError while a session runs in it."""
+    from pyspark import SparkContext
+
+    gateway, jvm = SparkContext._gateway, SparkContext._jvm
+    if not wanted or gateway is None or jvm is None:
+        return
+    if wanted in str(jvm.java.lang.System.getProperty("java.class.path")).split(os.pathsep):
+        return
+    if SparkContext._active_spark_context is not None:
+        raise ValueError(
+            f"a SparkSession runs in this process without {wanted} on its class path: stop it"
+        )
+    process = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if process is not None:
+        procs.terminate(process.pid, timeout=10.0)
+        process.wait()

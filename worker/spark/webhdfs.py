@@ -12,6 +12,8 @@ Importing this module imports neither PySpark nor FastAPI.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ufs import uri as uris
 from worker.api.webhdfs_paths import TOKEN_PATH, path_of
 from worker.spark import hadoopjar
@@ -63,3 +65,15 @@ def spark_conf(address: str, token: str | None, short_circuit: bool = True) -> d
         conf["spark.executor.extraClassPath"] = str(jar)
         conf["spark.hadoop.fs.webhdfs.impl"] = hadoopjar.CLASS
     return conf
+
+
+def short_circuit_bytes(spark: Any) -> int:
+    """The bytes this Spark session's driver JVM read straight from page files (the JVM
+    client's counter; executors in JVMs of their own count theirs); 0 without the client."""
+    from py4j.protocol import Py4JError
+
+    try:
+        counters = spark._jvm.org.doracache.hadoop.DoraWebHdfsFileSystem.counters()
+    except Py4JError:
+        return 0
+    return int(counters["short_circuit_bytes"])
