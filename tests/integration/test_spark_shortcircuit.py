@@ -76,13 +76,14 @@ def since(spark: Any, before: dict[str, int]) -> dict[str, int]:
     return {k: v - before[k] for k, v in counters(spark).items()}
 
 
-def read_all(spark: Any, worker: Worker, name: str) -> bytes:
-    """The file's bytes as Hadoop's client for ``webhdfs://`` reads them."""
+def read_all(spark: Any, worker: Worker, name: str, fs: Any = None) -> bytes:
+    """The file's bytes as Hadoop's client for ``webhdfs://`` (or ``fs``) reads them."""
     jvm = spark._jvm
     url = worker.url(name)
-    fs = jvm.org.apache.hadoop.fs.FileSystem.get(
-        jvm.java.net.URI(url), spark._jsc.hadoopConfiguration()
-    )
+    if fs is None:
+        fs = jvm.org.apache.hadoop.fs.FileSystem.get(
+            jvm.java.net.URI(url), spark._jsc.hadoopConfiguration()
+        )
     stream = fs.open(jvm.org.apache.hadoop.fs.Path(url))
     try:
         return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
@@ -129,6 +130,22 @@ def test_a_file_read_whole_is_exact_across_pages(spark: Any, worker: Worker) -> 
     before = counters(spark)
     assert read_all(spark, worker, "whole.bin") == data
     assert since(spark, before)["short_circuit_bytes"] == len(data)
+
+
+def test_the_setting_off_reads_everything_over_http(spark: Any, worker: Worker) -> None:
+    data = os.urandom(PAGE + 7)
+    (worker.data / "off.bin").write_bytes(data)
+    assert read_all(spark, worker, "off.bin") == data
+    jvm = spark._jvm
+    conf = jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())
+    conf.set("dora.user.client.short.circuit.enabled", "false")
+    off = jvm.org.apache.hadoop.fs.FileSystem.newInstance(jvm.java.net.URI(worker.url("")), conf)
+    try:
+        before = counters(spark)
+        assert read_all(spark, worker, "off.bin", off) == data
+        assert since(spark, before)["short_circuit_bytes"] == 0
+    finally:
+        off.close()
 
 
 def corrupt(page: Path) -> None:

@@ -38,12 +38,13 @@ import org.slf4j.LoggerFactory;
  * Everything else is the stock client's.
  *
  * <p>Set {@code fs.webhdfs.impl} to this class ({@code worker.spark.webhdfs.spark_conf} does).
- * {@code dora.client.short.circuit.enabled}: {@code auto} (the default: on when the worker's
- * host is this host), {@code true} or {@code false}. After a page file cannot be opened for want
- * of permission, this instance reads over WebHDFS only.
+ * Short-circuit reads are on when the worker's host is this host, unless the Hadoop setting
+ * {@code dora.user.client.short.circuit.enabled} is false. After a page file cannot be opened
+ * for want of permission, this instance reads over WebHDFS only.
  */
 public class DoraWebHdfsFileSystem extends WebHdfsFileSystem {
-    public static final String SHORT_CIRCUIT = "dora.client.short.circuit.enabled";
+    /** The Python client's key, as a Hadoop setting. */
+    public static final String SHORT_CIRCUIT = "dora.user.client.short.circuit.enabled";
     private static final Logger LOG = LoggerFactory.getLogger(DoraWebHdfsFileSystem.class);
 
     static final AtomicLong SHORT_CIRCUIT_BYTES = new AtomicLong();
@@ -56,15 +57,7 @@ public class DoraWebHdfsFileSystem extends WebHdfsFileSystem {
     @Override
     public synchronized void initialize(URI uri, Configuration conf) throws IOException {
         super.initialize(uri, conf);
-        String mode = conf.getTrimmed(SHORT_CIRCUIT, "auto");
-        if ("auto".equalsIgnoreCase(mode)) {
-            shortCircuit = onThisHost(uri.getHost());
-        } else if ("true".equalsIgnoreCase(mode) || "false".equalsIgnoreCase(mode)) {
-            shortCircuit = Boolean.parseBoolean(mode);
-        } else {
-            throw new IllegalArgumentException(
-                SHORT_CIRCUIT + " is " + mode + ": it must be auto, true or false");
-        }
+        shortCircuit = conf.getBoolean(SHORT_CIRCUIT, true) && onThisHost(uri.getHost());
     }
 
     private static boolean onThisHost(String host) {
