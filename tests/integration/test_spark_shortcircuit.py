@@ -132,6 +132,35 @@ def test_a_file_read_whole_is_exact_across_pages(spark: Any, worker: Worker) -> 
     assert since(spark, before)["short_circuit_bytes"] == len(data)
 
 
+def test_seeks_read_the_right_bytes_from_cached_and_missing_pages(
+    spark: Any, worker: Worker
+) -> None:
+    data = os.urandom(3 * PAGE + 999)
+    (worker.data / "seeks.bin").write_bytes(data)
+    read_all(spark, worker, "seeks.bin")
+    pages = sorted(worker.page_paths("seeks.bin"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+    pages[2].unlink()  # the third page is read over HTTP, the others from their files
+    jvm = spark._jvm
+    url = worker.url("seeks.bin")
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(
+        jvm.java.net.URI(url), spark._jsc.hadoopConfiguration()
+    )
+    block = 16 << 10
+    spans = [(0, 1), (block - 1, 2), (PAGE - 5, 10), (PAGE, block), (2 * PAGE - 3, PAGE + 6)]
+    spans += [(len(data) - 8, 8), (5, 3 * PAGE), (2 * PAGE + 1, 100), (123_457, 1)]
+    stream = fs.open(jvm.org.apache.hadoop.fs.Path(url))
+    try:
+        for offset, length in spans:
+            stream.seek(offset)
+            got = bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream, length))
+            assert got == data[offset : offset + length], (offset, length)
+            assert stream.getPos() == offset + length
+        stream.seek(len(data))
+        assert stream.read() == -1
+    finally:
+        stream.close()
+
+
 def test_the_setting_off_reads_everything_over_http(spark: Any, worker: Worker) -> None:
     data = os.urandom(PAGE + 7)
     (worker.data / "off.bin").write_bytes(data)
