@@ -210,6 +210,26 @@ def test_a_damaged_page_file_is_read_over_http_instead(
         assert after["misses"] >= 1
 
 
+def test_an_open_right_after_a_status_reads_the_version_it_named(
+    spark: Any, worker: Worker
+) -> None:
+    path = worker.data / "status-then-open.bin"
+    first = os.urandom(PAGE + 3)
+    path.write_bytes(first)
+    read_all(spark, worker, "status-then-open.bin")
+    jvm = spark._jvm
+    url = worker.url("status-then-open.bin")
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(
+        jvm.java.net.URI(url), spark._jsc.hadoopConfiguration()
+    )
+    before = counters(spark)
+    status = fs.getFileStatus(jvm.org.apache.hadoop.fs.Path(url))
+    path.write_bytes(os.urandom(PAGE + 30))  # changed outside between the status and the open
+    assert read_all(spark, worker, "status-then-open.bin", fs) == first
+    assert status.getLen() == len(first)
+    assert since(spark, before)["locates"] == 1  # one call for the status and the open
+
+
 def test_a_changed_file_is_read_at_its_new_version(spark: Any, worker: Worker) -> None:
     path = worker.data / "changing.bin"
     path.write_bytes(os.urandom(PAGE + 10))

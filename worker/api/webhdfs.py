@@ -252,20 +252,29 @@ class WebHdfs:
 
     async def page_locations(self, request: Request, query: Query, path: str) -> Response:
         """``GETPAGELOCATIONS``, doracache's own op for its JVM short-circuit reader
-        (``org.doracache.hadoop.DoraWebHdfsFileSystem``): where the cached pages of ``[offset,
-        offset + length)`` of the file's version are, as ``/v1/locate`` answers, with the
-        file's length. ``version`` pins it; without one the path's sync interval applies."""
+        (``org.doracache.hadoop.DoraWebHdfsFileSystem``): the path's ``FileStatus`` as
+        ``GETFILESTATUS`` answers it and, for a file, where the cached pages of ``[offset,
+        offset + length)`` of that version are (``PageLocations``: the ``/v1/locate`` answer
+        with the file's length). ``version`` pins it; without one the path's sync interval
+        applies. One call serves the client's status and the open that follows it."""
         if self._virtual(path):
-            raise IsADirectory(f"Path is not a file: {path}")
+            return json_answer(shapes.status_answer(shapes.directory("")))
         uri, version, interval = self._uri(path), query.text("version"), query.sync_interval()
         offset, length = query.long("offset", 0), query.optional_long("length")
-        located = await run_in_threadpool(
-            self.service.locate, uri, version, offset, length, interval
-        )
-        body = located.locations.to_dict()
-        body["missing"] = list(located.missing)
-        body["length"] = located.status.size
-        return json_answer({"PageLocations": body})
+
+        def work() -> dict[str, Any]:
+            status = self.service.status(uri, interval, version)
+            answer = shapes.status_answer(shapes.file_status(status, ""))
+            if not status.is_dir:
+                # Pinned to the version just resolved: no second look at the UFS.
+                located = self.service.locate(status.uri, status.version, offset, length)
+                body = located.locations.to_dict()
+                body["missing"] = list(located.missing)
+                body["length"] = located.status.size
+                answer["PageLocations"] = body
+            return answer
+
+        return json_answer(await run_in_threadpool(work))
 
     async def create(self, request: Request, query: Query, path: str) -> Response:
         self._refuse_virtual(path, "create a file")

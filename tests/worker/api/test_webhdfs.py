@@ -163,7 +163,9 @@ def test_page_locations_name_the_cached_pages_of_a_pinned_version(
 ) -> None:
     content = os.urandom(3 * PAGE + 17)
     (data_dir / "f.bin").write_bytes(content)
-    cold = body(web("GET", "/f.bin", "GETPAGELOCATIONS"))["PageLocations"]
+    answer = body(web("GET", "/f.bin", "GETPAGELOCATIONS"))
+    assert answer["FileStatus"] == body(web("GET", "/f.bin", "GETFILESTATUS"))["FileStatus"]
+    cold = answer["PageLocations"]
     assert (cold["pages"], cold["missing"], cold["length"]) == ([], [0, 1, 2, 3], len(content))
     assert (cold["page_size"], cold["format"], cold["block_size"]) == (PAGE, 3, 16 << 10)
     version = cold["version"]
@@ -178,7 +180,8 @@ def test_page_locations_name_the_cached_pages_of_a_pinned_version(
     assert changed["version"] != version
     assert (changed["pages"], changed["missing"], changed["length"]) == ([], [0], 7)
     (data_dir / "d").mkdir()
-    assert remote(web("GET", "/d", "GETPAGELOCATIONS")) == (400, "java.io.FileNotFoundException")
+    directory = body(web("GET", "/d", "GETPAGELOCATIONS"))
+    assert directory == body(web("GET", "/d", "GETFILESTATUS"))
     assert remote(web("GET", "/nope", "GETPAGELOCATIONS")) == (
         404,
         "java.io.FileNotFoundException",

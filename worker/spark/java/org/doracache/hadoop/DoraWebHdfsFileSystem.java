@@ -16,6 +16,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.BlockLocation;
@@ -25,6 +26,7 @@ import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathFilter;
 import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.web.WebHdfsFileSystem;
 import org.apache.hadoop.util.JsonSerialization;
 import org.slf4j.Logger;
@@ -52,6 +54,22 @@ public class DoraWebHdfsFileSystem extends WebHdfsFileSystem {
     private static final AtomicLong LOCATES = new AtomicLong();
     private static final AtomicLong MISSES = new AtomicLong();
 
+    /** How long a status's page locations serve an open of the same path. */
+    static final long RECENT_NANOS = 1_000_000_000L;
+    private static final int MAX_RECENT = 1024;
+
+    /** A status's page locations, kept for the open of the same path that usually follows. */
+    private static final class Recent {
+        final Located located;
+        final long at;
+
+        Recent(Located located, long at) {
+            this.located = located;
+            this.at = at;
+        }
+    }
+
+    private final Map<Path, Recent> recent = new ConcurrentHashMap<>();
     private volatile boolean shortCircuit;
 
     @Override
@@ -85,12 +103,73 @@ public class DoraWebHdfsFileSystem extends WebHdfsFileSystem {
         return shortCircuit;
     }
 
+    /**
+     * The status, with one {@code GETPAGELOCATIONS} call that also locates a file's cached pages
+     * for an open of it that follows within {@link #RECENT_NANOS} (Spark's Parquet reader asks
+     * for a file's status, then opens it): that open reads the version this status named, so
+     * the length the caller has and the bytes it reads agree.
+     */
+    @Override
+    public FileStatus getFileStatus(Path file) throws IOException {
+        if (!shortCircuit) {
+            return super.getFileStatus(file);
+        }
+        Path path = makeQualified(file);
+        FileStatus status;
+        Located located;
+        try {
+            Map<?, ?> answer = locateAnswer(path, null, 0, ShortCircuitInputStream.WINDOW_BYTES);
+            status = fileStatus(answer, path);
+            located = Located.of(answer);
+        } catch (FileNotFoundException e) {
+            throw e;
+        } catch (Located.Unknown e) {
+            LOG.warn("Short-circuit reads from {} are off: {}", getUri(), e.getMessage());
+            shortCircuit = false;
+            return super.getFileStatus(file);
+        } catch (IOException e) {
+            // Refused (outside the roots, no token) or a worker without the op: the stock call
+            // answers with the exception Hadoop maps.
+            return super.getFileStatus(file);
+        }
+        if (located != null) {
+            if (recent.size() >= MAX_RECENT) {
+                recent.clear();
+            }
+            recent.put(path, new Recent(located, System.nanoTime()));
+        }
+        return status;
+    }
+
+    private static FileStatus fileStatus(Map<?, ?> answer, Path path) throws IOException {
+        try {
+            Map<?, ?> fields = (Map<?, ?>) answer.get("FileStatus");
+            return new FileStatus(number(fields, "length"), "DIRECTORY".equals(fields.get("type")),
+                (int) number(fields, "replication"), number(fields, "blockSize"),
+                number(fields, "modificationTime"), number(fields, "accessTime"),
+                new FsPermission(Short.parseShort((String) fields.get("permission"), 8)),
+                (String) fields.get("owner"), (String) fields.get("group"), path);
+        } catch (ClassCastException | NullPointerException | NumberFormatException e) {
+            throw new IOException("malformed FileStatus in GETPAGELOCATIONS answer: " + e);
+        }
+    }
+
+    private static long number(Map<?, ?> fields, String name) {
+        return ((Number) fields.get(name)).longValue();
+    }
+
     @Override
     public FSDataInputStream open(Path file, int bufferSize) throws IOException {
         if (shortCircuit) {
             Path path = makeQualified(file);
             try {
-                Located first = locate(path, null, 0, ShortCircuitInputStream.WINDOW_BYTES);
+                Recent kept = recent.remove(path);
+                Located first = kept != null && System.nanoTime() - kept.at < RECENT_NANOS
+                    ? kept.located
+                    : locate(path, null, 0, ShortCircuitInputStream.WINDOW_BYTES);
+                if (first == null) {
+                    throw new IOException(path + " is a directory");
+                }
                 return new FSDataInputStream(
                     new ShortCircuitInputStream(this, statistics, path, first));
             } catch (FileNotFoundException e) {
@@ -110,13 +189,18 @@ public class DoraWebHdfsFileSystem extends WebHdfsFileSystem {
     /** Where the cached pages of {@code [offset, offset + length)} of the file are, at
      * {@code version} (null: the current one, as the path's sync interval finds it). */
     Located locate(Path path, String version, long offset, long length) throws IOException {
+        return Located.of(locateAnswer(path, version, offset, length));
+    }
+
+    private Map<?, ?> locateAnswer(Path path, String version, long offset, long length)
+        throws IOException {
         LOCATES.incrementAndGet();
         StringBuilder query = new StringBuilder("op=GETPAGELOCATIONS&offset=").append(offset)
             .append("&length=").append(length);
         if (version != null) {
             query.append("&version=").append(URLEncoder.encode(version, StandardCharsets.UTF_8));
         }
-        return new Located(getJson(path, query.toString()));
+        return getJson(path, query.toString());
     }
 
     /**

@@ -8,8 +8,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The worker's {@code GETPAGELOCATIONS} answer for a window of one file version: where its
- * cached pages are (a page neither listed nor missing lies outside the window).
+ * The {@code PageLocations} of the worker's {@code GETPAGELOCATIONS} answer for a window of one
+ * file version: where its cached pages are (a page neither listed nor missing lies outside the
+ * window).
  */
 final class Located {
     /** A cached page: its page file as the worker names it, and its data bytes. */
@@ -30,12 +31,23 @@ final class Located {
     final Set<Long> missing = new HashSet<>();
 
     /**
-     * Parse the answer's {@code PageLocations} object. Throws {@link Unknown} for a page file
-     * format this reader does not know, IOException for a malformed answer.
+     * The answer's {@code PageLocations}, or null when it has none (the path is a directory).
+     * Throws {@link Unknown} for a page file format this reader does not know, IOException for a
+     * malformed answer.
      */
-    Located(Map<?, ?> answer) throws IOException {
+    static Located of(Map<?, ?> answer) throws IOException {
+        Object body = answer.get("PageLocations");
+        if (body == null) {
+            return null;
+        }
+        if (!(body instanceof Map)) {
+            throw new IOException("malformed GETPAGELOCATIONS answer: " + answer);
+        }
+        return new Located((Map<?, ?>) body);
+    }
+
+    private Located(Map<?, ?> body) throws IOException {
         try {
-            Map<?, ?> body = (Map<?, ?>) answer.get("PageLocations");
             version = (String) body.get("version");
             length = ((Number) body.get("length")).longValue();
             pageSize = ((Number) body.get("page_size")).intValue();
@@ -57,7 +69,7 @@ final class Located {
             throw new IOException("malformed GETPAGELOCATIONS answer: " + e);
         }
         if (version == null || pageSize <= 0 || length < 0) {
-            throw new IOException("malformed GETPAGELOCATIONS answer: " + answer);
+            throw new IOException("malformed GETPAGELOCATIONS answer: " + body);
         }
     }
 

@@ -156,6 +156,9 @@ final class ShortCircuitInputStream extends FSInputStream {
             long first = window * windowPages;
             long offset = first * pageSize;
             located = fs.locate(path, version, offset, Math.min(windowPages * pageSize, length - offset));
+            if (located == null) {
+                throw new IOException(path + " is no longer a file");
+            }
             windows.put(window, located);
             for (long i = first; i < first + windowPages; i++) {
                 fetched.remove(i);
