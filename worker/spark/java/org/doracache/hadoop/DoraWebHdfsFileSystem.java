@@ -36,8 +36,9 @@ import org.slf4j.LoggerFactory;
  * Hadoop's {@code WebHdfsFileSystem} for a doracache worker, with short-circuit reads: a file
  * opened on the worker's host is read from the worker's page files (located with the worker's
  * {@code GETPAGELOCATIONS} op, every 16 KiB block checked against its XXH3-64), and over WebHDFS
- * only where pages are not cached; and a located listing takes one call, not one per file.
- * Everything else is the stock client's.
+ * only where pages are not cached; a file's status shares that call with the open that follows
+ * it; and a located listing takes one call, not one per file. Everything else is the stock
+ * client's.
  *
  * <p>Set {@code fs.webhdfs.impl} to this class ({@code worker.spark.webhdfs.spark_conf} does).
  * Short-circuit reads are on when the worker's host is this host, unless the Hadoop setting
