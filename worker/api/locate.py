@@ -70,9 +70,16 @@ async def locate(
 
 def answer(service: WorkerService, located: Located) -> dict[str, Any]:
     """The JSON form of a :class:`Located`: the locations' fields, ``missing`` and ``status``."""
+    data = pages_answer(located)
+    data["status"] = service.describe(located.status)
+    return data
+
+
+def pages_answer(located: Located) -> dict[str, Any]:
+    """The locations' fields of a :class:`Located` and ``missing`` (also WebHDFS's
+    ``GETPAGELOCATIONS``)."""
     data = located.locations.to_dict()
     data["missing"] = list(located.missing)
-    data["status"] = service.describe(located.status)
     return data
 
 

@@ -34,6 +34,7 @@ from ufs.errors import UfsNotFound, UfsOutsideRoots
 from worker import keys
 from worker.api import webhdfs_json as shapes
 from worker.api.jsonbody import json_response
+from worker.api.locate import pages_answer
 from worker.api.params import Lean
 from worker.api.surface import Route, Surface
 from worker.api.webhdfs_data import create_file, open_file, status_or_none
@@ -268,8 +269,7 @@ class WebHdfs:
             if not status.is_dir:
                 # Pinned to the version just resolved: no second look at the UFS.
                 located = self.service.locate(status.uri, status.version, offset, length)
-                body = located.locations.to_dict()
-                body["missing"] = list(located.missing)
+                body = pages_answer(located)
                 body["length"] = located.status.size
                 answer["PageLocations"] = body
             return answer

@@ -365,10 +365,6 @@ public class DoraWebHdfsFileSystem extends WebHdfsFileSystem {
         return new IOException(message, cause);
     }
 
-    void count(AtomicLong counter, long bytes) {
-        counter.addAndGet(bytes);
-    }
-
     /** A located page could not be read right from its file. */
     void missed(PageFile.Miss miss) {
         MISSES.incrementAndGet();

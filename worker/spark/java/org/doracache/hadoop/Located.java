@@ -51,10 +51,9 @@ final class Located {
             version = (String) body.get("version");
             length = ((Number) body.get("length")).longValue();
             pageSize = ((Number) body.get("page_size")).intValue();
-            int entries = (pageSize + PageFile.BLOCK_SIZE - 1) / PageFile.BLOCK_SIZE;
             if (((Number) body.get("format")).intValue() != PageFile.FORMAT
                 || ((Number) body.get("block_size")).intValue() != PageFile.BLOCK_SIZE
-                || ((Number) body.get("header_size")).intValue() != 32 + 8 * (entries + 1)) {
+                || ((Number) body.get("header_size")).intValue() != PageFile.headerSize(pageSize)) {
                 throw new Unknown("the worker's page files are of a format this reader does not know");
             }
             for (Object item : (List<?>) body.get("pages")) {

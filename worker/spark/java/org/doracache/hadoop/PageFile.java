@@ -47,11 +47,21 @@ final class PageFile implements AutoCloseable {
     private final long[] checksums;
     private FileChannel channel;
 
+    /** Checksums in the header's table of a page file of this page size. */
+    static int entries(int pageSize) {
+        return (pageSize + BLOCK_SIZE - 1) / BLOCK_SIZE;
+    }
+
+    /** Bytes before the data in every page file of this page size. */
+    static int headerSize(int pageSize) {
+        return FIXED + 8 * (entries(pageSize) + 1);
+    }
+
     PageFile(String path, int pageSize, int length) throws Miss {
         this.path = path;
         this.length = length;
-        int entries = (pageSize + BLOCK_SIZE - 1) / BLOCK_SIZE;
-        this.headerSize = FIXED + 8 * (entries + 1);
+        int entries = entries(pageSize);
+        this.headerSize = headerSize(pageSize);
         Path file = Paths.get(path);
         try {
             channel = FileChannel.open(file, StandardOpenOption.READ);

@@ -185,7 +185,7 @@ final class ShortCircuitInputStream extends FSInputStream {
         file.readBlocks(start, end, buffer, 0);
         bufferStart = index * pageSize + start;
         bufferLength = end - start;
-        fs.count(DoraWebHdfsFileSystem.SHORT_CIRCUIT_BYTES, end - within);
+        DoraWebHdfsFileSystem.SHORT_CIRCUIT_BYTES.addAndGet(end - within);
     }
 
     /** Read over WebHDFS from {@link #pos} to the end of the run of pages not known to be
@@ -205,7 +205,7 @@ final class ShortCircuitInputStream extends FSInputStream {
         }
         bufferStart = pos;
         bufferLength = size;
-        fs.count(DoraWebHdfsFileSystem.HTTP_BYTES, size);
+        DoraWebHdfsFileSystem.HTTP_BYTES.addAndGet(size);
     }
 
     /** Whether a located window lists the page as missing (an unlocated one is located before
