@@ -119,6 +119,18 @@ class PageStore(Protocol):
         """Store a page of the file at ``uri``, evicting others if needed."""
         ...
 
+    def mark(self) -> int:
+        """A point in the store's invalidations, to pass to :meth:`put_many` as ``since``: take
+        it before fetching the bytes, so an invalidation that comes while they are fetched
+        keeps them out."""
+        ...
+
+    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], since: int) -> list[PutResult]:
+        """Store pages ``(page_id, data, uri)`` fetched after ``since`` (see :meth:`mark`), as
+        :meth:`put` stores one; a result per page, in order. Small pages of many files are
+        written together, which is what makes loading many small files cheap."""
+        ...
+
     def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
         """The whole page, from the store or from ``fill()`` (then stored when possible, as a
         page of the file at ``uri``). Concurrent callers for one page share one ``fill()``;

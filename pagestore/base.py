@@ -169,6 +169,15 @@ class BasePageStore(ABC):
             since = self._invalidations.mark()
         return self._counted_store(page_id, data, uri, since)
 
+    def mark(self) -> int:
+        """See PageStore.mark."""
+        with self._lock:
+            return self._invalidations.mark()
+
+    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], since: int) -> list[PutResult]:
+        """See PageStore.put_many."""
+        return [self._counted_store(page_id, data, uri, since) for page_id, data, uri in pages]
+
     def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
         """See PageStore.get_or_fill."""
         found = self.read(page_id)
