@@ -4,7 +4,8 @@ prefix whatever else remembers the file.
 Pages are named by file id (a hash), which no prefix can match; so the store keeps, beside a
 file's pages, one small record of the file's URI (``uri.<file_id>`` in the pages' bucket). The
 record is written, atomically, before the file's first page, and removed after its last one; a
-restart reads it back with the pages. :class:`FileTable` tracks, per directory, which files have
+restart reads it back with the pages. Pages in packs carry their file's URI in their entry, and
+need no record. :class:`FileTable` tracks, per directory, which files have
 pages (stored or being written) and whether their record is on disk.
 """
 
@@ -96,9 +97,12 @@ class FileTable:
         if entry is not None and entry.record is None:
             entry.record = _Record.WRITTEN
 
-    def adopt(self, file_id: str, uri: str) -> None:
-        """Take a reference for a page found on disk beside its record (after a restart)."""
-        entry = self._files.setdefault(file_id, _File(uri, record=_Record.WRITTEN))
+    def adopt(self, file_id: str, uri: str, recorded: bool) -> None:
+        """Take a reference for a page found on disk (after a restart), ``recorded`` if beside
+        its file's record (a page in a pack carries the URI itself)."""
+        entry = self._files.setdefault(file_id, _File(uri))
+        if recorded:
+            entry.record = _Record.WRITTEN
         entry.refs += 1
 
     def release(self, file_id: str) -> bool:

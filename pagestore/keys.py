@@ -36,4 +36,14 @@ EVICTOR: PropertyKey[str] = PropertyKey(
     choices=("lru", "lfu"),
 )
 
-KEYS: list[PropertyKey[Any]] = [PAGE_SIZE, DIRS, SIZES, EVICTOR]
+PACK_LIMIT: PropertyKey[int] = PropertyKey(
+    "dora.worker.page.store.pack.limit",
+    KeyType.SIZE,
+    "64KB",
+    "Pages of up to this many bytes, short of a whole page (a small file's, or the end of a "
+    "larger file), are appended to shared pack files instead of a file each, so that loading "
+    "many small files creates few files; 0 turns packing off.",
+    minimum=0,
+)
+
+KEYS: list[PropertyKey[Any]] = [PAGE_SIZE, DIRS, SIZES, EVICTOR, PACK_LIMIT]

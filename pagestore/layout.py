@@ -9,6 +9,7 @@ somebody else's file and is left alone, wherever it is found.
 - ``<layout>/<bucket>/``: a bucket, the first one or two characters of the file ids in it;
 - ``<bucket>/<file_id>.<version_key>.<index>``: a page (see :class:`~pagestore.page.PageKey`);
 - ``<bucket>/uri.<file_id>``: the record of the URI of the file whose pages are in the bucket;
+- ``<layout>/packs/<n>.pack``: a pack of small pages of any files (:mod:`pagestore.pack`);
 - ``<name>.<pid>-<n>.tmp``: a temporary file, renamed to ``<name>`` once complete.
 """
 
@@ -25,6 +26,8 @@ _LAYOUT = re.compile(r"^(?:v[0-9]{1,3}-)?[0-9]{1,19}$")
 _BUCKET = re.compile(r"^[A-Za-z0-9_-]{1,2}$")
 _TEMP = re.compile(r"^(.+)\.[0-9]{1,10}-[0-9]{1,19}\.tmp$")
 _RECORD = re.compile(r"^uri\.([A-Za-z0-9_-]{1,128})$")
+_PACK = re.compile(r"^([0-9]{1,19})\.pack$")
+PACKS = "packs"
 
 
 class Kind(enum.Enum):
@@ -62,6 +65,16 @@ def record_of(name: str) -> str | None:
     """The file id whose record ``name`` is, or None if it is not a record's name."""
     match = _RECORD.match(name)
     return None if match is None else match.group(1)
+
+
+def pack_name(number: int) -> str:
+    return f"{number}.pack"
+
+
+def pack_of(name: str) -> int | None:
+    """The number of the pack ``name`` names, or None if it is not a pack's name."""
+    match = _PACK.match(name)
+    return None if match is None else int(match.group(1))
 
 
 def temp_name(name: str, pid: int, n: int) -> str:

@@ -21,18 +21,22 @@ class PageDirOptions:
 
 @dataclass(frozen=True)
 class PageStoreOptions:
-    """Page size, directories with their capacities, and the eviction policy. Immutable.
-    Raises ValueError when built with inconsistent values."""
+    """Page size, directories with their capacities, the eviction policy, and the largest page
+    written to a pack (0: none). Immutable. Raises ValueError when built with inconsistent
+    values."""
 
     dirs: tuple[PageDirOptions, ...]
     page_size: int = 1 << 20
     evictor: str = "lru"
+    pack_limit: int = 64 << 10
 
     def __post_init__(self) -> None:
         if not self.dirs:
             raise ValueError("a page store needs at least one directory")
         if self.page_size <= 0:
             raise ValueError(f"page size {self.page_size} is not positive")
+        if self.pack_limit < 0:
+            raise ValueError(f"pack limit {self.pack_limit} is negative")
         if self.evictor not in EVICTORS:
             raise ValueError(f"unknown evictor {self.evictor!r}; expected {', '.join(EVICTORS)}")
         paths = [d.path for d in self.dirs]
@@ -68,6 +72,7 @@ class PageStoreOptions:
                 dirs=tuple(PageDirOptions(p, s) for p, s in zip(paths, sizes, strict=True)),
                 page_size=config.get(keys.PAGE_SIZE),
                 evictor=config.get(keys.EVICTOR),
+                pack_limit=config.get(keys.PACK_LIMIT),
             )
         except ValueError as exc:
             raise ConfigError(

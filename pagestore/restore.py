@@ -31,14 +31,16 @@ def restore(
     stop: threading.Event,
     clock: Callable[[], float],
 ) -> RestoreReport:
-    """Scan every directory bucket by bucket, handing pages to ``admit`` as they are found (so
-    they become readable while the rest is scanned) and removing the store's temporary files,
-    unusable pages, pages whose file has no readable URI record (prefix invalidation could not
-    find them), records left without pages, and refused pages (duplicates, over capacity,
-    invalidated meanwhile). Stops early when ``stop`` is set. A directory that fails mid-scan is
-    logged and skipped; nothing is raised.
+    """Scan every directory bucket by bucket (and pack by pack), handing pages to ``admit`` as
+    they are found (so they become readable while the rest is scanned) and removing the store's
+    temporary files, unusable pages, pages whose file has no readable URI record (prefix
+    invalidation could not find them), records left without pages, and refused pages
+    (duplicates, over capacity, invalidated meanwhile; a refused page in a pack is marked
+    removed). Stops early when ``stop`` is set. A directory that fails mid-scan is logged and
+    skipped; nothing is raised.
 
-    Pages are not read, only listed: a torn or altered page is found when it is first read.
+    Page files are not read, only listed (packs are read for their entries' headers): a torn
+    or altered page is found when it is first read.
     They reach the evictor in scan order, so the first evictions after a restart follow that
     order rather than the last run's recency.
     """
@@ -49,14 +51,18 @@ def restore(
             for batch in disk.scan():
                 if stop.is_set():
                     return RestoreReport(pages, removed, clock() - started, complete=False)
-                uris, doomed = _read_records(disk, batch.records)
-                refused = admit(number, batch.pages, uris)
+                recorded, doomed = _read_records(disk, batch.records)
+                refused = admit(number, batch.pages, {**batch.uris, **recorded})
                 refused_ids = {id(entry) for entry in refused}
                 kept = {e.key.file_id for e in batch.pages if id(e) not in refused_ids}
-                doomed += [batch.records[file_id] for file_id in uris if file_id not in kept]
-                doomed += batch.junk + [entry.path for entry in refused]
+                doomed += [batch.records[file_id] for file_id in recorded if file_id not in kept]
+                doomed += batch.junk + [entry.path for entry in refused if not entry.packed]
                 pages += len(batch.pages) - len(refused)
                 removed += _remove(disk, doomed)
+                for entry in refused:
+                    if entry.packed:
+                        disk.unlink(entry.key)
+                        removed += 1
         except OSError as exc:
             logger.warning("restoring pages from %s stopped: %s", disk.root, exc)
     return RestoreReport(pages, removed, clock() - started, complete=True)

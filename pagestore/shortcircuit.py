@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pagestore.pack import LIVE
 from pagestore.page import CorruptPageError, PageKey, version_key
 from pagestore.pagefile import (
     BLOCK_SIZE,
@@ -38,11 +39,14 @@ _SCRATCH = 128 << 10
 
 @dataclass(frozen=True, slots=True)
 class PageLocation:
-    """One cached page: its index in the file, its page file's absolute path, its data bytes."""
+    """One cached page: its index in the file, the absolute path of its page file (or of the
+    pack it is in), its data bytes, and where the page starts in that file (0 but in a
+    pack)."""
 
     index: int
     path: str
     size: int
+    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +82,7 @@ class PageLocations:
             "format": self.format,
             "header_size": self.header_size,
             "block_size": self.block_size,
-            "pages": [[p.index, p.path, p.size] for p in self.pages],
+            "pages": [[p.index, p.path, p.size, p.offset] for p in self.pages],
         }
 
     @classmethod
@@ -90,10 +94,7 @@ class PageLocations:
                 file_id=_typed(data["file_id"], str),
                 version=_typed(data["version"], str),
                 page_size=_typed(data["page_size"], int),
-                pages=tuple(
-                    PageLocation(_typed(i, int), _typed(p, str), _typed(n, int))
-                    for i, p, n in data["pages"]
-                ),
+                pages=tuple(_location(page) for page in data["pages"]),
             )
             facts = tuple(_typed(data[k], int) for k in ("format", "header_size", "block_size"))
         except (KeyError, TypeError, ValueError) as exc:
@@ -102,6 +103,16 @@ class PageLocations:
         if facts != known:
             raise ValueError(f"page file format {facts} is not the one this reader knows {known}")
         return locations
+
+
+def _location(page: Any) -> PageLocation:
+    """A page's ``[index, path, size, offset]`` (``offset`` absent from workers that wrote
+    page files only)."""
+    index, path, size, *rest = page
+    if len(rest) > 1:
+        raise ValueError(f"{page!r} has more than four fields")
+    offset = _typed(rest[0], int) if rest else 0
+    return PageLocation(_typed(index, int), _typed(path, str), _typed(size, int), offset)
 
 
 def _typed(value: Any, kind: type[Any]) -> Any:
@@ -141,6 +152,7 @@ class PageFile:
     def __init__(self, locations: PageLocations, page: PageLocation) -> None:
         self.page = page
         self._header_size = locations.header_size
+        self._data_at = page.offset + self._header_size
         key = PageKey(locations.file_id, version_key(locations.version), page.index)
         self._scratch: memoryview | None = None
         try:
@@ -148,7 +160,7 @@ class PageFile:
         except OSError as exc:
             raise _miss(exc, page.path) from exc
         try:
-            raw = os.pread(self._fd, self._header_size, 0)
+            raw = os.pread(self._fd, self._header_size, page.offset)
             self._header: Header = parse_header(raw, locations.page_size, key.file_name, page.size)
         except (OSError, CorruptPageError) as exc:
             self.close()
@@ -173,7 +185,7 @@ class PageFile:
         if end > offset + len(target):
             pieces.append(memoryview(bytearray(end - offset - len(target))))
         try:
-            got = os.preadv(fd, pieces, self._header_size + start)
+            got = os.preadv(fd, pieces, self._data_at + start)
             if got != end - start:
                 raise ShortPageError(f"read {got} of {end - start} bytes")
             verify(self._header, start, pieces)
@@ -209,7 +221,7 @@ class PageFile:
             self._scratch = memoryview(bytearray(_SCRATCH))
         span = self._scratch[: end - start]
         try:
-            got = os.preadv(fd, [span], self._header_size + start)
+            got = os.preadv(fd, [span], self._data_at + start)
             if got != end - start:
                 raise ShortPageError(f"read {got} of {end - start} bytes")
             verify_span(self._header, start, span)
@@ -218,12 +230,16 @@ class PageFile:
         return span[offset - start : offset - start + length]
 
     def unlinked(self) -> bool:
-        """Whether the file was removed since it was opened (evicted, or replaced by a rename):
-        a reader keeping it open checks this to miss as one opening it anew would."""
+        """Whether the page was removed since it was opened (evicted, or replaced by a rename;
+        in a pack, marked removed): a reader keeping it open checks this to miss as one
+        opening it anew would."""
         if self._fd is None:
             raise ValueError("the page file is closed")
         try:
-            return os.fstat(self._fd).st_nlink == 0
+            if os.fstat(self._fd).st_nlink == 0:
+                return True
+            # A page in a pack is preceded by its entry's state byte (pagestore.pack).
+            return bool(self.page.offset) and os.pread(self._fd, 1, self.page.offset - 1) != LIVE
         except OSError as exc:
             raise _miss(exc, self.page.path) from exc
 

@@ -22,6 +22,7 @@ from pagestore.files import uri_under
 from pagestore.index import PageEntry, PageIndex
 from pagestore.options import PageStoreOptions
 from pagestore.owner import ForeignPageDirError
+from pagestore.pack import packed
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
 from pagestore.restore import remove_other_layouts, restore
 from pagestore.shortcircuit import PageLocation, PageLocations
@@ -193,7 +194,7 @@ class LocalPageStore(BasePageStore):
                 self._index.add(key, PageEntry(number, entry.size))
                 d.evictor.on_put(key)
                 d.used += entry.size
-                d.files.adopt(key.file_id, uri)
+                d.files.adopt(key.file_id, uri, recorded=not entry.packed)
         return refused
 
     def _invalidated_while_restoring(self, key: PageKey, uri: str) -> bool:
@@ -270,7 +271,8 @@ class LocalPageStore(BasePageStore):
                 key = PageKey(file_id, vkey, index)
                 d = self._dirs[entry.dir]
                 d.evictor.on_get(key)
-                pages.append(PageLocation(index, d.disk.path(key), entry.size))
+                path, at = d.disk.location(key)
+                pages.append(PageLocation(index, path, entry.size, at))
         return PageLocations(file_id, version, self.page_size, tuple(pages))
 
     def has_page(self, page_id: PageId) -> bool:
@@ -288,9 +290,24 @@ class LocalPageStore(BasePageStore):
 
     # -- writes ------------------------------------------------------------------------------
 
+    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], since: int) -> list[PutResult]:
+        """See PageStore.put_many: the small pages are written to a pack together, one write
+        per directory."""
+        small = [page for page in pages if self._packs(len(page[1]))]
+        stored = iter(self._store_packed(small, since))
+        results = [
+            next(stored) if self._packs(len(data)) else self._store(page_id, data, uri, since)
+            for page_id, data, uri in pages
+        ]
+        for (_, data, _), result in zip(pages, results, strict=True):
+            self._counters.add_put(result, len(data))
+        return results
+
     def _store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
         if len(data) > self.page_size:
             return PutResult.TOO_LARGE
+        if self._packs(len(data)):
+            return self._store_packed([(page_id, data, uri)], since)[0]
         key = page_id.key
         reservation = self._reserve(key, len(data), uri)
         if isinstance(reservation, PutResult):
@@ -304,13 +321,50 @@ class LocalPageStore(BasePageStore):
                     d.files.written(key.file_id)
             d.disk.write(key, data)
         except OSError as exc:
-            with self._lock:
-                d.reserved -= len(data)
-                self._busy.discard(key)
-                records = self._release(d, key.file_id)
-            self._unlink(d, [], records)
+            self._abandon(d, key, len(data))
             return self._write_failed(d, exc)
         return self._commit(d, key, len(data), uri, since)
+
+    def _packs(self, size: int) -> bool:
+        return packed(size, self.options.pack_limit, self.page_size)
+
+    def _store_packed(
+        self, pages: Sequence[tuple[PageId, bytes, str]], since: int
+    ) -> list[PutResult]:
+        """Store small pages (uncounted), those of one directory in one write to its pack. A
+        page in a pack carries its file's URI, so no URI record is written for it."""
+        results: list[PutResult] = [PutResult.OK] * len(pages)
+        by_dir: dict[int, list[tuple[int, PageKey, bytes, str]]] = {}
+        for pos, (page_id, data, uri) in enumerate(pages):
+            key = page_id.key
+            reservation = self._reserve(key, len(data), uri)
+            if isinstance(reservation, PutResult):
+                results[pos] = reservation
+                continue
+            self._unlink(reservation.dir, reservation.victims, reservation.records)
+            by_dir.setdefault(reservation.dir.number, []).append((pos, key, data, uri))
+        for number, group in by_dir.items():
+            d = self._dirs[number]
+            try:
+                d.disk.write_packed([(key, data, uri) for _, key, data, uri in group])
+            except OSError as exc:
+                for _, key, data, _ in group:
+                    self._abandon(d, key, len(data))
+                failure = self._write_failed(d, exc)
+                for pos, *_ in group:
+                    results[pos] = failure
+                continue
+            for pos, key, data, uri in group:
+                results[pos] = self._commit(d, key, len(data), uri, since)
+        return results
+
+    def _abandon(self, d: StoreDir, key: PageKey, size: int) -> None:
+        """Undo the reservation of a page whose write failed."""
+        with self._lock:
+            d.reserved -= size
+            self._busy.discard(key)
+            records = self._release(d, key.file_id)
+        self._unlink(d, [], records)
 
     def _reserve(self, key: PageKey, size: int, uri: str) -> PutResult | _Reservation:
         """Pick the page's directory, take a reference on its file and make room in it; the
@@ -456,6 +510,8 @@ class LocalPageStore(BasePageStore):
             if released < len(keys):
                 with self._lock:
                     self._busy.difference_update(keys[released:])
+        if keys:
+            self._drain(d, d.disk.take_sparse())
         for file_id in records:
             self._io(d.disk.unlink_record, file_id, f"the URI record of {file_id}")
             with self._lock:
@@ -465,6 +521,21 @@ class LocalPageStore(BasePageStore):
             ):
                 with self._lock:
                     d.files.written(file_id)
+
+    def _drain(self, d: StoreDir, keys: list[PageKey]) -> None:
+        """Drop the last pages of packs that became sparse (see ``Pack.sparse``), as evictions,
+        so their packs are unlinked and the space they hold comes back."""
+        doomed: list[PageKey] = []
+        records: list[str] = []
+        with self._lock:
+            for key in keys:
+                entry = self._index.get(key)
+                if entry is not None and entry.dir == d.number and key not in self._busy:
+                    records += self._forget(d, key)
+                    doomed.append(key)
+        if doomed:
+            self._counters.add(Count.EVICTIONS, len(doomed))
+            self._unlink(d, doomed, records)
 
     def _io(self, action: Callable[[_T], None], what: _T, name: str) -> bool:
         """Run an unlink (or a record's rewrite); a failure is counted and logged, and a file

@@ -1,8 +1,9 @@
 """Spark's short-circuit reads (``org.doracache.hadoop.DoraWebHdfsFileSystem``, built by
 ``worker.spark.hadoopjar``) against an in-process worker over a local-directory UFS, in
 ``local[2]``: a warm read comes from the page files with no data request to the worker, a page
-file that is corrupt, replaced or gone is read over WebHDFS instead, never served wrong, and a
-listing carries its files' block locations."""
+file that is corrupt, replaced or gone is read over WebHDFS instead, never served wrong, small
+files are read from the pack that holds their pages, and a listing carries its files' block
+locations."""
 
 import hashlib
 import os
@@ -35,6 +36,7 @@ class Worker:
         return webhdfs_url(self.address, f"file://{self.data}/{name}")
 
     def page_paths(self, name: str) -> list[Path]:
+        """The paths of the files holding the file's cached pages, in page order."""
         located = self.service.locate(f"file://{self.data}/{name}", None)
         return [Path(page.path) for page in located.locations.pages]
 
@@ -138,7 +140,7 @@ def test_seeks_read_the_right_bytes_from_cached_and_missing_pages(
     data = os.urandom(3 * PAGE + 999)
     (worker.data / "seeks.bin").write_bytes(data)
     read_all(spark, worker, "seeks.bin")
-    pages = sorted(worker.page_paths("seeks.bin"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+    pages = worker.page_paths("seeks.bin")
     pages[2].unlink()  # the third page is read over HTTP, the others from their files
     jvm = spark._jvm
     url = worker.url("seeks.bin")
@@ -183,6 +185,32 @@ def corrupt(page: Path) -> None:
     page.write_bytes(bytes(raw))
 
 
+def test_small_files_are_read_from_their_pack(spark: Any, worker: Worker) -> None:
+    (worker.data / "small").mkdir()
+    texts = {f"f{n}.txt": f"line {n}\n" * (n + 1) for n in range(20)}
+    for name, text in texts.items():
+        (worker.data / "small" / name).write_text(text)
+    expected = sorted(spark.read.text(f"file://{worker.data}/small").collect())
+    assert sorted(spark.read.text(worker.url("small")).collect()) == expected
+    (pack,) = {page for name in texts for page in worker.page_paths(f"small/{name}")}
+    assert pack.name.endswith(".pack")
+    before = counters(spark)
+    assert sorted(spark.read.text(worker.url("small")).collect()) == expected
+    warm = since(spark, before)
+    assert warm["short_circuit_bytes"] == sum(len(text) for text in texts.values())
+    assert (warm["http_bytes"], warm["misses"]) == (0, 0)
+    # A page in the pack with a flipped byte is read over HTTP; its neighbours are not.
+    located = worker.service.locate(f"file://{worker.data}/small/f7.txt", None)
+    (page,) = located.locations.pages
+    raw = bytearray(pack.read_bytes())
+    raw[page.offset + located.locations.header_size + 3] ^= 0xFF
+    pack.write_bytes(bytes(raw))
+    before = counters(spark)
+    assert sorted(spark.read.text(worker.url("small")).collect()) == expected
+    damaged = since(spark, before)
+    assert (damaged["misses"], damaged["http_bytes"]) == (1, len(texts["f7.txt"]))
+
+
 @pytest.mark.parametrize("damage", ["corrupt", "gone", "another page"])
 def test_a_damaged_page_file_is_read_over_http_instead(
     spark: Any, worker: Worker, damage: str
@@ -193,7 +221,7 @@ def test_a_damaged_page_file_is_read_over_http_instead(
     assert read_all(spark, worker, name) == data
     pages = worker.page_paths(name)
     assert len(pages) == 3
-    first, second = sorted(pages, key=lambda p: int(p.name.rsplit(".", 1)[1]))[:2]
+    first, second = pages[:2]
     if damage == "corrupt":
         corrupt(second)
     elif damage == "gone":

@@ -10,7 +10,8 @@ from pagestore.api import PageStore
 from pagestore.layout import record_of
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.owner import LOCK_FILE, MARKER
-from pagestore.page import PageId
+from pagestore.pack import TornEntryError, parse_entry
+from pagestore.page import PageId, PageKey
 from pagestore.store import LocalPageStore
 
 PAGE_SIZE = 4096
@@ -32,12 +33,20 @@ def content(page_id: PageId, size: int = PAGE_SIZE) -> bytes:
 
 
 def make_options(
-    root: Path, pages: int = 8, dirs: int = 1, evictor: str = "lru", page_size: int = PAGE_SIZE
+    root: Path,
+    pages: int = 8,
+    dirs: int = 1,
+    evictor: str = "lru",
+    page_size: int = PAGE_SIZE,
+    pack_limit: int = 0,
 ) -> PageStoreOptions:
+    """Options for a test store; pages are in page files of their own unless ``pack_limit``
+    says which go to packs (``tests/pagestore/test_packs.py``)."""
     return PageStoreOptions(
         dirs=tuple(PageDirOptions(root / f"dir{n}", pages * page_size) for n in range(dirs)),
         page_size=page_size,
         evictor=evictor,
+        pack_limit=pack_limit,
     )
 
 
@@ -56,6 +65,29 @@ def page_files(root: Path, suffix: str = "") -> list[Path]:
         for p in root.rglob(f"*{suffix}")
         if p.is_file() and p.name not in (LOCK_FILE, MARKER) and record_of(p.name) is None
     ]
+
+
+def pack_entries(pack: Path) -> list[tuple[str, bool]]:
+    """The page file names a pack's entries hold (up to a torn one), each with whether it is
+    stored (not marked removed)."""
+    raw, offset, found = memoryview(pack.read_bytes()), 0, []
+    while offset < len(raw):
+        try:
+            entry = parse_entry(raw, offset)
+        except TornEntryError:
+            break
+        if entry.key is not None:
+            found.append((entry.key.file_name, entry.live))
+        offset = entry.end
+    return found
+
+
+def stored_pages(root: Path) -> list[str]:
+    """The names of the pages stored under ``root``: page files, and pages in packs."""
+    names = [p.name for p in root.rglob("*") if PageKey.parse(p.name) is not None]
+    for pack in root.rglob("*.pack"):
+        names += [name for name, live in pack_entries(pack) if live]
+    return names
 
 
 def record_files(root: Path) -> list[Path]:

@@ -85,7 +85,7 @@ def test_a_file_whose_record_was_never_written_leaves_nothing_to_remove() -> Non
 
 def test_restored_files_have_their_record() -> None:
     table = FileTable()
-    table.adopt(FILE, "s3://b/k")
-    table.adopt(FILE, "s3://b/k")
+    table.adopt(FILE, "s3://b/k", recorded=True)
+    table.adopt(FILE, "s3://b/k", recorded=True)
     assert table.acquire(FILE, "s3://b/k") is False
     assert [table.release(FILE) for _ in range(3)] == [False, False, True]

@@ -161,6 +161,31 @@ def test_a_full_disk_fails_puts_cleanly_and_reads_go_on(
         assert store.get(page_id) == expected
 
 
+def test_a_full_disk_fails_packed_puts_cleanly(
+    tmpfs: Callable[[str, str], Path], local_stores: LocalStores
+) -> None:
+    root = tmpfs("full-packs", "1m")
+    page_size = 64 << 10
+    options = PageStoreOptions((PageDirOptions(root, 64 << 20),), page_size, pack_limit=page_size)
+    store = local_stores(options)
+    small = 20_000
+    batches = [[PageId(f, "v", 0) for f in file_ids(120)[n : n + 10]] for n in range(0, 120, 10)]
+    results: list[PutResult] = []
+    for batch in batches:
+        pages = [(p, content(p, small), uri(p)) for p in batch]
+        results += store.put_many(pages, store.mark())
+    assert PutResult.OK in results and PutResult.NO_SPACE in results
+    stored = [p for batch in batches for p in batch]
+    for page_id, result in zip(stored, results, strict=True):
+        expected = content(page_id, small) if result is PutResult.OK else None
+        assert store.get(page_id) == expected
+    store.close()
+    again = local_stores(options)  # a pack torn by the full disk keeps the entries before it
+    for page_id, result in zip(stored, results, strict=True):
+        assert again.get(page_id) in (None, content(page_id, small))
+        assert (result is PutResult.OK) or not again.has_page(page_id)
+
+
 def test_a_read_only_dir_fails_puts_and_still_serves_reads(
     tmpfs: Callable[[str, str], Path], local_stores: LocalStores
 ) -> None:

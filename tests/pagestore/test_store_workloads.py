@@ -1,13 +1,17 @@
 """Random workloads against a reference model: capacity is never exceeded, LRU order holds, and
-after a restart the index is exactly the pages on disk."""
+after a restart the index is exactly the pages on disk. Local stores run with pages in files of
+their own and in packs ("packed"; with packs sealed every few pages, so that packs fill, empty,
+turn sparse and go)."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,7 +19,7 @@ from hypothesis import strategies as st
 from pagestore.api import PageStore, PutResult
 from pagestore.memory import MemoryPageStore
 from pagestore.page import PageId, PageKey
-from tests.pagestore.support import content, make_options, open_local, uri
+from tests.pagestore.support import content, make_options, open_local, stored_pages, uri
 
 PAGE = 64
 CAPACITY_PAGES = 5
@@ -40,11 +44,16 @@ slow = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 
 
 @contextmanager
-def opened(kind: str, root: Path, evictor: str = "lru") -> Iterator[PageStore]:
+def opened(
+    kind: str, root: Path, evictor: str = "lru", pack_bytes: int = 4 << 20
+) -> Iterator[PageStore]:
+    pack_limit = PAGE if kind == "packed" else 0
     options = make_options(root, CAPACITY_PAGES, evictor=evictor, page_size=PAGE)
-    store: PageStore = open_local(options) if kind == "local" else MemoryPageStore(options)
+    options = dataclasses.replace(options, pack_limit=pack_limit)
+    store: PageStore = MemoryPageStore(options) if kind == "memory" else open_local(options)
     try:
-        yield store
+        with mock.patch("pagestore.disk.PACK_BYTES", pack_bytes):
+            yield store
     finally:
         store.close()
 
@@ -98,7 +107,7 @@ def apply(store: PageStore, op: tuple[object, ...], model: LruModel | None = Non
 
 
 @slow
-@given(st.sampled_from(["local", "memory"]), workloads)
+@given(st.sampled_from(["local", "packed", "memory"]), workloads)
 def test_lru_stores_hold_what_the_model_holds(kind: str, ops: list[tuple[object, ...]]) -> None:
     model = LruModel()
     with tempfile.TemporaryDirectory() as root, opened(kind, Path(root)) as store:
@@ -109,9 +118,9 @@ def test_lru_stores_hold_what_the_model_holds(kind: str, ops: list[tuple[object,
 
 
 @slow
-@given(st.sampled_from(["local", "memory"]), workloads)
+@given(st.sampled_from(["local", "packed", "memory"]), workloads)
 def test_lfu_stores_stay_within_capacity(kind: str, ops: list[tuple[object, ...]]) -> None:
-    with tempfile.TemporaryDirectory() as root, opened(kind, Path(root), "lfu") as store:
+    with tempfile.TemporaryDirectory() as root, opened(kind, Path(root), "lfu", 3 * PAGE) as store:
         for op in ops:
             apply(store, op)
             assert store.used_bytes <= store.capacity_bytes
@@ -120,24 +129,24 @@ def test_lfu_stores_stay_within_capacity(kind: str, ops: list[tuple[object, ...]
 
 
 def pages_on_disk(root: Path) -> set[PageKey]:
-    keys = {PageKey.parse(p.name) for p in root.rglob("*") if p.is_file()}
-    keys.discard(None)
+    """The pages in page files and the pages packs hold (not marked removed)."""
+    keys = {PageKey.parse(name) for name in stored_pages(root)}
     return {key for key in keys if key is not None}
 
 
 @slow
-@given(workloads, st.sampled_from(["lru", "lfu"]))
+@given(workloads, st.sampled_from(["lru", "lfu"]), st.sampled_from(["local", "packed"]))
 def test_after_a_restart_the_index_is_the_pages_on_disk(
-    ops: list[tuple[object, ...]], evictor: str
+    ops: list[tuple[object, ...]], evictor: str, kind: str
 ) -> None:
     with tempfile.TemporaryDirectory() as name:
         root = Path(name)
-        with opened("local", root, evictor) as store:
+        with opened(kind, root, evictor, 3 * PAGE) as store:
             for op in ops:
                 apply(store, op)
             before = {p for p in ALL_PAGES if store.has_page(p)}
             used = store.used_bytes
-        with opened("local", root, evictor) as store:
+        with opened(kind, root, evictor, 3 * PAGE) as store:
             after = {p for p in ALL_PAGES if store.has_page(p)}
             assert after == before and store.used_bytes == used
             assert pages_on_disk(root) == {p.key for p in after}

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp
 
 from config import load_config
 from pagestore.page import version_key
+from tests.pagestore.support import stored_pages
 from ufs.status import file_id
 from worker.api.app import create_app
 from worker.keys import build_registry
@@ -59,6 +60,13 @@ def page_files(work: Path, uri: str, version: str | None = None) -> list[Path]:
     """Page files of ``uri`` (of one version, if given) on disk under the work dir."""
     prefix = file_id(uri) + "." + (version_key(version) if version else "")
     return [p for p in (work / "pages").rglob("*") if p.name.startswith(prefix)]
+
+
+def pages_stored(work: Path, uri: str, version: str | None = None) -> list[str]:
+    """The names of the pages of ``uri`` (of one version, if given) stored under the work dir,
+    in page files or in packs."""
+    prefix = file_id(uri) + "." + (version_key(version) if version else "")
+    return [name for name in stored_pages(work / "pages") if name.startswith(prefix)]
 
 
 @pytest.fixture

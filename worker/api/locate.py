@@ -37,8 +37,9 @@ class Locations(BaseModel):
     format: int = Field(description="The page file format; a client refuses one it does not know.")
     header_size: int
     block_size: int = Field(description="Bytes covered by each checksum of the page's table.")
-    pages: list[tuple[int, str, int]] = Field(
-        description="[page index, page file's absolute path, data bytes] of each cached page."
+    pages: list[tuple[int, str, int, int]] = Field(
+        description="[page index, absolute path of its page file or pack, data bytes, offset of "
+        "the page in that file (0 but in a pack)] of each cached page."
     )
     missing: list[int] = Field(description="Page indices of the range that are not cached.")
     status: c.FileStatus

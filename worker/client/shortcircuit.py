@@ -82,7 +82,7 @@ class ShortCircuitReader:
         # Page files kept open between reads (checked out while in use, so no two threads
         # share one): saves an open and a header check per read; holds at most max_open
         # evicted files' space until they are closed.
-        self._open: OrderedDict[str, PageFile] = OrderedDict()
+        self._open: OrderedDict[tuple[str, int], PageFile] = OrderedDict()
         self._max_open = max_open
 
     def read_into(
@@ -290,7 +290,7 @@ class ShortCircuitReader:
         """An open page file, from the pool if one is there and its file was not removed
         since (then it misses, as opening it anew would). Raises PageMiss."""
         with self._lock:
-            pooled = self._open.pop(location.path, None)
+            pooled = self._open.pop((location.path, location.offset), None)
         if pooled is not None:
             if not pooled.unlinked():
                 return pooled
@@ -305,10 +305,11 @@ class ShortCircuitReader:
             self._counts["short_circuit_bytes"] += local
             self._counts["http_bytes"] += remote
             for page_file in opened:
-                previous = self._open.pop(page_file.page.path, None)
+                where = (page_file.page.path, page_file.page.offset)
+                previous = self._open.pop(where, None)
                 if previous is not None:
                     surplus.append(previous)
-                self._open[page_file.page.path] = page_file
+                self._open[where] = page_file
             while len(self._open) > self._max_open:
                 surplus.append(self._open.popitem(last=False)[1])
         for extra in surplus:
@@ -332,7 +333,7 @@ class ShortCircuitReader:
             gone = [k for k in self._windows if k[0] == path or (below and k[0].startswith(prefix))]
             for key in gone:
                 for page in self._windows.pop(key).pages.values():
-                    pooled = self._open.pop(page.path, None)
+                    pooled = self._open.pop((page.path, page.offset), None)
                     if pooled is not None:
                         stale.append(pooled)
         # Closed now, not by the next read: closing the last descriptor of a removed file

@@ -172,7 +172,7 @@ def test_page_locations_name_the_cached_pages_of_a_pinned_version(
     web("GET", "/f.bin", "OPEN", data="true", version=version, offset=PAGE, length=PAGE)
     warm = body(web("GET", "/f.bin", "GETPAGELOCATIONS", version=version, offset=PAGE))
     pages = warm["PageLocations"]["pages"]
-    assert [(index, size) for index, _, size in pages] == [(1, PAGE)]
+    assert [(index, size, offset) for index, _, size, offset in pages] == [(1, PAGE, 0)]
     assert Path(pages[0][1]).is_file()
     assert warm["PageLocations"]["missing"] == [2, 3]
     (data_dir / "f.bin").write_bytes(b"changed")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from pagestore.page import PageId
-from tests.worker.conftest import open_service, page_files
+from tests.worker.conftest import open_service, pages_stored
 from ufs.status import file_id
 from worker.api.app import create_app
 from worker.cluster.events import Event, Op
@@ -138,7 +138,7 @@ def test_a_reset_rechecks_but_keeps_confirmed_pages(
     a.service.meta.require_sync_before(int(time.time() * 1000) + 1)
     assert a.service.status(uri).size == 1000
     assert a.service.meta.counters()["ufs_calls"] == calls + 1
-    assert page_files(tmp_path / "work0", uri)
+    assert pages_stored(tmp_path / "work0", uri)
 
 
 @pytest.mark.parametrize(
@@ -162,4 +162,4 @@ def test_a_prefix_event_drops_pages_no_status_names(
         sink.apply(replace(event, path=f"file://{data_dir}{event.path}"))
     finally:
         service.close()  # waits for the page files to be unlinked
-    assert bool(page_files(tmp_path / "work", uri)) is kept
+    assert bool(pages_stored(tmp_path / "work", uri)) is kept

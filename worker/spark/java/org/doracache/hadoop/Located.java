@@ -1,6 +1,9 @@
 package org.doracache.hadoop;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -13,14 +16,22 @@ import java.util.Set;
  * window).
  */
 final class Located {
-    /** A cached page: its page file as the worker names it, and its data bytes. */
+    /**
+     * A cached page: the file it is in as the worker names it (its page file, or a pack of small
+     * pages), where the page starts in it, its data bytes, and the page's name, which its header
+     * must carry.
+     */
     static final class Page {
         final String path;
+        final long offset;
         final int size;
+        final String name;
 
-        Page(String path, int size) {
+        Page(String path, long offset, int size, String name) {
             this.path = path;
+            this.offset = offset;
             this.size = size;
+            this.name = name;
         }
     }
 
@@ -56,10 +67,14 @@ final class Located {
                 || ((Number) body.get("header_size")).intValue() != PageFile.headerSize(pageSize)) {
                 throw new Unknown("the worker's page files are of a format this reader does not know");
             }
+            String prefix = (String) body.get("file_id") + "." + versionKey(version) + ".";
             for (Object item : (List<?>) body.get("pages")) {
                 List<?> page = (List<?>) item;
-                pages.put(((Number) page.get(0)).longValue(),
-                    new Page((String) page.get(1), ((Number) page.get(2)).intValue()));
+                long index = ((Number) page.get(0)).longValue();
+                // The offset is absent from workers that wrote page files only.
+                long offset = page.size() > 3 ? ((Number) page.get(3)).longValue() : 0;
+                pages.put(index, new Page((String) page.get(1), offset,
+                    ((Number) page.get(2)).intValue(), prefix + index));
             }
             for (Object index : (List<?>) body.get("missing")) {
                 missing.add(((Number) index).longValue());
@@ -70,6 +85,24 @@ final class Located {
         if (version == null || pageSize <= 0 || length < 0) {
             throw new IOException("malformed GETPAGELOCATIONS answer: " + body);
         }
+    }
+
+    /**
+     * The stand-in for a version in page names ({@code pagestore.page.version_key}): the first
+     * 32 hex digits of the SHA-256 of its UTF-8 bytes.
+     */
+    static String versionKey(String version) {
+        byte[] digest;
+        try {
+            digest = MessageDigest.getInstance("SHA-256").digest(version.getBytes(StandardCharsets.UTF_8));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JVM has SHA-256", e);
+        }
+        StringBuilder key = new StringBuilder(32);
+        for (int i = 0; i < 16; i++) {
+            key.append(String.format("%02x", digest[i] & 0xff));
+        }
+        return key.toString();
     }
 
     /** The worker cannot give locations this reader can use: read through WebHDFS instead. */

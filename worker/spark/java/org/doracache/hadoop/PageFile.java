@@ -11,8 +11,8 @@ import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 
 /**
- * One open page file of format 3 ({@code pagestore/pagefile.py} has the layout), its header
- * checked: the magic, the checksum algorithm, the block layout, the header's own checksum, and
+ * One open page of format 3 ({@code pagestore/pagefile.py} has the layout), in its own page
+ * file or at an offset in a pack of small pages ({@code pagestore/pack.py}), its header checked: the magic, the checksum algorithm, the block layout, the header's own checksum, and
  * that it holds the page asked for (the hash of its file name and its data length). Reads verify
  * every 16 KiB block they touch, so a page file evicted, replaced, torn or corrupt yields a
  * {@link Miss}, never wrong bytes. Not thread-safe.
@@ -42,6 +42,7 @@ final class PageFile implements AutoCloseable {
     }
 
     final String path;
+    private final long offset;
     private final int headerSize;
     private final int length;
     private final long[] checksums;
@@ -57,8 +58,9 @@ final class PageFile implements AutoCloseable {
         return FIXED + 8 * (entries(pageSize) + 1);
     }
 
-    PageFile(String path, int pageSize, int length) throws Miss {
+    PageFile(String path, long offset, String name, int pageSize, int length) throws Miss {
         this.path = path;
+        this.offset = offset;
         this.length = length;
         int entries = entries(pageSize);
         this.headerSize = headerSize(pageSize);
@@ -71,7 +73,7 @@ final class PageFile implements AutoCloseable {
             throw new Miss(path, "cannot open: " + e);
         }
         try {
-            checksums = readHeader(file.getFileName().toString(), entries);
+            checksums = readHeader(name, entries);
         } catch (Miss e) {
             close();
             throw e;
@@ -80,7 +82,7 @@ final class PageFile implements AutoCloseable {
 
     private long[] readHeader(String name, int entries) throws Miss {
         byte[] raw = new byte[headerSize];
-        readFully(raw, 0, headerSize, 0);
+        readFully(raw, 0, headerSize, offset);
         ByteBuffer header = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
         if (header.getInt(0) != MAGIC || raw[4] != XXH3_64) {
             throw new Miss(path, "not a page file of format " + FORMAT);
@@ -115,7 +117,7 @@ final class PageFile implements AutoCloseable {
         if (start % BLOCK_SIZE != 0 || end > length || (end % BLOCK_SIZE != 0 && end != length)) {
             throw new IllegalArgumentException("not a span of whole blocks: " + start + "-" + end);
         }
-        readFully(into, at, end - start, headerSize + (long) start);
+        readFully(into, at, end - start, offset + headerSize + start);
         for (int block = start; block < end; block += BLOCK_SIZE) {
             int size = Math.min(BLOCK_SIZE, end - block);
             if (Xxh3.hash(into, at + block - start, size) != checksums[block / BLOCK_SIZE]) {

@@ -170,7 +170,7 @@ final class ShortCircuitInputStream extends FSInputStream {
     private void fillFromPage(long index, Located.Page page, int want) throws PageFile.Miss {
         if (fileIndex != index) {
             closeFile();
-            file = new PageFile(page.path, pageSize, page.size);
+            file = new PageFile(page.path, page.offset, page.name, pageSize, page.size);
             fileIndex = index;
         }
         int within = (int) (pos - index * pageSize);
