@@ -241,3 +241,16 @@ def test_a_page_size_page_is_never_packed(tmp_path: Path, opened: list[LocalPage
     assert store.put_many([(page, content(page, PAGE_SIZE + 1), uri(page))], store.mark()) == [
         PutResult.TOO_LARGE
     ]
+
+
+def test_packs_of_another_page_size_are_removed(
+    tmp_path: Path, opened: list[LocalPageStore]
+) -> None:
+    store = open_store(tmp_path, opened)
+    put_small(store, PAGES[:2])
+    store.close()
+    (old,) = packs(tmp_path)
+    other = open_local(make_options(tmp_path, 8, page_size=2 * PAGE_SIZE, pack_limit=LIMIT))
+    assert not any(other.has_page(p) for p in PAGES[:2])
+    other.close()  # joins the restore, which removes old layouts once it is done
+    assert not old.exists() and not old.parent.exists()
