@@ -27,6 +27,12 @@ class PutResult(enum.Enum):
     """Not stored by design: the store is closed or still restoring, the same page is being
     written or deleted right now, or the file was invalidated while its data was fetched."""
 
+    @property
+    def failed(self) -> bool:
+        """Whether the store could not keep the page (a cache failure, counted as one), as
+        opposed to keeping it or refusing it by design."""
+        return self in (PutResult.FAILED, PutResult.NO_SPACE)
+
 
 class Lookup(enum.Enum):
     """How looking a page up went."""

@@ -15,8 +15,6 @@ from pagestore.files import uri_under
 from pagestore.flight import FlightCall, SingleFlight
 from pagestore.page import PageId, PageKey
 
-_STORE_FAILURES = (PutResult.FAILED, PutResult.NO_SPACE)
-
 
 class Count(enum.Enum):
     HITS = "hits"
@@ -249,7 +247,7 @@ class BasePageStore(ABC):
                 datas = fetch(first.index, len(run))
                 for (pos, call), data in zip(run, datas, strict=True):
                     stored = self._counted_store(page_ids[pos], data, uri, since)
-                    fill = Fill(data, True, failed[pos] or stored in _STORE_FAILURES)
+                    fill = Fill(data, True, failed[pos] or stored.failed)
                     fills[pos] = fill
                     self._flights.end(page_ids[pos], call, fill)
                     ended.add(pos)
@@ -279,7 +277,7 @@ class BasePageStore(ABC):
             failed = found.lookup is Lookup.FAILED
         data = fill()
         stored = self._counted_store(page_id, data, uri, since)
-        return Fill(data, fetched=True, cache_failure=failed or stored in _STORE_FAILURES)
+        return Fill(data, fetched=True, cache_failure=failed or stored.failed)
 
     def _stats(self, **gauges: Any) -> StoreStats:
         """The counters every store keeps, plus the store's own ``gauges`` (StoreStats fields)."""

@@ -335,14 +335,19 @@ class LocalPageStore(BasePageStore):
         page in a pack carries its file's URI, so no URI record is written for it."""
         results: list[PutResult] = [PutResult.OK] * len(pages)
         by_dir: dict[int, list[tuple[int, PageKey, bytes, str]]] = {}
-        for pos, (page_id, data, uri) in enumerate(pages):
-            key = page_id.key
-            reservation = self._reserve(key, len(data), uri)
-            if isinstance(reservation, PutResult):
-                results[pos] = reservation
-                continue
+        reservations: list[_Reservation] = []
+        with self._lock:
+            for pos, (page_id, data, uri) in enumerate(pages):
+                key = page_id.key
+                reservation = self._reserve_locked(key, len(data), uri)
+                if isinstance(reservation, PutResult):
+                    results[pos] = reservation
+                    continue
+                reservations.append(reservation)
+                by_dir.setdefault(reservation.dir.number, []).append((pos, key, data, uri))
+        self._evicted(sum(len(r.victims) for r in reservations))
+        for reservation in reservations:
             self._unlink(reservation.dir, reservation.victims, reservation.records)
-            by_dir.setdefault(reservation.dir.number, []).append((pos, key, data, uri))
         for number, group in by_dir.items():
             d = self._dirs[number]
             try:
@@ -354,8 +359,11 @@ class LocalPageStore(BasePageStore):
                 for pos, *_ in group:
                     results[pos] = failure
                 continue
-            for pos, key, data, uri in group:
-                results[pos] = self._commit(d, key, len(data), uri, since)
+            committed = self._commit_many(
+                d, [(k, len(data), uri) for _, k, data, uri in group], since
+            )
+            for (pos, *_), result in zip(group, committed, strict=True):
+                results[pos] = result
         return results
 
     def _abandon(self, d: StoreDir, key: PageKey, size: int) -> None:
@@ -370,28 +378,38 @@ class LocalPageStore(BasePageStore):
         """Pick the page's directory, take a reference on its file and make room in it; the
         key becomes busy."""
         with self._lock:
-            if self._closed or not self._ready.is_set() or key in self._busy:
-                return PutResult.REJECTED
-            if key in self._index:
-                return PutResult.OK
-            d = place(self._dirs, key.file_id)
-            if d is None:
-                return PutResult.FAILED
-            if d.reserved + size > d.capacity:
-                return PutResult.NO_SPACE  # the space is taken by writes still in progress
-            # The reference comes first, so evicting the file's other pages keeps its record.
-            reservation = _Reservation(d, write_record=d.files.acquire(key.file_id, uri))
-            while d.used + d.reserved + size > d.capacity:
-                victim = d.evictor.evict()
-                if victim is None:
-                    break
-                reservation.records += self._forget(d, victim)
-                reservation.victims.append(victim)
-            d.reserved += size
-            self._busy.add(key)
-        if reservation.victims:
-            self._counters.add(Count.EVICTIONS, len(reservation.victims))
-            storm = self._storms.record(len(reservation.victims))
+            reservation = self._reserve_locked(key, size, uri)
+        if isinstance(reservation, _Reservation):
+            self._evicted(len(reservation.victims))
+        return reservation
+
+    def _reserve_locked(self, key: PageKey, size: int, uri: str) -> PutResult | _Reservation:
+        if self._closed or not self._ready.is_set() or key in self._busy:
+            return PutResult.REJECTED
+        if key in self._index:
+            return PutResult.OK
+        d = place(self._dirs, key.file_id)
+        if d is None:
+            return PutResult.FAILED
+        if d.reserved + size > d.capacity:
+            return PutResult.NO_SPACE  # the space is taken by writes still in progress
+        # The reference comes first, so evicting the file's other pages keeps its record.
+        reservation = _Reservation(d, write_record=d.files.acquire(key.file_id, uri))
+        while d.used + d.reserved + size > d.capacity:
+            victim = d.evictor.evict()
+            if victim is None:
+                break
+            reservation.records += self._forget(d, victim)
+            reservation.victims.append(victim)
+        d.reserved += size
+        self._busy.add(key)
+        return reservation
+
+    def _evicted(self, pages: int) -> None:
+        """Count pages evicted to make room, and warn of an eviction storm."""
+        if pages:
+            self._counters.add(Count.EVICTIONS, pages)
+            storm = self._storms.record(pages)
             if storm is not None:
                 logger.warning(
                     "eviction storm: %d pages evicted in %.1fs (%d since the last such warning; "
@@ -402,23 +420,36 @@ class LocalPageStore(BasePageStore):
                     self._storms.threshold,
                     STORM_WINDOW,
                 )
-        return reservation
 
     def _commit(self, d: StoreDir, key: PageKey, size: int, uri: str, since: int) -> PutResult:
+        return self._commit_many(d, [(key, size, uri)], since)[0]
+
+    def _commit_many(
+        self, d: StoreDir, pages: Sequence[tuple[PageKey, int, str]], since: int
+    ) -> list[PutResult]:
+        """Index written pages ``(key, size, uri)`` of one directory, in one lock hold; a page
+        whose file was invalidated since ``since`` is removed instead (REJECTED)."""
+        results: list[PutResult] = []
+        stale: list[PageKey] = []
+        records: list[str] = []
         with self._lock:
-            d.reserved -= size
-            d.last_errno = None
-            stale = not d.in_service or self._invalidations.invalidated_since(since, key, uri)
-            if not stale:
+            for key, size, uri in pages:
+                d.reserved -= size
+                d.last_errno = None
+                if not d.in_service or self._invalidations.invalidated_since(since, key, uri):
+                    records += self._release(d, key.file_id)
+                    stale.append(key)
+                    results.append(PutResult.REJECTED)
+                    continue
                 self._index.add(key, PageEntry(d.number, size))
                 d.evictor.on_put(key)
                 d.used += size
                 self._busy.discard(key)
-                return PutResult.OK
-            records = self._release(d, key.file_id)
-        # The key stays busy until its file is gone, so no newer write can be unlinked here.
-        self._unlink(d, [key], records)
-        return PutResult.REJECTED
+                results.append(PutResult.OK)
+        # Stale keys stay busy until their files are gone, so no newer write is unlinked here.
+        if stale:
+            self._unlink(d, stale, records)
+        return results
 
     def _write_failed(self, d: StoreDir, exc: OSError) -> PutResult:
         self._counters.add(Count.IO_ERRORS)
