@@ -13,7 +13,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import IO, TypeVar
 
@@ -156,6 +156,46 @@ class Ufs:
             if current != version:
                 raise UfsVersionChanged(uri, version, current)
         return data
+
+    def read_files(self, files: Sequence[UfsStatus]) -> Sequence[bytes | UfsError]:
+        """Each file read whole, its bytes guaranteed to be its status's version as
+        :meth:`read` guarantees them, with one deadline for them all (a local UFS reads them
+        in one request): per file, the bytes or the error :meth:`read` would raise. All files
+        are of one scheme (ValueError otherwise). Raises UfsUnavailable for them all when the
+        UFS does not answer in time; no retries (a failed file is the caller's to read
+        again)."""
+        if not files:
+            return []
+        scheme = uris.split(files[0].uri)[0]
+        if any(uris.split(f.uri)[0] != scheme for f in files):
+            raise ValueError(f"files of more than one scheme: {[f.uri for f in files]}")
+        backend = self._backend(scheme)
+        requests = [(f.uri, f.size, f.version) for f in files]
+        what = f"{files[0].uri} and {len(files) - 1} more" if len(files) > 1 else files[0].uri
+        outcomes: Sequence[bytes | Exception] = self._call(
+            "read", what, partial(backend.read_whole, requests), retry=False
+        )
+        return [
+            self._read_outcome(backend, status, outcome)
+            for status, outcome in zip(files, outcomes, strict=True)
+        ]
+
+    def _read_outcome(
+        self, backend: UfsBackend, status: UfsStatus, outcome: bytes | Exception
+    ) -> bytes | UfsError:
+        if isinstance(outcome, UfsError):
+            return outcome
+        if isinstance(outcome, Exception):
+            return translate(outcome, "read", status.uri)
+        if backend.pins_versions:
+            return outcome
+        try:
+            current = self.status(status.uri).version
+        except UfsError as exc:
+            return exc
+        if current != status.version:
+            return UfsVersionChanged(status.uri, status.version, current)
+        return outcome
 
     def open(self, uri: str) -> IO[bytes]:
         """A file object that streams the file's current version in large ranged reads; a

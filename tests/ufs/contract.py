@@ -127,6 +127,21 @@ class UfsContract:
         write_outside(f"{root}/o/second", b"333")
         assert ufs.read(f"{root}/o/second", 0, 10) == b"333"
 
+    def test_files_read_whole_together_each_with_its_own_outcome(
+        self, ufs: Ufs, root: str, write_outside: WriteOutside
+    ) -> None:
+        kept = ufs.write(f"{root}/w/kept", b"kept bytes")
+        changed = ufs.write(f"{root}/w/changed", b"old")
+        gone = ufs.write(f"{root}/w/gone", b"soon gone")
+        empty = ufs.write(f"{root}/w/empty", b"")
+        write_outside(f"{root}/w/changed", b"new and longer")
+        ufs.delete(gone.uri)
+        outcomes = ufs.read_files([kept, changed, gone, empty])
+        assert outcomes[0] == b"kept bytes" and outcomes[3] == b""
+        assert isinstance(outcomes[1], UfsVersionChanged)
+        assert isinstance(outcomes[2], (UfsNotFound, UfsVersionChanged))
+        assert ufs.read_files([]) == []
+
     def test_read_pinned_to_version(self, ufs: Ufs, root: str, write_outside: WriteOutside) -> None:
         old = ufs.write(f"{root}/p", b"old content")
         assert ufs.read(f"{root}/p", 0, 3, version=old.version) == b"old"

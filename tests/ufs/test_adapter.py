@@ -6,6 +6,7 @@ import stat
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import fsspec
@@ -100,6 +101,34 @@ def test_a_call_the_ufs_never_answers_is_unavailable_at_its_deadline(tmp_path: P
     finally:
         # A writer opens and closes the FIFO: the blocked reader sees end-of-file.
         os.close(os.open(fifo, os.O_WRONLY))
+
+
+def test_a_batch_read_the_ufs_never_answers_is_unavailable_at_its_deadline(
+    tmp_path: Path,
+) -> None:
+    """One deadline for the whole batch: a file that hangs (a FIFO, through the generic
+    backend, as in the test above) fails it, behind a file already read."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "plain").write_bytes(b"plain")
+    runner = ThreadRunner(threads=2)
+    generic = FsspecBackend("file", fsspec.filesystem("file", skip_instance_cache=True), runner)
+    ufs = Ufs(UfsOptions(call_deadline_ms=300), backends={"file": generic})
+    local = Ufs()  # statuses named as the local backend names them
+    files = [local.status(f"file://{tmp_path}/plain"), local.status(f"file://{fifo}")]
+    try:
+        with pytest.raises(UfsUnavailable, match="dora.ufs.call.deadline"):
+            ufs.read_files(files)
+    finally:
+        os.close(os.open(fifo, os.O_WRONLY))
+
+
+def test_a_batch_read_takes_files_of_one_scheme(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x")
+    ufs = Ufs()
+    local = ufs.status(f"file://{tmp_path}/f")
+    with pytest.raises(ValueError, match="more than one scheme"):
+        ufs.read_files([local, replace(local, uri="memory://bucket/f")])
 
 
 def test_retries_stop_when_the_deadline_leaves_no_time() -> None:
