@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pagestore.api import Fill, Lookup, PageStore
 from pagestore.page import PageId
 from ufs.adapter import Ufs
-from ufs.errors import UfsVersionChanged
+from ufs.errors import UfsError, UfsVersionChanged
 from ufs.status import UfsStatus, file_id
 from worker.meta.counters import Counters
 from worker.metrics import Metrics
@@ -173,6 +173,35 @@ class Reader:
         else:
             batch = self._pool.submit(self._pages.fill_run, pages, fetch, status.uri)
         ahead.extend((page.index, batch, position) for position, page in enumerate(pages))
+
+    def store_whole(self, files: Sequence[UfsStatus]) -> list[UfsStatus]:
+        """Cache small files (a page or less each, nothing read from them yet) without serving
+        them: all read from the UFS in one batch (``Ufs.read_files``) and stored together
+        (``PageStore.put_many``), for a load job, where one UFS request and one page store
+        write per file would cost more than the files. Returns the files whose read failed
+        (any error, a changed version, the UFS not answering), for the caller to read the
+        usual way, which reports and records what went wrong."""
+        if not files:
+            return []
+        since = self._pages.mark()
+        started = time.perf_counter()
+        try:
+            outcomes = self._ufs.read_files(files)
+        except UfsError:
+            return list(files)
+        self._metrics.ufs_latency.labels("read").observe(time.perf_counter() - started)
+        pages: list[tuple[PageId, bytes, str]] = []
+        failed: list[UfsStatus] = []
+        for status, outcome in zip(files, outcomes, strict=True):
+            if isinstance(outcome, bytes) and len(outcome) == status.size:
+                pages.append((PageId(file_id(status.uri), status.version, 0), outcome, status.uri))
+            else:
+                failed.append(status)
+        results = self._pages.put_many(pages, since)
+        self.counters.add("page_misses", len(pages))
+        self._count("ufs", sum(len(data) for _, data, _ in pages))
+        self._metrics.cache_failures.inc(sum(result.failed for result in results))
+        return failed
 
     def _fetch_pages(self, status: UfsStatus, first: int, count: int) -> list[bytes]:
         """Pages ``first`` to ``first + count - 1`` of ``status``'s version in one UFS read."""

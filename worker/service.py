@@ -281,6 +281,20 @@ class WorkerService:
                 raise
         return self._open(self.meta.get_status(status.uri, sync_interval=0), span, cache, ramp)
 
+    def cache_whole(self, files: Sequence[UfsStatus]) -> Sequence[UfsStatus]:
+        """Cache small files a load job listed (a page or less each), many at a time
+        (``Reader.store_whole``). Returns those it leaves to :meth:`read`, which reports and
+        records what is wrong with them: the ones whose read failed, the ones a per-path rule
+        or the cache policy serves pass-through, and the ones that lead outside the mount
+        roots by now (the roots are checked again here, as a read checks them)."""
+        inside = {id(status) for status in self.roots.visible(files)}
+        batch: list[UfsStatus] = []
+        rest: list[UfsStatus] = []
+        for status in files:
+            cached = id(status) in inside and pathconf.resolve(self.config, status.uri).cache
+            (batch if cached and self.reader.policy.caches(status.uri) else rest).append(status)
+        return [*rest, *self.reader.store_whole(batch)]
+
     def _open(self, status: UfsStatus, span: Span, cache: bool, ramp: bool) -> ReadResult:
         if status.is_dir:
             raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")

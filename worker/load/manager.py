@@ -169,7 +169,8 @@ class LoadManager:
         outcome = JobState.FAILED
         try:
             parallelism = self._options.parallelism_for(root.uri)
-            JobWork(self._service, job, root, parallelism).run()
+            batch = self._options.fill_batch_for(root.uri)
+            JobWork(self._service, job, root, parallelism, batch).run()
             outcome = JobState.CANCELLED if job.cancel.is_set() else JobState.DONE
         except Exception as exc:  # any failure ends the job, recorded on it
             log.warning("load job %s on %s failed", job.id, job.path, exc_info=True)

@@ -37,4 +37,20 @@ class LoadOptions:
 
     def parallelism_for(self, uri: str) -> int:
         """Listings and fills at once for a job on ``uri`` (a canonical URI)."""
-        return self.parallelism_local if uris.split(uri)[0] == "file" else self.parallelism
+        return self.parallelism_local if _local(uri) else self.parallelism
+
+    @staticmethod
+    def fill_batch_for(uri: str) -> int:
+        """Files one fill task of a job on ``uri`` reads. On a local UFS the small ones are one
+        request (``Ufs.read_files``), so a batch amortises the hops to the pool and to the UFS
+        thread; on an object store each file is a request of its own, and batches stay small
+        so that the fills of a large directory spread over the pool."""
+        return LOCAL_FILL_BATCH if _local(uri) else FILL_BATCH
+
+
+FILL_BATCH = 32
+LOCAL_FILL_BATCH = 256
+
+
+def _local(uri: str) -> bool:
+    return uris.split(uri)[0] == "file"

@@ -1,7 +1,10 @@
 """What one load job does: list the directories under its path and read each file through the
 cache (or, for a metadata-only job, only list), with a bounded number of listings and fills
 running at once (``dora.worker.load.parallelism``, or ``.parallelism.local`` on a local UFS), so a
-slow UFS call holds up only one of them.
+slow UFS call holds up only one of them. Files of a page or less are cached many at a time
+(``WorkerService.cache_whole``: one UFS request and one page store write for a batch of a local
+UFS's files), as a 100k-file load would otherwise spend its time in per-file overheads; what
+that cannot cache is read the usual way.
 
 A file or subdirectory that fails (outside the mount roots through a symlink, vanished, denied,
 unreadable) is counted and noted on the job, and the job goes on; only a failure to list the
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 from ufs.errors import UfsError
 from ufs.status import UfsStatus, file_id
 from worker.load.job import LoadJob
+from worker.load.options import FILL_BATCH
 from worker.meta.errors import MetaError
 
 if TYPE_CHECKING:
@@ -29,22 +33,26 @@ log = logging.getLogger(__name__)
 # Failures of one file or directory that a job expects and records; anything else is a bug,
 # recorded as well but logged with its traceback.
 _EXPECTED = (UfsError, MetaError, OSError, ValueError)
-# Files one fill task reads: enough to amortise handing work to a pool thread, few enough that
-# the fills of a large directory still spread over the pool.
-FILL_BATCH = 32
 
 
 class JobWork:
-    """Runs one job's listings and fills on a pool of ``parallelism`` threads. The pool lives
-    as long as :meth:`run`; everything else is touched by the calling thread only."""
+    """Runs one job's listings and fills on a pool of ``parallelism`` threads, ``batch`` files
+    per fill. The pool lives as long as :meth:`run`; everything else is touched by the calling
+    thread only."""
 
     def __init__(
-        self, service: WorkerService, job: LoadJob, root: UfsStatus, parallelism: int
+        self,
+        service: WorkerService,
+        job: LoadJob,
+        root: UfsStatus,
+        parallelism: int,
+        batch: int = FILL_BATCH,
     ) -> None:
         self._service = service
         self._job = job
         self._root = root
         self._parallelism = parallelism
+        self._batch = batch
         self._dirs: deque[str] = deque()
         self._files: deque[UfsStatus] = deque()
         self._listing: dict[Future[list[UfsStatus]], str] = {}
@@ -75,8 +83,8 @@ class JobWork:
 
     def _next_task(self, pool: ThreadPoolExecutor) -> Future[list[UfsStatus]] | None:
         # Fill before listing further once a batch is ready, so found files stay few.
-        if len(self._files) >= FILL_BATCH or (self._files and not self._dirs):
-            batch = [self._files.popleft() for _ in range(min(FILL_BATCH, len(self._files)))]
+        if len(self._files) >= self._batch or (self._files and not self._dirs):
+            batch = [self._files.popleft() for _ in range(min(self._batch, len(self._files)))]
             return pool.submit(self._fill, batch)
         if self._dirs:
             directory = self._dirs.popleft()
@@ -112,18 +120,34 @@ class JobWork:
         self._files.extend(found)
 
     def _fill(self, files: list[UfsStatus]) -> list[UfsStatus]:
-        for status in files:
-            if self._job.cancel.is_set():
+        service, job = self._service, self._job
+        cached = service.pages.cached_bytes_many([(file_id(f.uri), f.version) for f in files])
+        todo: list[UfsStatus] = []
+        for status, have in zip(files, cached, strict=True):
+            # Already cached (a job run again, a file read meanwhile): nothing to read.
+            if have >= status.size:
+                job.count(files_done=1, bytes_done=status.size)
+            else:
+                todo.append(status)
+        # Small files are read and stored many at a time; the rest, and the small ones that
+        # could not be, one by one through reads.
+        small = [f for f in todo if 0 < f.size <= service.page_size]
+        large = [f for f in todo if not 0 < f.size <= service.page_size]
+        if small and not job.cancel.is_set():
+            left = service.cache_whole(small)
+            job.count(
+                files_done=len(small) - len(left),
+                bytes_done=sum(f.size for f in small) - sum(f.size for f in left),
+            )
+            small = list(left)
+        for status in [*small, *large]:
+            if job.cancel.is_set():
                 break
-            _load_file(self._service, self._job, status)
+            _load_file(service, job, status)
         return []
 
 
 def _load_file(service: WorkerService, job: LoadJob, status: UfsStatus) -> None:
-    # Already cached (a job run again, a file read meanwhile): nothing to read.
-    if service.pages.cached_bytes(file_id(status.uri), status.version) >= status.size:
-        job.count(files_done=1, bytes_done=status.size)
-        return
     try:
         result = service.read(status.uri, 0, None, sync_interval=-1)
         for chunk in result.chunks:
