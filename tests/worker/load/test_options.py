@@ -1,8 +1,8 @@
-"""Load jobs' settings: a local UFS has a parallelism of its own."""
+"""Load jobs' settings: a local UFS has a parallelism and a fill batch of its own."""
 
 from config import load_config
 from worker.keys import build_registry
-from worker.load.options import LoadOptions
+from worker.load.options import FILL_BATCH, LOCAL_FILL_BATCH, LoadOptions
 
 
 def options(*defines: str) -> LoadOptions:
@@ -18,3 +18,9 @@ def test_a_job_on_a_local_ufs_gets_the_local_parallelism() -> None:
 def test_the_defaults_keep_a_local_ufs_to_one_thread() -> None:
     defaults = options()
     assert (defaults.parallelism_for("file:///data"), defaults.parallelism_for("s3://b")) == (1, 8)
+
+
+def test_fills_on_a_local_ufs_take_larger_batches() -> None:
+    defaults = options()
+    assert defaults.fill_batch_for("file:///data") == LOCAL_FILL_BATCH > FILL_BATCH
+    assert defaults.fill_batch_for("s3://bucket/data") == FILL_BATCH
