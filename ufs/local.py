@@ -13,7 +13,7 @@ import secrets
 import shutil
 import stat
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import suppress
 from functools import partial
 
@@ -79,23 +79,37 @@ def _resolve_existing(path: str) -> str:
         os.close(fd)
 
 
-def plain_entries(path: str) -> tuple[str, frozenset[str]] | None:
+def plain_entries(
+    path: str, names: Collection[str] | None = None
+) -> tuple[str, frozenset[str]] | None:
     """The absolute path directory ``path`` resolves to (every symlink followed) and the
     names in it that are not symlinks, both read through one descriptor of that very
     directory, so no change of the names leading to it can make them disagree. One scan
     (``getdents``, whose entry types the kernel gives for free) instead of an ``lstat`` per
-    name. None where the platform cannot name a descriptor (no /proc). Raises OSError as
-    ``os.open`` and ``os.scandir`` do (ENOENT, ENOTDIR, ELOOP, EACCES)."""
+    name; with ``names``, only those, one ``lstat`` each through the descriptor, for a few
+    names of what may be a large directory (a name that is gone is left out). None where the
+    platform cannot name a descriptor (no /proc). Raises OSError as ``os.open`` and
+    ``os.scandir`` do (ENOENT, ENOTDIR, ELOOP, EACCES)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
             real = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             return None
+        if names is not None:
+            return real, frozenset(name for name in names if _plain_at(fd, name))
         with os.scandir(fd) as entries:
             return real, frozenset(entry.name for entry in entries if not entry.is_symlink())
     finally:
         os.close(fd)
+
+
+def _plain_at(directory_fd: int, name: str) -> bool:
+    try:
+        st = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return not stat.S_ISLNK(st.st_mode)
 
 
 class LocalBackend:

@@ -20,7 +20,9 @@ deletes of a swapped path remain exposed for the width of one request.
 Cost: a listing (:meth:`MountRoots.visible`) resolves each directory its entries are in once
 and reads which of its names are symlinks from one scan of that very directory (a descriptor,
 not its name); an entry that is no symlink lies where the directory does, so only links are
-resolved one by one, and the window above is no wider for it. Nothing is kept from one call to
+resolved one by one, and the window above is no wider for it. A load job's batch of files, a
+few of what may be a huge directory, has each name looked up alone through that descriptor
+instead (``scan=False``), so a batch costs its own size. Nothing is kept from one call to
 the next (a resolution kept longer would stretch that window from one request to the life of
 the cache), and whether an entry is a link is read anew rather than carried from the backend's
 own scan: a listing the worker serves from its cache may be an hour old, and is checked as the
@@ -87,7 +89,7 @@ class MountRoots:
             raise translate(exc, "resolve", canonical) from exc
         return self._real_inside(real)
 
-    def visible(self, entries: Iterable[UfsStatus]) -> list[UfsStatus]:
+    def visible(self, entries: Iterable[UfsStatus], *, scan: bool = True) -> list[UfsStatus]:
         """The listing entries that may be served; the others are left out.
 
         Left out rather than failing the listing: a single link planted in a shared directory
@@ -95,25 +97,42 @@ class MountRoots:
         leaks nothing — a link's status is its target's, so even its size would tell.
         Exactly the entries :meth:`check` passes, most of them settled cheaply (see the
         module docstring): meant for the listing of a directory, as each directory holding
-        local entries is scanned once, however few of its entries are given.
+        local entries is scanned once, however few of its entries are given. With ``scan``
+        False, each local entry's name is looked up alone instead (one ``lstat`` through a
+        descriptor of its directory): for a few files of what may be large directories (a
+        load job's batch), where a scan per batch would cost the whole directory each time.
         """
+        entries = list(entries)
+        names: dict[str, set[str]] | None = None
+        if not scan:
+            names = {}
+            for entry in entries:
+                directory, _, name = entry.uri.rpartition("/")
+                names.setdefault(directory, set()).add(name)
         directories: dict[str, frozenset[str] | bool] = {}
         return [
             entry
             for entry in entries
-            if self._settled(entry.uri, directories) or self._allows(entry.uri)
+            if self._settled(entry.uri, directories, names) or self._allows(entry.uri)
         ]
 
-    def _settled(self, uri: str, directories: dict[str, frozenset[str] | bool]) -> bool:
+    def _settled(
+        self,
+        uri: str,
+        directories: dict[str, frozenset[str] | bool],
+        names: dict[str, set[str]] | None,
+    ) -> bool:
         """True if ``uri`` is sure to pass :meth:`check`: its directory is canonical and
         named inside the roots, its name a canonical segment, and, for a local directory,
-        the directory resolved inside the roots (scanned once per listing, in
-        ``directories``) and the name no symlink in that very directory, so it resolves to a
-        name inside the directory's resolution. False settles nothing."""
+        the directory resolved inside the roots (looked at once per call, in
+        ``directories``: scanned, or only for the ``names`` given in it) and the name no
+        symlink in that very directory, so it resolves to a name inside the directory's
+        resolution. False settles nothing."""
         directory, _, name = uri.rpartition("/")
         plain = directories.get(directory)
         if plain is None:
-            plain = directories[directory] = self._plain_inside(directory)
+            wanted = None if names is None else names[directory]
+            plain = directories[directory] = self._plain_inside(directory, wanted)
         if plain is not True and (plain is False or name not in plain):
             return False
         try:
@@ -122,12 +141,12 @@ class MountRoots:
             return False
         return True
 
-    def _plain_inside(self, directory: str) -> frozenset[str] | bool:
+    def _plain_inside(self, directory: str, names: set[str] | None) -> frozenset[str] | bool:
         """Which names in ``directory`` are sure to stay inside the roots: for a local
-        directory, those that are no symlinks, if it is canonical and both named and resolved
-        inside the roots; for any other (names are all there is), True, every name, if it is
-        canonical and named inside; False, none, otherwise or where that cannot be told this
-        way."""
+        directory, those that are no symlinks (among ``names`` if given), if it is canonical
+        and both named and resolved inside the roots; for any other (names are all there is),
+        True, every name, if it is canonical and named inside; False, none, otherwise or where
+        that cannot be told this way."""
         if not self._named_inside(directory):
             return False
         try:
@@ -138,7 +157,7 @@ class MountRoots:
         if not directory.startswith(_FILE):
             return True
         try:
-            scanned = plain_entries(directory[len(_FILE) :])
+            scanned = plain_entries(directory[len(_FILE) :], names)
         except (UfsInvalidPath, OSError):
             return False
         if scanned is None or not self._real_inside(scanned[0]):

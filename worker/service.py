@@ -287,7 +287,9 @@ class WorkerService:
         records what is wrong with them: the ones whose read failed, the ones a per-path rule
         or the cache policy serves pass-through, and the ones that lead outside the mount
         roots by now (the roots are checked again here, as a read checks them)."""
-        inside = {id(status) for status in self.roots.visible(files)}
+        # By name, not by scanning each directory: a batch is a few files of what may be a
+        # directory of 100k, and a scan per batch would make a job quadratic in its size.
+        inside = {id(status) for status in self.roots.visible(files, scan=False)}
         batch: list[UfsStatus] = []
         rest: list[UfsStatus] = []
         for status in files:

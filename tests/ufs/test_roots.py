@@ -131,7 +131,10 @@ def _checked(roots: MountRoots, entries: list[UfsStatus]) -> list[UfsStatus]:
         ("up", []),
     ],
 )
-def test_visible_is_exactly_what_check_passes(tree: Path, listed: str, shown: list[str]) -> None:
+@pytest.mark.parametrize("scan", [True, False], ids=["scanned", "by-name"])
+def test_visible_is_exactly_what_check_passes(
+    tree: Path, listed: str, shown: list[str], scan: bool
+) -> None:
     (tree / "outside" / "dir" / "plain.txt").write_bytes(b"outside")
     (tree / "root" / "real" / "back").symlink_to(tree / "root")
     for directory in (tree / "root", tree / "root" / "real", tree / "outside" / "dir"):
@@ -140,7 +143,7 @@ def test_visible_is_exactly_what_check_passes(tree: Path, listed: str, shown: li
     roots = MountRoots([f"file://{tree}/root"])
     names = [*sorted(os.listdir(tree / "root" / listed)), "gone"]
     entries = [dir_status(uri(tree, f"{listed}/{name}".lstrip("/")), name) for name in names]
-    visible = roots.visible(entries)
+    visible = roots.visible(entries, scan=scan)
     assert visible == _checked(roots, entries)
     assert sorted(entry.name for entry in visible) == shown
 
@@ -167,7 +170,8 @@ def test_visible_resolves_only_the_links(tree: Path, monkeypatch: pytest.MonkeyP
     assert sorted(resolved) == ["in", "out"]
 
 
-def test_visible_closes_the_directories_it_opens(tree: Path) -> None:
+@pytest.mark.parametrize("scan", [True, False], ids=["scanned", "by-name"])
+def test_visible_closes_the_directories_it_opens(tree: Path, scan: bool) -> None:
     roots = MountRoots([f"file://{tree}/root"])
     entries = [
         dir_status(uri(tree, f"{listed}/{name}".lstrip("/")), name)
@@ -175,8 +179,35 @@ def test_visible_closes_the_directories_it_opens(tree: Path) -> None:
         for name in ("file.txt", "sub", "passwd")
     ]
     before = sorted(os.listdir("/proc/self/fd"))
-    roots.visible(entries)
+    roots.visible(entries, scan=scan)
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_visible_by_name_looks_at_the_given_names_only(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few files of a large directory (a load job's batch) cost what they are, not what
+    the directory holds: no scan, and only the links are resolved."""
+    directory = tree / "root" / "many"
+    directory.mkdir()
+    for index in range(50):
+        (directory / f"f{index:02d}").write_bytes(b"x")
+    (directory / "out").symlink_to(tree / "outside" / "secret.txt")
+    entries = [e for e in Ufs().list(f"file://{directory}") if e.name in ("f07", "f08", "out")]
+    roots = MountRoots([f"file://{tree}/root"])
+    resolved: list[str] = []
+
+    def counting(path: str) -> str:
+        resolved.append(os.path.basename(path))
+        return resolve(path)
+
+    def no_scan(path: object) -> None:
+        raise AssertionError(f"scanned {path}")
+
+    monkeypatch.setattr(roots_module, "resolve", counting)
+    monkeypatch.setattr(os, "scandir", no_scan)
+    assert [e.name for e in roots.visible(entries, scan=False)] == ["f07", "f08"]
+    assert resolved == ["out"]
 
 
 def test_resolve_follows_the_kernel(tree: Path) -> None:
