@@ -1,17 +1,27 @@
-"""The local backend's own rules for symlinks and for the status a write answers (the contract
-suite covers the rest)."""
+"""The local backend's own rules for symlinks, for the status a write answers and for a batch
+read (one hop to a UFS thread, one deadline); the contract suite covers the rest."""
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-from ufs.adapter import Ufs
+from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsInvalidPath, UfsVersionChanged
+from ufs.errors import (
+    UfsError,
+    UfsInvalidPath,
+    UfsIsADirectory,
+    UfsUnavailable,
+    UfsVersionChanged,
+)
 from ufs.local import LocalBackend, path_of
 from ufs.status import UfsStatus
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -112,3 +122,70 @@ def test_a_write_answers_what_it_wrote_whatever_happens_to_the_file_next(
     mtime_ns = before.st_mtime_ns
     assert status == UfsStatus(uri, "f", False, 7, mtime_ns, f"7-{mtime_ns}", None)
     assert os.path.exists(tmp_path / "f") == (race is _replace)  # the race really happened
+
+
+def _swapped_for_a_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _swapped_for_a_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+@pytest.mark.parametrize(
+    ("swap", "error"),
+    [(_swapped_for_a_fifo, UfsInvalidPath), (_swapped_for_a_directory, UfsIsADirectory)],
+    ids=["fifo", "directory"],
+)
+def test_read_files_refuses_what_a_read_refuses(
+    tmp_path: Path, swap: Callable[[Path], None], error: type[UfsError]
+) -> None:
+    """A listed file replaced by something that is no regular file before the batch reads it:
+    that file's outcome is the error a read raises (a FIFO is never opened for reading, so no
+    thread waits for a writer), and the rest of the batch is read."""
+    ufs = Ufs()
+    listed = ufs.write(f"file://{tmp_path}/swapped", b"listed")
+    other = ufs.write(f"file://{tmp_path}/other", b"other")
+    swap(tmp_path / "swapped")
+    outcome, data = ufs.read_files([listed, other])
+    assert isinstance(outcome, error) and data == b"other"
+    with pytest.raises(error, match=re.escape(str(outcome))):
+        ufs.read(listed.uri, 0, listed.size, version=listed.version)
+
+
+class _CountingRunner(ThreadRunner):
+    def __init__(self) -> None:
+        super().__init__(threads=1)
+        self.calls = 0
+
+    def run(self, fn: Callable[[], T], deadline: Deadline) -> T:
+        self.calls += 1
+        return super().run(fn, deadline)
+
+
+def test_read_files_hands_a_local_batch_to_one_thread_under_one_deadline(
+    tmp_path: Path,
+) -> None:
+    """The point of a batch: one hop to a UFS thread for all its files. A hung mount (the
+    one thread blocked in a real read of a pipe) fails the whole batch at the deadline, as
+    any call fails."""
+    runner = _CountingRunner()
+    ufs = Ufs(UfsOptions(call_deadline_ms=300), backends={"file": LocalBackend(runner)})
+    files = [ufs.write(f"file://{tmp_path}/f{n}", bytes([n]) * 10) for n in range(20)]
+    runner.calls = 0
+    assert ufs.read_files(files) == [bytes([n]) * 10 for n in range(20)]
+    assert runner.calls == 1
+    read_end, write_end = os.pipe()
+    try:
+        runner.spawn(lambda: os.read(read_end, 1))  # a hung mount holds the one thread
+        deadline = r"read .*/f0 and 19 more within 0.3s \(dora.ufs.call.deadline\)"
+        with pytest.raises(UfsUnavailable, match=deadline) as raised:
+            ufs.read_files(files)
+        assert raised.value.retry_after == 1
+        os.write(write_end, b"x")  # the storage answers again
+        assert ufs.read_files(files[:1]) == [bytes(10)]
+    finally:
+        os.close(write_end)
+        os.close(read_end)
