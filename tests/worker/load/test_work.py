@@ -5,6 +5,7 @@ kept out of the cache by a path rule after the listing are handled as a read han
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -136,6 +137,29 @@ def test_small_files_are_read_in_one_request_and_stored_together_in_a_pack(
     after = service.reader.counters.snapshot()
     assert after["bytes_from_ufs"] == reads["bytes_from_ufs"]  # all from the cache
     assert after["bytes_from_cache"] - reads.get("bytes_from_cache", 0) == 8 * 1500
+
+
+def test_files_of_every_size_are_loaded_and_counted_as_reads_count_them(
+    make_service: Make, data_dir: Path
+) -> None:
+    """Files up to a page (the last exactly one) go through the batch, a larger and an empty
+    one the usual way: the job's counters and the worker's read statistics come out as if
+    every file had been read, and every file is then served from the cache."""
+    service = make_service()
+    (data_dir / "s").mkdir()
+    sizes = [n * 100 for n in range(1, 41)] + [service.page_size, service.page_size + 10, 0]
+    files = {data_dir / "s" / f"f{n:02}": os.urandom(size) for n, size in enumerate(sizes)}
+    for path, data in files.items():
+        path.write_bytes(data)
+    progress = run(service, data_dir / "s").to_dict()
+    counts = (progress["files_total"], progress["files_done"], progress["files_failed"])
+    assert counts == (43, 43, 0)
+    assert progress["bytes_done"] == progress["bytes_total"] == sum(sizes)
+    loaded = service.reader.counters.snapshot()
+    assert (loaded["bytes_from_ufs"], loaded["page_misses"]) == (sum(sizes), 41 + 2)
+    for path, data in files.items():
+        assert b"".join(service.read(f"file://{path}").chunks) == data
+    assert service.reader.counters.snapshot()["bytes_from_ufs"] == sum(sizes)
 
 
 def held(service: WorkerService, ufs: HeldUfs, top: Path, directory: Path) -> LoadJob:
