@@ -28,6 +28,7 @@ from pathlib import Path
 from config import load_config
 from worker.keys import build_registry
 from worker.load import JobState
+from worker.server import tune_gc
 from worker.service import WorkerService
 
 
@@ -42,6 +43,7 @@ def make_dataset(root: Path, files: int, dirs: int, size: int) -> None:
 
 
 def open_worker(work: Path, data: Path, defines: list[str]) -> WorkerService:
+    tune_gc()  # as a worker process does
     config = load_config(
         build_registry(),
         environ={},
