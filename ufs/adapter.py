@@ -159,43 +159,38 @@ class Ufs:
 
     def read_files(self, files: Sequence[UfsStatus]) -> Sequence[bytes | UfsError]:
         """Each file read whole, its bytes guaranteed to be its status's version as
-        :meth:`read` guarantees them, with one deadline for them all (a local UFS reads them
-        in one request): per file, the bytes or the error :meth:`read` would raise. All files
-        are of one scheme (ValueError otherwise). Raises UfsUnavailable for them all when the
-        UFS does not answer in time; no retries (a failed file is the caller's to read
-        again)."""
+        :meth:`read` guarantees them: per file, the bytes or the error :meth:`read` would
+        raise. All files are of one scheme (ValueError otherwise).
+
+        A local UFS reads them in one request to a UFS thread, under one deadline for them all
+        (raising UfsUnavailable for them all when it does not answer in time; no retries, a
+        failed file is the caller's to read again): for small files the hop costs more than the
+        read. Any other store reads each file as :meth:`read` does, with its own deadline and
+        retries, as one request per file is all an object store offers and a batch of them
+        under one deadline would fail whole on a slow store."""
         if not files:
             return []
         scheme = uris.split(files[0].uri)[0]
         if any(uris.split(f.uri)[0] != scheme for f in files):
             raise ValueError(f"files of more than one scheme: {[f.uri for f in files]}")
         backend = self._backend(scheme)
+        if not isinstance(backend, LocalBackend):
+            return [self._read_whole(status) for status in files]
         requests = [(f.uri, f.size, f.version) for f in files]
         what = f"{files[0].uri} and {len(files) - 1} more" if len(files) > 1 else files[0].uri
         outcomes: Sequence[bytes | Exception] = self._call(
             "read", what, partial(backend.read_whole, requests), retry=False
         )
         return [
-            self._read_outcome(backend, status, outcome)
-            for status, outcome in zip(files, outcomes, strict=True)
+            outcome if isinstance(outcome, (bytes, UfsError)) else translate(outcome, "read", s.uri)
+            for s, outcome in zip(files, outcomes, strict=True)
         ]
 
-    def _read_outcome(
-        self, backend: UfsBackend, status: UfsStatus, outcome: bytes | Exception
-    ) -> bytes | UfsError:
-        if isinstance(outcome, UfsError):
-            return outcome
-        if isinstance(outcome, Exception):
-            return translate(outcome, "read", status.uri)
-        if backend.pins_versions:
-            return outcome
+    def _read_whole(self, status: UfsStatus) -> bytes | UfsError:
         try:
-            current = self.status(status.uri).version
+            return self.read(status.uri, 0, status.size, status.version)
         except UfsError as exc:
             return exc
-        if current != status.version:
-            return UfsVersionChanged(status.uri, status.version, current)
-        return outcome
 
     def open(self, uri: str) -> IO[bytes]:
         """A file object that streams the file's current version in large ranged reads; a

@@ -8,7 +8,7 @@ suite (``tests/ufs/contract.py``) runs over every backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Protocol
 
 from fsspec.spec import AbstractFileSystem
@@ -57,14 +57,6 @@ class UfsBackend(Protocol):
         """Bytes ``[offset, offset+length)``, fewer at the end of the file. With
         ``pins_versions`` and a ``version``, raises UfsVersionChanged if the file is not at
         that version; otherwise ``version`` is ignored."""
-        ...
-
-    def read_whole(
-        self, files: Sequence[tuple[str, int, str]], deadline: Deadline
-    ) -> Sequence[bytes | Exception]:
-        """Files ``(uri, size, version)`` read whole (``size`` bytes from 0), each as
-        :meth:`read` reads it, all by ``deadline``: the bytes or the storage's error, per file.
-        Raises DeadlineExceeded for them all."""
         ...
 
     def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:

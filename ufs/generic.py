@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -23,7 +23,7 @@ from fsspec.spec import AbstractFileSystem
 
 from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK
-from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner, run_coroutine
+from ufs.deadline import Deadline, ThreadRunner, run_coroutine
 from ufs.errors import UfsInvalidPath, UfsNotADirectory
 from ufs.status import UfsStatus, dir_status, file_status
 
@@ -100,21 +100,6 @@ class FsspecBackend:
     ) -> bytes:
         data = self.call(deadline, "cat_file", self.path(uri), start=offset, end=offset + length)
         return bytes(data)
-
-    def read_whole(
-        self, files: Sequence[tuple[str, int, str]], deadline: Deadline
-    ) -> Sequence[bytes | Exception]:
-        # One request per file: an object store has no batch read, and each request waits on
-        # the network, not on a thread hop.
-        outcomes: list[bytes | Exception] = []
-        for uri, size, version in files:
-            try:
-                outcomes.append(self.read(uri, 0, size, version, deadline))
-            except DeadlineExceeded:
-                raise
-            except Exception as exc:  # noqa: BLE001 - one file's error is its outcome
-                outcomes.append(exc)
-        return outcomes
 
     def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
         self.call(deadline, "pipe_file", self.path(uri), data)
