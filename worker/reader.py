@@ -189,7 +189,8 @@ class Reader:
             outcomes = self._ufs.read_files(files)
         except UfsError:
             return list(files)
-        self._metrics.ufs_latency.labels("read").observe(time.perf_counter() - started)
+        # A batch's own label: its time is many files', not one read's.
+        self._metrics.ufs_latency.labels("read_batch").observe(time.perf_counter() - started)
         pages: list[tuple[PageId, bytes, str]] = []
         failed: list[UfsStatus] = []
         for status, outcome in zip(files, outcomes, strict=True):
