@@ -85,6 +85,9 @@ class StoreStats:
     dirs_in_service: int = 1
     restored_pages: int = 0
     restore_seconds: float = 0.0
+    pack_bytes: int = 0
+    """Bytes of the pack files on disk: their stored pages, entry headers and removed entries
+    not yet given back (``used_bytes`` counts only stored pages' data)."""
 
     @property
     def puts(self) -> int:

@@ -311,6 +311,11 @@ class PageDir:
             finally:
                 os.close(fd)
 
+    def pack_bytes(self) -> int:
+        """Bytes of this directory's packs (given out to entries, written or being written)."""
+        with self._pack_lock:
+            return sum(pack.end for pack in self._packs.values())
+
     def take_sparse(self) -> list[PageKey]:
         """The pages still stored in packs that became sparse (see ``Pack.sparse``) since the
         last call: the store drops them so those packs can go."""

@@ -621,4 +621,5 @@ class LocalPageStore(BasePageStore):
                 dirs_in_service=sum(1 for d in self._dirs if d.in_service),
                 restored_pages=self._restored_pages,
                 restore_seconds=self._restore_seconds,
+                pack_bytes=sum(d.disk.pack_bytes() for d in self._dirs if d.in_service),
             )

@@ -74,6 +74,11 @@ class _StateCollector(Collector):
             "dora_page_store_used_bytes", "Bytes of pages on disk", value=self._pages.used_bytes
         )
         yield GaugeMetricFamily(
+            "dora_page_store_pack_bytes",
+            "Bytes of pack files on disk (small pages, with entry headers and removed entries)",
+            value=stats.pack_bytes,
+        )
+        yield GaugeMetricFamily(
             "dora_page_store_capacity_bytes",
             "Page store capacity",
             value=self._pages.capacity_bytes,

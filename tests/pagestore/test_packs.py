@@ -254,3 +254,18 @@ def test_packs_of_another_page_size_are_removed(
     assert not any(other.has_page(p) for p in PAGES[:2])
     other.close()  # joins the restore, which removes old layouts once it is done
     assert not old.exists() and not old.parent.exists()
+
+
+def test_stats_count_the_bytes_of_the_packs(tmp_path: Path, opened: list[LocalPageStore]) -> None:
+    store = open_store(tmp_path, opened)
+    with mock.patch("pagestore.disk.PACK_BYTES", 10 * SMALL):
+        put_small(store, PAGES[:10])  # seals the first pack
+        put_small(store, PAGES[10:12])
+    first, second = packs(tmp_path)
+    sizes = first.stat().st_size + second.stat().st_size
+    assert store.stats().pack_bytes == sizes
+    assert store.stats().used_bytes == 12 * SMALL < sizes  # data only
+    for page_id in PAGES[:10]:
+        store.delete_file(page_id.file_id)
+    store.close()  # the janitor has unlinked the emptied pack
+    assert not first.exists() and store.stats().pack_bytes == second.stat().st_size

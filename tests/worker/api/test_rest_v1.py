@@ -1,6 +1,7 @@
 """The REST v1 contract of DESIGN.md, in process, over a local-directory UFS."""
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -230,6 +231,9 @@ def test_probes_metrics_and_stats(api: Api, data_dir: Path) -> None:
     assert 'dora_metadata_hits_total{tier="memory"}' in text
     assert "dora_ufs_call_seconds_bucket" in text
     assert "dora_page_store_capacity_bytes" in text
+    # The 100-byte file's page is in a pack, with its entry's and page's headers.
+    (pack_bytes,) = re.findall(r"^dora_page_store_pack_bytes (\S+)$", text, re.MULTILINE)
+    assert float(pack_bytes) > 100
     stats = api.get("/v1/stats").json()
     assert (stats["bytes_from_ufs"], stats["bytes_from_cache"]) == (100, 100)
 
