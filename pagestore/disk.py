@@ -343,14 +343,7 @@ class PageDir:
         """A batch per pack, oldest first; each pack is read whole once. Entries are taken up
         to the first whose header is torn; a page whose key was met before (a removal lost
         in a crash) is marked removed. Packs found are sealed: writing starts a new one."""
-        found: list[tuple[int, os.DirEntry[str]]] = []
-        for entry in _entries(Path(path)):
-            number = pack_of(entry.name)
-            if number is not None and entry.is_file(follow_symlinks=False):
-                found.append((number, entry))
-            else:
-                logger.warning("leaving %s alone: not a file of the page store", entry.path)
-        found.sort(key=lambda pair: pair[0])
+        found = sorted(_own_packs(Path(path)), key=lambda pair: pair[0])
         with self._pack_lock:
             self._next_pack = max([self._next_pack, *(n + 1 for n, _ in found)])
         for number, entry in found:
@@ -400,10 +393,9 @@ class PageDir:
                 continue
             for bucket in _entries(Path(layout.path)):
                 if bucket.name == PACKS and bucket.is_dir(follow_symlinks=False):
-                    for entry in _entries(Path(bucket.path)):
-                        if pack_of(entry.name) is not None and entry.is_file(follow_symlinks=False):
-                            _unlink_quietly(entry.path)
-                            removed += 1
+                    for _, entry in _own_packs(Path(bucket.path)):
+                        _unlink_quietly(entry.path)
+                        removed += 1
                     _rmdir_if_empty(bucket.path)
                 elif is_bucket(bucket.name) and bucket.is_dir(follow_symlinks=False):
                     for entry in self._own_files(Path(bucket.path)):
@@ -445,6 +437,16 @@ def _entries(path: Path) -> list[os.DirEntry[str]]:
             return list(entries)
     except FileNotFoundError:
         return []
+
+
+def _own_packs(directory: Path) -> Iterator[tuple[int, os.DirEntry[str]]]:
+    """The packs in a packs directory, by number; other files are left out (and logged)."""
+    for entry in _entries(directory):
+        number = pack_of(entry.name)
+        if number is not None and entry.is_file(follow_symlinks=False):
+            yield number, entry
+        else:
+            logger.warning("leaving %s alone: not a file of the page store", entry.path)
 
 
 def _page(entry: os.DirEntry[str], page_size: int) -> ScanEntry | None:

@@ -3,9 +3,10 @@ page costs a write, not a file creation.
 
 Loading 100k small files into the store as a page file each costs two file creations per file
 (the page and its file's URI record), and this disk creates files at 3-30k per second: the
-creations, not the bytes, bound such a load. A pack holds the pages up to :data:`PACK_LIMIT`
-bytes, each with its file's URI, and is appended to until it reaches :data:`PACK_BYTES`; then it
-is sealed and the next one starts.
+creations, not the bytes, bound such a load. A pack holds the pages :func:`packed` sends it
+(short of a whole page, up to ``dora.worker.page.store.pack.limit`` bytes), each with its file's
+URI, and is appended to until it reaches :data:`PACK_BYTES`; then it is sealed and the next one
+starts.
 
 An entry, little-endian::
 
