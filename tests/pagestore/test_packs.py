@@ -49,6 +49,15 @@ def packs(root: Path) -> list[Path]:
     return sorted(root.rglob("*.pack"))
 
 
+def closed_pack(root: Path, stores: list[LocalPageStore], pages: list[PageId]) -> Path:
+    """Store ``pages`` in a store on ``root``, close it, and return the one pack they went to."""
+    store = open_store(root, stores)
+    put_small(store, pages)
+    store.close()
+    (pack,) = packs(root)
+    return pack
+
+
 def put_small(store: LocalPageStore, pages: list[PageId]) -> list[PutResult]:
     since = store.mark()
     return store.put_many([(p, content(p, SMALL), uri(p)) for p in pages], since)
@@ -86,9 +95,7 @@ def test_larger_pages_and_a_zero_limit_keep_page_files(
 def test_a_restart_restores_packed_pages_with_their_uris(
     tmp_path: Path, opened: list[LocalPageStore]
 ) -> None:
-    store = open_store(tmp_path, opened)
-    put_small(store, PAGES)
-    store.close()
+    closed_pack(tmp_path, opened, PAGES)
     store = open_store(tmp_path, opened)
     assert all(store.get(p) == content(p, SMALL) for p in PAGES)
     # The URI came back from the pack: a prefix invalidation finds the files.
@@ -150,10 +157,7 @@ def test_a_flipped_byte_fails_that_page_only(tmp_path: Path, opened: list[LocalP
 def test_a_torn_tail_keeps_the_entries_before_it(
     tmp_path: Path, opened: list[LocalPageStore]
 ) -> None:
-    store = open_store(tmp_path, opened)
-    put_small(store, PAGES[:5])
-    store.close()
-    pack = packs(tmp_path)[0]
+    pack = closed_pack(tmp_path, opened, PAGES[:5])
     raw = pack.read_bytes()
     pack.write_bytes(raw[: len(raw) - 10])  # the last page cut short
     with pack.open("ab") as handle:
@@ -167,10 +171,7 @@ def test_a_torn_tail_keeps_the_entries_before_it(
 def test_other_files_in_the_packs_directory_are_left_alone(
     tmp_path: Path, opened: list[LocalPageStore]
 ) -> None:
-    store = open_store(tmp_path, opened)
-    put_small(store, PAGES[:2])
-    store.close()
-    pack = packs(tmp_path)[0]
+    pack = closed_pack(tmp_path, opened, PAGES[:2])
     foreign = [pack.parent / "notes.txt", pack.parent / "7.pack.bak"]
     for path in foreign:
         path.write_text("not ours")
@@ -246,10 +247,7 @@ def test_a_page_size_page_is_never_packed(tmp_path: Path, opened: list[LocalPage
 def test_packs_of_another_page_size_are_removed(
     tmp_path: Path, opened: list[LocalPageStore]
 ) -> None:
-    store = open_store(tmp_path, opened)
-    put_small(store, PAGES[:2])
-    store.close()
-    (old,) = packs(tmp_path)
+    old = closed_pack(tmp_path, opened, PAGES[:2])
     other = open_local(make_options(tmp_path, 8, page_size=2 * PAGE_SIZE, pack_limit=LIMIT))
     assert not any(other.has_page(p) for p in PAGES[:2])
     other.close()  # joins the restore, which removes old layouts once it is done
