@@ -66,6 +66,17 @@ class Fill:
 
 
 @dataclass(frozen=True)
+class DirUsage:
+    """One page directory's use: data bytes of its pages against its capacity."""
+
+    path: str
+    used_bytes: int
+    capacity_bytes: int
+    in_service: bool
+    files: int
+
+
+@dataclass(frozen=True)
 class StoreStats:
     """A snapshot of a store's counters and gauges."""
 
@@ -88,6 +99,8 @@ class StoreStats:
     pack_bytes: int = 0
     """Bytes of the pack files on disk: their stored pages, entry headers and removed entries
     not yet given back (``used_bytes`` counts only stored pages' data)."""
+    dirs: tuple[DirUsage, ...] = ()
+    """Each directory's use, for a store that has directories."""
 
     @property
     def puts(self) -> int:

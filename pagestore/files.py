@@ -81,6 +81,7 @@ class FileTable:
 
     def __init__(self) -> None:
         self._files: dict[str, _File] = {}
+        self._live = 0  # files with a reference: counted as they change, not by a scan
 
     def acquire(self, file_id: str, uri: str) -> bool:
         """Take a reference for a page about to be written; True if the writer must write the
@@ -88,6 +89,7 @@ class FileTable:
         entry = self._files.get(file_id)
         if entry is None:
             entry = self._files[file_id] = _File(uri)
+        self._live += entry.refs == 0
         entry.refs += 1
         return entry.record is not _Record.WRITTEN
 
@@ -103,6 +105,7 @@ class FileTable:
         entry = self._files.setdefault(file_id, _File(uri))
         if recorded:
             entry.record = _Record.WRITTEN
+        self._live += entry.refs == 0
         entry.refs += 1
 
     def release(self, file_id: str) -> bool:
@@ -115,6 +118,7 @@ class FileTable:
         entry.refs -= 1
         if entry.refs:
             return False
+        self._live -= 1
         if entry.record is _Record.WRITTEN:
             entry.record = _Record.REMOVING
             return True
@@ -135,6 +139,10 @@ class FileTable:
         entry.record = None
         return entry.uri
 
+    def __len__(self) -> int:
+        """Files with pages stored or being written."""
+        return self._live
+
     def under(self, prefix: str) -> list[str]:
         """The ids of files with pages whose URI is under ``prefix`` (see :func:`uri_under`)."""
         return [
@@ -146,3 +154,4 @@ class FileTable:
     def clear(self) -> None:
         """Forget every file (the directory is out of service; its records stay on disk)."""
         self._files.clear()
+        self._live = 0

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pagestore.api import Lookup, PageRead, PageStore, PutResult, StoreStats
+from pagestore.api import DirUsage, Lookup, PageRead, PageStore, PutResult, StoreStats
 from pagestore.base import BasePageStore, Count, Invalidation, check_pages, check_range
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
@@ -622,4 +622,8 @@ class LocalPageStore(BasePageStore):
                 restored_pages=self._restored_pages,
                 restore_seconds=self._restore_seconds,
                 pack_bytes=sum(d.disk.pack_bytes() for d in self._dirs if d.in_service),
+                dirs=tuple(
+                    DirUsage(str(d.disk.root), d.used, d.capacity, d.in_service, len(d.files))
+                    for d in self._dirs
+                ),
             )

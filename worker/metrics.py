@@ -6,6 +6,7 @@ one scrape of ``/metrics`` has them all."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 from prometheus_client import (
@@ -136,6 +137,14 @@ class Metrics:
             "Reads that fell back to the UFS because the page store failed",
             registry=self.registry,
         )
+        self.last_errors: dict[str, tuple[float, str]] = {}
+        """The last error answered per catalogue code: when (epoch s) and its message. Each
+        assignment replaces one entry whole, so readers on other threads see a pair or none."""
+
+    def error_answered(self, code: str, message: str) -> None:
+        """Count an error answer and remember it as the last of its code."""
+        self.errors.labels(code).inc()
+        self.last_errors[code] = (time.time(), message)
 
     def watch(
         self,

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from config import Config
 from worker.cli.common import config_options, load
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-from worker.cluster.status import ClusterStatus, cluster_status, format_table
+from worker.cluster.status import cluster_status, format_table
 
 EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
@@ -46,29 +45,10 @@ def list_workers(args: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     finally:
         etcd.close()
-    print(json.dumps(_as_json(status), indent=2) if args.json else format_table(status))
+    print(json.dumps(status.to_dict(), indent=2) if args.json else format_table(status))
     return 0
 
 
 def _timeout_s(config: Config) -> float:
     timeout_ms: int = config.get(cluster_keys.ETCD_TIMEOUT)
     return timeout_ms / 1000
-
-
-def _as_json(status: ClusterStatus) -> dict[str, Any]:
-    return {
-        "cluster": status.name,
-        "feed_revision": status.feed_revision,
-        "workers": [
-            {
-                "id": m.id,
-                "address": m.info.name,
-                "online": m.online,
-                "applied_revision": m.applied,
-                "lag": m.lag,
-                "capacity_bytes": m.info.capacity_bytes,
-                "started_ms": m.info.started_ms,
-            }
-            for m in status.members
-        ],
-    }

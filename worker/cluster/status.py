@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from config.units import format_size
 from worker.cluster import layout
@@ -30,6 +31,25 @@ class ClusterStatus:
     name: str
     feed_revision: int
     members: tuple[MemberStatus, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The snapshot as JSON (``dora cluster ls --json``, ``/v1/cluster``)."""
+        return {
+            "cluster": self.name,
+            "feed_revision": self.feed_revision,
+            "workers": [
+                {
+                    "id": m.id,
+                    "address": m.info.name,
+                    "online": m.online,
+                    "applied_revision": m.applied,
+                    "lag": m.lag,
+                    "capacity_bytes": m.info.capacity_bytes,
+                    "started_ms": m.info.started_ms,
+                }
+                for m in self.members
+            ],
+        }
 
 
 def cluster_status(etcd: Etcd, cluster: str) -> ClusterStatus:

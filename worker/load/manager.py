@@ -90,6 +90,12 @@ class LoadManager:
             self._prune()
             return self._jobs.get(job_id)
 
+    def jobs(self) -> list[LoadJob]:
+        """Every job still in the history, oldest first."""
+        with self._cond:
+            self._prune()
+            return sorted(self._jobs.values(), key=lambda job: job.submitted_at)
+
     def latest(self, path: str) -> LoadJob | None:
         """The newest job submitted for ``path`` (a canonical URI) still in the history, or
         None. For surfaces that name load jobs by path, as Alluxio's REST API does."""

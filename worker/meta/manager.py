@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from config import Config
@@ -193,6 +193,13 @@ class MetadataManager:
             return None
         self._counters.add("memory_hits")
         return _answer(uri, entry, version)
+
+    def peek(self, uris: Sequence[str]) -> list[UfsStatus | None]:
+        """The memory tier's status of each of ``uris`` (canonical), None where it holds none
+        or a negative entry: no I/O, no freshness rule, nothing counted. For showing what the
+        worker holds (the console), never for serving."""
+        entries = [self._statuses.get(uri) for uri in uris]
+        return [None if entry is None else entry.status for entry in entries]
 
     def list_status(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
         """The children of directory ``uri`` with their statuses; the listing is cached and
@@ -600,6 +607,10 @@ class MetadataManager:
         counts["flights_merged"] = self._status_flights.merged + self._list_flights.merged
         counts.update(self._store.stats())
         return counts
+
+    def entries(self) -> dict[str, int]:
+        """How many statuses (negative ones included) and listings the memory tier holds."""
+        return {"memory_statuses": len(self._statuses), "memory_listings": len(self._listings)}
 
     def persistence_state(self) -> PersistenceState:
         """Whether the metastore persists what the worker learns: PERSISTING, or MEMORY_ONLY (a
