@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from worker import keys, pathconf
 from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
+from worker.insight import History, TopFiles
 from worker.load import LoadManager
 from worker.meta import keys as meta_keys
 from worker.meta.counters import Counters
@@ -112,6 +114,9 @@ class WorkerService:
         if generations is not None:
             meta.count_changes(generations)
         self.loads = LoadManager(self)
+        self.started_at = time.time()
+        self.history = History(self.stats)
+        self.top_files = TopFiles()
         # The worker cannot see a same-host client's reads of its page files; what it can
         # count is the cached bytes it handed out for them (the client counts what it read).
         self._located = Counters(("short_circuit_located_bytes",))
@@ -159,6 +164,7 @@ class WorkerService:
         if self._closed:
             return
         self._closed = True
+        self.history.close()
         self.loads.close()
         self.reader.close()
         self.meta.close()
@@ -301,6 +307,7 @@ class WorkerService:
         if status.is_dir:
             raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
         offset, length = span.resolve(status.size)
+        self.top_files.record(status.uri, length)
         chunks = self.reader.chunks(status, offset, length, cache=cache, ramp=ramp)
         first = next(chunks, b"")
         return ReadResult(status, offset, length, self._watched(status.uri, first, chunks))
@@ -465,6 +472,9 @@ class WorkerService:
             "metadata_misses": meta.get("misses", 0),
             "metadata_ufs_calls": meta.get("ufs_calls", 0),
             "pages_cached": page_stats.pages,
+            "page_evictions": page_stats.evictions,
+            "pages_invalidated": page_stats.invalidated_pages,
+            "metadata_invalidations": meta.get("invalidations", 0),
             "page_store_used_bytes": page_stats.used_bytes,
             "page_store_capacity_bytes": page_stats.capacity_bytes,
         }

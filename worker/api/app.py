@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
 from worker import keys
-from worker.api import alluxio, rest_v1, webhdfs
+from worker.api import alluxio, console, rest_v1, webhdfs
 from worker.api.access import ACCESS_LOG, AccessLog
 from worker.api.contract import UNAUTHORIZED
 from worker.api.params import Lean
@@ -42,7 +42,12 @@ from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
 
-SURFACES: tuple[Surface, ...] = (rest_v1.SURFACE, alluxio.SURFACE, webhdfs.SURFACE)
+SURFACES: tuple[Surface, ...] = (
+    rest_v1.SURFACE,
+    alluxio.SURFACE,
+    webhdfs.SURFACE,
+    console.SURFACE,
+)
 """Every surface the worker serves. A new protocol is one more entry here."""
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -102,7 +107,7 @@ def _answer_error(surface: Surface, exc: BaseException, metrics: Metrics) -> Res
         kind, message = catalogue.INTERNAL, f"internal error: {type(exc).__name__}"
     else:
         message = str(exc)
-    metrics.errors.labels(kind.code).inc()
+    metrics.error_answered(kind.code, message)
     return surface.render_error(kind, message, catalogue.headers_for(exc))
 
 
@@ -187,8 +192,8 @@ def _invalid(
 
     async def handle(request: Request, exc: RequestValidationError) -> Response:
         kind = catalogue.kind_for_code("BadRequest")
-        metrics.errors.labels(kind.code).inc()
         message = "; ".join(_broken_rule(error) for error in exc.errors())
+        metrics.error_answered(kind.code, message)
         return owner(surfaces, request.url.path).render_error(kind, message, {})
 
     return handle
@@ -220,15 +225,15 @@ def _unrouted(
         else:
             kind = catalogue.kind_for_code("NoSuchRoute")
             message = f"{what}: no such route"
-        metrics.errors.labels(kind.code).inc()
+        metrics.error_answered(kind.code, message)
         return owner(surfaces, request.url.path).render_error(kind, message, headers)
 
     return handle
 
 
 class TokenCheck:
-    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` and the owning
-    surface's ``open_paths`` must carry the token
+    """Pure ASGI middleware: a request to any path but :data:`OPEN_PATHS` and the surfaces'
+    ``open_paths`` must carry the token
     the way the surface owning its path takes credentials (:attr:`Surface.credential`; a
     bearer header by default), else it is answered 401 in that surface's shape. Stateless, so
     safe for concurrent requests."""
@@ -240,15 +245,13 @@ class TokenCheck:
         self._token = token
         self._surfaces = surfaces
         self._metrics = metrics
+        self._open = OPEN_PATHS.union(*(surface.open_paths for surface in surfaces))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in self._open:
             await self.app(scope, receive, send)
             return
         surface = owner(self._surfaces, scope["path"])
-        if scope["path"] in surface.open_paths:
-            await self.app(scope, receive, send)
-            return
         given = surface.credential(scope)
         if given is not None and hmac.compare_digest(given, self._token):
             await self.app(scope, receive, send)

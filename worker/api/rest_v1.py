@@ -22,7 +22,7 @@ from starlette.responses import Response
 from ufs.status import UfsStatus
 from worker import keys
 from worker.api import contract as c
-from worker.api import locate, params
+from worker.api import insight, locate, params
 from worker.api.body import Batch, PagedBody, file_chunks, pull, spool_body
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
@@ -303,6 +303,7 @@ SURFACE = Surface(
             _json(c.LoadJob, "Cancel a load job", only=(404,)),
         ),
         *locate.ROUTES,
+        *insight.ROUTES,
     ),
     render_error=error_response,
 )

@@ -1,0 +1,210 @@
+"""The operator's view as JSON, part of REST v1: what the console draws, for any dashboard too.
+
+- ``GET /v1/overview``: version, uptime, configuration sources, mount roots, readiness and
+  restore, UFS health (latency quantiles, the last unavailability), security, the page store
+  per directory and the metadata tiers;
+- ``GET /v1/history``: the counters sampled every few seconds over the last hour;
+- ``GET /v1/files/top``: the files read most through this worker, with how much is cached;
+- ``GET /v1/jobs``: every load job the worker remembers;
+- ``GET /v1/cluster``: with etcd, every worker as ``dora cluster ls --json`` shows it, each with
+  its own counters as it answers them (its hit ratio), or why it could not be asked.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from typing import Annotated, Any
+
+import httpx
+from fastapi import Query
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from ufs.status import file_id
+from worker import keys
+from worker.api import contract as c
+from worker.api.jsonbody import json_response
+from worker.api.surface import Route
+from worker.cluster import keys as cluster_keys
+from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
+from worker.cluster.status import cluster_status
+from worker.insight import histogram_quantiles
+from worker.service import WorkerService
+
+PEER_TIMEOUT_S = 2.0
+"""How long ``/v1/cluster`` waits for each worker's own counters."""
+
+
+async def overview(service: WorkerService) -> Response:
+    return json_response(await run_in_threadpool(describe, service))
+
+
+def describe(service: WorkerService) -> dict[str, Any]:
+    """What ``/v1/overview`` answers."""
+    page_stats = service.pages.stats()
+    return {
+        "version": metadata.version("doracache"),
+        "started_at": service.started_at,
+        "uptime_s": round(time.time() - service.started_at, 1),
+        "config_sources": service.config.sources(),
+        "mount_roots": list(service.roots.roots),
+        "readiness": service.readiness(),
+        "restore": {
+            "ready": page_stats.ready,
+            "restored_pages": page_stats.restored_pages,
+            "restore_seconds": round(page_stats.restore_seconds, 3),
+        },
+        "ufs": _ufs_health(service),
+        "security": {"token": bool(service.config.get(keys.TOKEN))},
+        "page_store": {
+            "pages": page_stats.pages,
+            "files": sum(d.files for d in page_stats.dirs),
+            "used_bytes": page_stats.used_bytes,
+            "capacity_bytes": page_stats.capacity_bytes,
+            "evictions": page_stats.evictions,
+            "invalidated_pages": page_stats.invalidated_pages,
+            "dirs": [
+                {
+                    "path": d.path,
+                    "used_bytes": d.used_bytes,
+                    "capacity_bytes": d.capacity_bytes,
+                    "in_service": d.in_service,
+                    "files": d.files,
+                }
+                for d in page_stats.dirs
+            ],
+        },
+        "metadata": {**service.meta.counters(), **service.meta.entries()},
+        "stats": service.stats(),
+    }
+
+
+def _ufs_health(service: WorkerService) -> dict[str, Any]:
+    """Latency quantiles of the UFS data reads since start (from the latency histogram's
+    buckets, as Prometheus would compute them) and the last time the UFS was unavailable."""
+    buckets: dict[float, float] = {}
+    for family in service.metrics.ufs_latency.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                bound = float(sample.labels["le"])
+                buckets[bound] = buckets.get(bound, 0.0) + sample.value
+    quantiles = histogram_quantiles(buckets.items(), (0.5, 0.99))
+    last = service.metrics.last_errors.get("UfsUnavailable")
+    return {
+        "reads": int(max(buckets.values(), default=0)),
+        "latency_p50_ms": _ms(quantiles[0.5]),
+        "latency_p99_ms": _ms(quantiles[0.99]),
+        "last_error": None if last is None else {"at": last[0], "message": last[1]},
+    }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 3)
+
+
+async def history(
+    service: WorkerService,
+    since: Annotated[
+        float | None, Query(ge=0, description="Only samples taken after this epoch second.")
+    ] = None,
+) -> Response:
+    service.history.start()  # a worker nobody looks at samples nothing
+    return json_response(
+        {"period_s": service.history.period_s, "samples": service.history.samples(since)}
+    )
+
+
+async def top_files(
+    service: WorkerService,
+    limit: Annotated[int, Query(ge=1, le=1000, description="How many files.")] = 20,
+) -> Response:
+    return json_response({"files": await run_in_threadpool(_top_files, service, limit)})
+
+
+def _top_files(service: WorkerService, limit: int) -> list[dict[str, Any]]:
+    reads = service.top_files.top(limit)
+    statuses = service.meta.peek([r.uri for r in reads])
+    known = [(r, s) for r, s in zip(reads, statuses, strict=True) if s is not None]
+    cached = service.pages.cached_bytes_many([(file_id(s.uri), s.version) for _, s in known])
+    return [
+        {
+            "uri": r.uri,
+            "reads": r.reads,
+            "bytes_read": r.bytes,
+            "size": s.size,
+            "version": s.version,
+            "cached_bytes": c,
+            "cached_fraction": 1.0 if s.size == 0 else round(c / s.size, 4),
+        }
+        for (r, s), c in zip(known, cached, strict=True)
+    ]
+
+
+async def jobs(service: WorkerService) -> Response:
+    return json_response({"jobs": [job.to_dict() for job in service.loads.jobs()]})
+
+
+async def cluster(service: WorkerService) -> Response:
+    return json_response(await run_in_threadpool(_cluster, service))
+
+
+def _cluster(service: WorkerService) -> dict[str, Any]:
+    endpoints: list[str] = service.config.get(cluster_keys.ETCD_ENDPOINTS)
+    if not endpoints:
+        return {"cluster": None, "etcd": [], "workers": []}
+    etcd = Etcd(endpoints, service.config.get(cluster_keys.ETCD_TIMEOUT) / 1000)
+    try:
+        snapshot = cluster_status(etcd, service.config.get(cluster_keys.CLUSTER_NAME))
+    except (EtcdUnavailable, EtcdError) as exc:
+        return {"cluster": None, "etcd": endpoints, "workers": [], "error": str(exc)}
+    finally:
+        etcd.close()
+    answer = snapshot.to_dict()
+    answer["etcd"] = endpoints
+    token = service.config.get(keys.TOKEN)
+    online = [w for w in answer["workers"] if w["online"]]
+    with ThreadPoolExecutor(max(1, min(8, len(online)))) as pool:
+        for worker, peer in zip(
+            online, pool.map(lambda w: _peer_stats(w["address"], token), online), strict=True
+        ):
+            worker.update(peer)
+    for worker in answer["workers"]:
+        worker["console"] = f"http://{worker['address']}/ui/"
+    return answer
+
+
+def _peer_stats(address: str, token: str | None) -> dict[str, Any]:
+    """A worker's own counters, or why they could not be had."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        answer = httpx.get(f"http://{address}/v1/stats", headers=headers, timeout=PEER_TIMEOUT_S)
+        answer.raise_for_status()
+        stats: dict[str, int] = answer.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        return {"stats": None, "stats_error": f"{type(exc).__name__}: {exc}"}
+    served = stats.get("page_hits", 0) + stats.get("page_misses", 0)
+    ratio = None if served == 0 else round(stats.get("page_hits", 0) / served, 4)
+    return {"stats": stats, "hit_ratio": ratio}
+
+
+ROUTES = (
+    Route("GET", "/v1/overview", overview, {"summary": "The worker at a glance"}),
+    Route(
+        "GET",
+        "/v1/history",
+        history,
+        {"summary": "Counters over the last hour", "responses": c.errors(400)},
+    ),
+    Route(
+        "GET",
+        "/v1/files/top",
+        top_files,
+        {"summary": "The files read most", "responses": c.errors(400)},
+    ),
+    Route("GET", "/v1/jobs", jobs, {"summary": "Every load job the worker remembers"}),
+    Route(
+        "GET", "/v1/cluster", cluster, {"summary": "The cluster's workers, each with its counters"}
+    ),
+)
