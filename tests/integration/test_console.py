@@ -75,6 +75,7 @@ def cluster(
                 f"dora.worker.security.token={TOKEN}",
                 "dora.worker.load.threads=1",
                 "dora.worker.load.parallelism=1",
+                "dora.worker.http.access.log=true",
             )
             data = base / f"data{i}"
             data.mkdir()
@@ -90,7 +91,10 @@ def cluster(
         proxy.stop()
         etcd.stop()
     for worker in made:
-        assert "Traceback" not in worker.log()
+        log = worker.log()
+        assert "Traceback" not in log
+        assert "GET /v1/stats" in log  # the access log was on, and the token never in it
+        assert TOKEN not in log
 
 
 @pytest.fixture(scope="module")
