@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from config import Config
 from worker.cli.common import config_options, load
 from worker.cluster import keys as cluster_keys
-from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-from worker.cluster.status import ClusterStatus, cluster_status, format_table
+
+if TYPE_CHECKING:
+    from worker.cluster.status import ClusterStatus
 
 EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
@@ -30,6 +31,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def list_workers(args: argparse.Namespace) -> int:
+    # The etcd client only for this command: every other `dora` command starts without it.
+    from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
+    from worker.cluster.status import cluster_status, format_table
+
     config = load(args)
     endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
     if not endpoints:
