@@ -21,10 +21,10 @@ COPY ufs /opt/doracache/src/ufs/
 COPY pagestore /opt/doracache/src/pagestore/
 COPY worker /opt/doracache/src/worker/
 
-# The package and its runtime dependencies only (no dev or spark extras). pip's cache is a
-# build cache mount, so it stays out of the image.
+# The package with the worker's dependencies (the [worker] extra; no dev or spark extras). pip's
+# cache is a build cache mount, so it stays out of the image.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install /opt/doracache/src
+    python -m pip install '/opt/doracache/src[worker]'
 
 USER 10001:10001
 WORKDIR /home/dora

@@ -21,7 +21,6 @@ import fsspec
 from fsspec.spec import AbstractFileSystem
 
 from config import Config
-from ufs import s3
 from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK, UfsBackend
 from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner
@@ -94,7 +93,9 @@ class Ufs:
     def _make_backend(self, scheme: str) -> UfsBackend:
         if scheme == "file":
             return LocalBackend(self._threads)
-        if scheme in s3.SCHEMES:
+        if scheme in uris.S3_SCHEMES:
+            from ufs import s3  # s3fs and botocore: only for a process that reaches S3
+
             return s3.S3Backend(scheme, self.options, self._threads)
         filesystem = fsspec.filesystem(scheme, skip_instance_cache=True)
         return FsspecBackend(scheme, filesystem, self._threads)

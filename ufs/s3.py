@@ -23,7 +23,6 @@ from ufs.generic import FsspecBackend, unquoted_etag
 from ufs.options import UfsOptions
 from ufs.status import UfsStatus
 
-SCHEMES = ("s3", "s3a")
 PART_SIZE = WRITE_CHUNK  # S3 wants parts of at least 5 MiB, all but the last
 MAX_PUT = 5 << 30  # the largest object S3 takes in one PUT
 

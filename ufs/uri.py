@@ -15,6 +15,8 @@ from ufs.errors import UfsInvalidPath
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 # Enough rounds to expose a traversal hidden under several layers of percent-encoding.
 _UNQUOTE_ROUNDS = 3
+S3_SCHEMES = ("s3", "s3a")
+"""Schemes served by the S3 backend (``ufs.s3``)."""
 _BAD_SEGMENTS = frozenset({"", ".", ".."})
 
 

@@ -9,7 +9,8 @@ import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
 from worker import logs, pathconf
-from worker.api import access, alluxio_keys
+from worker.api import alluxio_keys
+from worker.api import keys as api_keys
 from worker.cluster import keys as cluster_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
@@ -147,7 +148,7 @@ KEYS: list[PropertyKey[Any]] = [
     USER_CLIENT_READ_PARALLELISM,
     USER_CLIENT_SHORT_CIRCUIT,
     USER_CLIENT_NEAR_CACHE,
-    access.ACCESS_LOG,
+    api_keys.ACCESS_LOG,
     logs.LOG_FORMAT,
 ]
 

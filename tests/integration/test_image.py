@@ -140,13 +140,14 @@ def chart_values() -> dict[str, Any]:
 # --- what the Dockerfile says, against the chart --------------------------------------------
 
 
-def test_base_is_slim_python_311_and_the_package_is_installed_without_extras(
+def test_base_is_slim_python_311_and_the_package_is_installed_with_the_worker_extra(
     dockerfile: list[Instruction],
 ) -> None:
     assert only(dockerfile, "FROM").rest.startswith("python:3.11-slim")
     (install,) = pip_installs(dockerfile)
     sources = [word for word in install[4:] if not word.startswith("-")]
-    assert sources == ["/opt/doracache/src"]  # no [dev] or [spark] extras, no other package
+    # the worker's packages, no [dev] or [spark] extras, no other package
+    assert sources == ["/opt/doracache/src[worker]"]
 
 
 def test_every_copied_source_is_in_the_build_context(dockerfile: list[Instruction]) -> None:

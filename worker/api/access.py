@@ -2,7 +2,7 @@
 ``worker.access`` logger: method, path (with query; credentials left out), status, body bytes
 sent, duration, and for a read the cache outcome (``hit``: every byte from the page store,
 ``miss``: every byte from the UFS, ``partial``: both; ``-``: no file bytes). Switched by
-:data:`ACCESS_LOG`."""
+:data:`worker.api.keys.ACCESS_LOG`."""
 
 from __future__ import annotations
 
@@ -12,16 +12,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from config.keys import KeyType, PropertyKey
 from worker.reader import SERVED
-
-ACCESS_LOG: PropertyKey[bool] = PropertyKey(
-    "dora.worker.http.access.log",
-    KeyType.BOOL,
-    "false",
-    "Log one line per request (method, path, status, bytes, duration, cache outcome) to "
-    "worker.access.",
-)
 
 log = logging.getLogger("worker.access")
 

@@ -33,8 +33,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from worker import errors as catalogue
 from worker import keys
 from worker.api import alluxio, console, rest_v1, webhdfs
-from worker.api.access import ACCESS_LOG, AccessLog
+from worker.api.access import AccessLog
 from worker.api.contract import UNAUTHORIZED
+from worker.api.keys import ACCESS_LOG
 from worker.api.params import Lean
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics

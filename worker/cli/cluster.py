@@ -9,8 +9,6 @@ import sys
 from config import Config
 from worker.cli.common import config_options, load
 from worker.cluster import keys as cluster_keys
-from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-from worker.cluster.status import cluster_status, format_table
 
 EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
@@ -29,6 +27,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def list_workers(args: argparse.Namespace) -> int:
+    # The etcd client only for this command: every other `dora` command starts without it.
+    from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
+    from worker.cluster.status import cluster_status, format_table
+
     config = load(args)
     endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
     if not endpoints:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from config import ConfigError
 from worker import logs
 from worker.cli.common import config_options, load_quietly, warn_about
-from worker.server import ProcessOptions, serve
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,6 +29,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def start_worker(args: argparse.Namespace) -> int:
+    # The server's packages only here: `dora fs` and the client need none of them, and a
+    # client-only install (`pip install doracache`) has none.
+    try:
+        from worker.server import ProcessOptions, serve
+    except ImportError as exc:
+        raise ConfigError(
+            f"dora worker start needs the worker's packages ({exc.name} is missing): "
+            "pip install 'doracache[worker]'"
+        ) from None
     config = load_quietly(args)
     logs.configure(args.log_format or config.get(logs.LOG_FORMAT))
     warn_about(config)

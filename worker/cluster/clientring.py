@@ -7,11 +7,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from worker.client.forksafe import ProcessLocal
 from worker.client.ring import HashRing
-from worker.cluster.etcd import Etcd
-from worker.cluster.members import MembershipView
+
+if TYPE_CHECKING:
+    from worker.cluster.members import MembershipView
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,10 @@ class ClusterRing:
         self._fell_back = False
 
     def _build_view(self) -> MembershipView:
+        # The etcd client (requests, etcd3gw) only for a client that has a cluster to follow.
+        from worker.cluster.etcd import Etcd
+        from worker.cluster.members import MembershipView
+
         etcd = Etcd(self._endpoints, self._timeout_s)
         return MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s).start()
 
