@@ -4,8 +4,9 @@ A client sends ``X-Dora-Revision: R``, the newest feed revision it has seen (its
 or the last answer's). Before the request runs, the worker waits until it has applied R
 (bounded by ``dora.cluster.read.wait``, without holding a thread); if it cannot, the request
 re-checks the UFS instead (sync interval 0). Every answer carries ``X-Dora-Revision``: the
-revision it reflects, which the client sends on its next call to any worker — read-your-writes
-and monotonic reads across workers.
+revision of the newest feed write it reflects, which the client sends on its next call to any
+worker — read-your-writes and monotonic reads across workers. Only feed writes: etcd's own
+revision also counts membership and position writes, which no follower waits on.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ class RevisionMiddleware:
 
         async def stamped(message: Message) -> None:
             if message["type"] == "http.response.start":
-                revision = max(state.revision, self.follower.applied)
+                # Only feed writes: a revision past the last one (membership, positions) would
+                # make the next worker wait for an event that never comes.
+                revision = max(state.revision, self.follower.feed_revision)
                 headers = [*message.get("headers", []), (_HEADER, str(revision).encode())]
                 message = {**message, "headers": headers}
             await send(message)
