@@ -4,9 +4,13 @@ Error policy, in one place:
 
 - a worker that cannot be connected to (refused, connect timeout) never saw the call: any call
   goes on to the next worker on the ring;
-- a worker that dropped the call after it was sent (read timeout, connection reset) may have
-  applied it: an idempotent call is asked once more, then goes on to the next worker; a mutation
-  raises :class:`WorkerUnavailable`;
+- a worker that dropped the call after it was sent (connection reset or closed) may have
+  applied it: an idempotent call is asked once more (a kept connection the worker closed is the
+  usual cause), then goes on to the next worker; a mutation raises :class:`WorkerUnavailable`;
+- a worker that took the call but did not answer in time (a read timeout, or no answer to a
+  liveness probe, :class:`~worker.client.liveness.Unresponsive`) is not asked
+  again: asking a stopped or vanished host once more would cost another timeout, so an
+  idempotent call goes on to the next worker at once (counted as ``unresponsive``);
 - a read whose body is cut after the headers is a version change to check, not a dead worker:
   a worker that finds mid-stream that the file changed cuts the body (it never sends bytes of two
   versions). The same worker is asked again pinned to the version the headers named; a 412 is
@@ -153,7 +157,8 @@ class WorkerClient:
             sleep,
             lean=self._build_lean if transport is None else None,
         )
-        self.aio = AsyncDriver(self._build_async_http, async_sleep)
+        probe_s = options.connect_timeout_s if transport is None else None
+        self.aio = AsyncDriver(self._build_async_http, async_sleep, probe_s)
 
     @property
     def ring(self) -> HashRing:
@@ -268,6 +273,9 @@ class WorkerClient:
             if call.pin_on_cut and cut.response.is_success and version:
                 raise _CutRead(version, cut.cause) from cut.cause
             return (yield from self._dropped(worker, url, call, cut.cause, dropped_once))
+        except httpx.TimeoutException as exc:
+            self.counters.add("unresponsive")
+            return (yield from self._dropped(worker, url, call, exc, dropped_once=True))
         except httpx.TransportError as exc:
             return (yield from self._dropped(worker, url, call, exc, dropped_once))
         self._saw(response)
