@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from worker.client.filesystem import DoraFileSystem
@@ -261,3 +262,32 @@ def test_forged_members_reach_no_ring_location_or_traceback(
         (block,) = answer.json()["BlockLocations"]["BlockLocation"]
         assert set(block["names"]) <= names and block["names"]
     assert all("Traceback" not in worker.log() for worker in workers)
+
+
+def test_open_redirects_to_the_owner_that_block_locations_name(
+    workers: list[ClusterWorker], data: Path, etcd_server: LocalEtcd
+) -> None:
+    """Issue 24: whichever worker a ``webhdfs://`` URL names, OPEN's data step goes to the
+    file's owner on the ring, the host GETFILEBLOCKLOCATIONS names, so a task scheduled there
+    reads from its own host's worker."""
+    fs = client(etcd_server)
+    names = {w.address for w in workers}
+    wait_for(lambda: set(fs.client.ring.workers) == names)
+    moved = 0
+    for i in range(12):
+        (data / f"o{i}").write_bytes(b"x" * i)
+        uri, asked = f"file://{data}/o{i}", workers[i % 3]
+        owner = fs.worker_for(uri)
+        path = f"/webhdfs/v1/file{data}/o{i}"
+        located = asked.http.get(path, params={"op": "GETFILEBLOCKLOCATIONS"}).json()
+        assert [b["names"] for b in located["BlockLocations"]["BlockLocation"]] == (
+            [[owner]] if i else []
+        )
+        opened = asked.http.get(path, params={"op": "OPEN"})
+        assert opened.status_code == 307
+        location = httpx.URL(opened.headers["Location"])
+        assert f"{location.host}:{location.port}" == owner
+        assert location.params["data"] == "true"
+        moved += asked.address != owner
+        assert httpx.get(location).content == b"x" * i
+    assert moved > 0

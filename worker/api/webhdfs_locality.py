@@ -7,6 +7,11 @@ workers in etcd, followed with a watch, as :class:`worker.cluster.clientring.Clu
 for clients), else the static ``dora.user.workers`` list when one is configured (its default,
 one local worker, is no list of the cluster's hosts). With neither, or while etcd lists no
 worker and no static list is set, the answer is the worker that was asked.
+
+``OPEN`` redirects its data step to the owner too (:meth:`Locality.live_owner`), so a task
+reads from its own host's worker whichever worker its ``webhdfs://`` URL names — but only to
+an owner etcd lists as live (its lease is current): a static list says nothing of who is up,
+and a redirect to a dead worker would fail the read that the asked worker could serve.
 """
 
 from __future__ import annotations
@@ -75,12 +80,19 @@ class Locality:
         """``(host, host:port)`` of the worker that owns ``canonical_uri``, or None when no
         member is known (the caller answers itself)."""
         members = self._members()
-        if not members:
-            return None
+        return host_and_name(self._ring_of(members).owner(canonical_uri)) if members else None
+
+    def live_owner(self, canonical_uri: str) -> str | None:
+        """``host:port`` of the owner of ``canonical_uri`` among the workers etcd lists as live,
+        or None without a cluster or with none listed."""
+        live = self._membership().names() if self._endpoints else ()
+        return self._ring_of(live).owner(canonical_uri) if live else None
+
+    def _ring_of(self, members: tuple[str, ...]) -> HashRing:
         ring = self._ring
         if ring is None or ring.workers != members:
             ring = self._ring = HashRing(members, self._virtual_nodes)
-        return host_and_name(ring.owner(canonical_uri))
+        return ring
 
     def _members(self) -> tuple[str, ...]:
         if self._endpoints:
