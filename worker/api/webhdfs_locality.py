@@ -25,7 +25,7 @@ from config.loader import Source
 from worker import keys
 from worker.client.ring import HashRing
 from worker.cluster import keys as cluster_keys
-from worker.cluster.etcd import Etcd
+from worker.cluster.etcd import Credentials, Etcd
 from worker.cluster.members import MembershipView
 
 
@@ -52,12 +52,14 @@ class Locality:
         etcd_endpoints: Sequence[str] = (),
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
+        etcd_credentials: Credentials | None = None,
     ) -> None:
         self._static = tuple(dict.fromkeys(n.strip().rstrip("/") for n in static if n.strip()))
         self._virtual_nodes = virtual_nodes
         self._endpoints = tuple(etcd_endpoints)
         self._cluster = cluster
         self._timeout_s = etcd_timeout_s
+        self._credentials = etcd_credentials
         self._lock = threading.Lock()
         self._etcd: Etcd | None = None
         self._view: MembershipView | None = None
@@ -74,6 +76,7 @@ class Locality:
             endpoints,
             config.get(cluster_keys.CLUSTER_NAME),
             config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            Credentials.from_config(config),
         )
 
     def owner(self, canonical_uri: str) -> tuple[str, str] | None:
@@ -104,7 +107,7 @@ class Locality:
     def _membership(self) -> MembershipView:
         with self._lock:
             if self._view is None:
-                self._etcd = Etcd(self._endpoints, self._timeout_s)
+                self._etcd = Etcd(self._endpoints, self._timeout_s, self._credentials)
                 self._view = MembershipView(
                     self._etcd, self._cluster, idle_timeout_s=5 * self._timeout_s
                 ).start()

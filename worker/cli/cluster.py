@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from config import Config
 from worker.cli.common import config_options, load
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
@@ -38,7 +37,7 @@ def list_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    etcd = Etcd(endpoints, _timeout_s(config))
+    etcd = Etcd.from_config(config)
     try:
         status = cluster_status(etcd, config.get(cluster_keys.CLUSTER_NAME))
     except (EtcdUnavailable, EtcdError) as exc:
@@ -48,11 +47,6 @@ def list_workers(args: argparse.Namespace) -> int:
         etcd.close()
     print(json.dumps(_as_json(status), indent=2) if args.json else format_table(status))
     return 0
-
-
-def _timeout_s(config: Config) -> float:
-    timeout_ms: int = config.get(cluster_keys.ETCD_TIMEOUT)
-    return timeout_ms / 1000
 
 
 def _as_json(status: ClusterStatus) -> dict[str, Any]:

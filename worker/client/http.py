@@ -50,6 +50,7 @@ from worker.client.ring import HashRing
 from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.context import REVISION_HEADER
+from worker.cluster.etcd import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,9 @@ class WorkerClient:
             options.etcd_endpoints,
             options.cluster_name,
             options.etcd_timeout_s,
+            Credentials(options.etcd_user, options.etcd_password or "")
+            if options.etcd_user
+            else None,
         )
         # The newest feed revision seen in an answer: sent with every call, so any worker
         # answers at least as fresh (read-your-writes, monotonic reads across workers).

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from worker.client.forksafe import ProcessLocal
 from worker.client.ring import HashRing
-from worker.cluster.etcd import Etcd
+from worker.cluster.etcd import Credentials, Etcd
 from worker.cluster.members import MembershipView
 
 log = logging.getLogger(__name__)
@@ -31,19 +31,21 @@ class ClusterRing:
         etcd_endpoints: Sequence[str] = (),
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
+        etcd_credentials: Credentials | None = None,
     ) -> None:
         self._virtual_nodes = virtual_nodes
         self._static = HashRing(static_names, virtual_nodes)
         self._endpoints = tuple(etcd_endpoints)
         self._cluster = cluster
         self._timeout_s = etcd_timeout_s
+        self._credentials = etcd_credentials
         self._view = ProcessLocal(self._build_view) if self._endpoints else None
         self._lock = threading.Lock()
         self._built: tuple[int, HashRing] | None = None
         self._fell_back = False
 
     def _build_view(self) -> MembershipView:
-        etcd = Etcd(self._endpoints, self._timeout_s)
+        etcd = Etcd(self._endpoints, self._timeout_s, self._credentials)
         return MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s).start()
 
     @property

@@ -202,7 +202,7 @@ class Follower:
     def _start_afresh(self, reason: str) -> None:
         # The revision first, the reset after: an event at or below it was published before
         # the reset, so what it changed is re-checked; anything later arrives on the watch.
-        revision = self._etcd.revision()
+        revision = self._etcd.revision(self._key)
         log.warning(
             "etcd feed: no saved position; starting at revision %d and re-checking everything "
             "cached so far",

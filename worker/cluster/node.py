@@ -86,12 +86,11 @@ class ClusterNode:
     """
 
     def __init__(self, config: Config, service: WorkerService, host: str, port: int) -> None:
-        endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
         self.cluster: str = config.get(cluster_keys.CLUSTER_NAME)
         ttl_s = max(2, config.get(cluster_keys.LEASE_TTL) // 1000)
         self.timeout_s = config.get(cluster_keys.ETCD_TIMEOUT) / 1000
         self.read_wait_s = config.get(cluster_keys.READ_WAIT) / 1000
-        self.etcd = Etcd(endpoints, self.timeout_s)
+        self.etcd = Etcd.from_config(config)
         started_ms = int(time.time() * 1000)
         self.info = layout.WorkerInfo(host, port, started_ms, service.pages.capacity_bytes)
         self.publisher = Publisher(
