@@ -301,7 +301,7 @@ class WorkerClient:
 
     def _saw(self, response: httpx.Response) -> None:
         seen = response.headers.get(REVISION_HEADER, "")
-        if seen.isdigit() and int(seen) > self.revision:
+        if seen.isascii() and seen.isdigit() and len(seen) <= 19 and int(seen) > self.revision:
             with self._lock:
                 self.revision = max(self.revision, int(seen))
 

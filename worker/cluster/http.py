@@ -72,9 +72,11 @@ def _wanted(scope: Scope) -> int:
     for name, value in scope.get("headers", []):
         if name == _HEADER:
             text = value.decode("latin-1").strip()
-            if not text.isdigit():
+            # ASCII digits only ("²" passes str.isdigit), and no more than an int64 has.
+            if not (text.isascii() and text.isdigit() and len(text) <= 19):
+                shown = text if len(text) <= 40 else text[:40] + "..."
                 raise ValueError(
-                    f"{context.REVISION_HEADER}: expected a non-negative integer, got {text!r}"
+                    f"{context.REVISION_HEADER}: expected a non-negative integer, got {shown!r}"
                 )
             return int(text)
     return 0
