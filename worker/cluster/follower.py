@@ -151,9 +151,12 @@ class Follower:
         """The supervisor: runs the loop until asked to stop, restarting it after a failure."""
         backoff = RETRY_S
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 self._loop()
             except Exception as exc:  # noqa: BLE001 - whatever it was, the feed must go on
+                if time.monotonic() - started > MAX_BACKOFF_S:
+                    backoff = RETRY_S  # it ran a good while: a new failure, not the same one
                 self.failures += 1
                 self.failed, self.connected = True, False
                 self._wake_all()
