@@ -122,6 +122,7 @@ class WorkerService:
         self._located = Counters(("short_circuit_located_bytes",))
         self._closed = False
         self._change_listeners: list[Callable[[list[Event]], None]] = []
+        self._probes: dict[str, Callable[[], tuple[str, bool]]] = {}
         meta.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
 
@@ -179,6 +180,12 @@ class WorkerService:
         """Call ``fn(events)`` after every mutation, once the cache reflects it (the cluster
         publishes them to the other workers). Not thread-safe: add listeners before serving."""
         self._change_listeners.append(fn)
+
+    def add_readiness_probe(self, name: str, probe: Callable[[], tuple[str, bool]]) -> None:
+        """Report ``probe()``'s state under ``name`` in :meth:`readiness`, and ready only while
+        it says the worker may be (the cluster's feed follower). Not thread-safe: add probes
+        before serving."""
+        self._probes[name] = probe
 
     def _changed(self, *events: Event) -> None:
         for fn in self._change_listeners:
@@ -449,12 +456,17 @@ class WorkerService:
         waited for: reads treat unrestored pages as misses (DESIGN.md). ``metastore`` is the
         metastore's persistence state: ``persisting``, or ``memory-only`` once a commit failed
         (the worker still answers, from memory and the UFS, so it stays ready; the state says
-        why its metadata will not survive a restart)."""
-        return {
+        why its metadata will not survive a restart). Each probe adds its state and may make
+        the worker not ready."""
+        answer: dict[str, Any] = {
             "ready": not self._closed,
             "metastore": self.meta.persistence_state().value,
             "pages": "ready" if self.pages.ready else "restoring",
         }
+        for name, probe in self._probes.items():
+            answer[name], ok = probe()
+            answer["ready"] = answer["ready"] and ok
+        return answer
 
     def stats(self) -> dict[str, int]:
         """A JSON-friendly summary for dashboards and the demo."""

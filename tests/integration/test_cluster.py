@@ -1,18 +1,25 @@
 """Three real worker processes and one real etcd (issue 13): changes through one worker reach
 the others at once for a client that carries the revision, deletes too; a killed worker catches
 up from its saved position, and past a compaction re-checks what it cannot prove; a running
-client follows joins and leaves; with etcd down workers serve and clients keep their ring."""
+client follows joins and leaves; with etcd down workers serve and clients keep their ring.
+Forged values written into etcd (issue 23): a feed write that does not decode is skipped,
+counted and answered with a reset, on a running worker and on one catching up after a restart,
+and later changes still arrive; forged member entries reach no ring, no block location and no
+traceback in ``dora cluster ls``."""
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from worker.client.filesystem import DoraFileSystem
+from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.localetcd import LocalEtcd
 
-from .cluster_support import LEASE_TTL_S, ClusterWorker, wait_for
+from .cluster_support import DORA, LEASE_TTL_S, ClusterWorker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -170,3 +177,117 @@ def test_with_etcd_down_workers_serve_and_clients_keep_their_ring(
     wait_for(lambda: fs.client.rings.etcd_available is True)
     for worker in workers:
         wait_for(lambda w=worker: w.status(f"file://{data}/e").json()["size"] == 12)  # type: ignore[misc]
+
+
+CLUSTER = "DefaultAlluxioCluster"
+FORGED_FEED = [
+    b'{"w":"x","t":Infinity,"e":[]}',
+    b'{"w":"x","t":1,"e":[["u","file:///x",NaN,0]]}',
+    b'{"w":"x","t":1,"e":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"w":7,"t":"1","e":{"u":1}}',
+]
+
+
+def test_forged_feed_writes_are_skipped_and_later_changes_still_arrive(
+    workers: list[ClusterWorker], data: Path, etcd_server: LocalEtcd
+) -> None:
+    a, b, _ = workers
+    etcd = Etcd([etcd_server.endpoint], 2.0)
+    uri = f"file://{data}/f"
+    (data / "f").write_bytes(b"1")
+    assert b.status(uri).json()["size"] == 1
+    wait_for(lambda: b.metric("dora_metadata_metastore_pending") == 0)
+    # Forged while B is down: after its restart it catches up through them, not dies on them.
+    b.kill()
+    for raw in FORGED_FEED:
+        etcd.put(layout.feed_key(CLUSTER), raw)
+    b.start()
+    wait_for(lambda: b.metric("dora_cluster_feed_malformed_total") == len(FORGED_FEED))
+    resets = '{reason="malformed"}'
+    assert b.metric("dora_cluster_feed_resets_total", resets) == len(FORGED_FEED)
+    # Forged while B runs.
+    etcd.put(layout.feed_key(CLUSTER), FORGED_FEED[0])
+    wait_for(lambda: b.metric("dora_cluster_feed_malformed_total") == len(FORGED_FEED) + 1)
+    assert b.status(uri).json()["size"] == 1  # cached again after the resets' re-check
+    # At sync interval -1 only the feed can tell B of a change made through A.
+    a.http.put("/v1/write", params={"path": uri}, content=b"22")
+    wait_for(lambda: b.status(uri).json()["size"] == 2)
+    assert b.metric("dora_cluster_feed_follower_up") == 1
+    assert b.metric("dora_cluster_feed_follower_failures_total") == 0
+    ready = b.http.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["feed"] == "following"
+    log = b.log()
+    assert log.count("skipping the malformed write") == len(FORGED_FEED) + 1
+    assert "Traceback" not in log
+
+
+FORGED_MEMBERS = {
+    "infinity": b'{"WorkerNetAddress":{"Host":"10.9.9.9","HttpServerPort":Infinity}}',
+    "string-port": b'{"WorkerNetAddress":{"Host":"10.9.9.9","HttpServerPort":"80"}}',
+    "deep": b"[" * 100_000,
+    "bad-host": b'{"WorkerNetAddress":{"Host":"a b/c","HttpServerPort":80}}',
+}
+
+
+def test_forged_members_reach_no_ring_location_or_traceback(
+    workers: list[ClusterWorker], data: Path, etcd_server: LocalEtcd
+) -> None:
+    etcd = Etcd([etcd_server.endpoint], 2.0)
+    for name, raw in FORGED_MEMBERS.items():
+        etcd.put(layout.live_prefix(CLUSTER) + name, raw)
+        etcd.put(layout.authorized_prefix(CLUSTER) + name, raw)
+    # Well-formed, but filed under a key that is not its address's id.
+    impostor = layout.WorkerInfo("10.9.9.9", 80, 0, 0).encode()
+    etcd.put(layout.live_prefix(CLUSTER) + workers[0].address.replace(":", "-"), impostor)
+    # A position of Unicode digits ("²" passes str.isdigit).
+    position = layout.applied_prefix(CLUSTER) + layout.worker_id("127.0.0.1", workers[0].port)
+    etcd.put(position, "²".encode())
+    listed = subprocess.run(
+        [DORA, "cluster", "ls", f"-Ddora.cluster.etcd.endpoints={etcd_server.endpoint}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr and "10.9.9.9" not in listed.stdout
+    assert "3 of 3 workers online" in listed.stdout
+    names = {w.address for w in workers}
+    for i in range(20):  # enough files that a forged owner would have owned some
+        (data / f"t{i}").write_bytes(b"x")
+        answer = workers[i % 3].http.get(
+            f"/webhdfs/v1/file{data}/t{i}", params={"op": "GETFILEBLOCKLOCATIONS"}
+        )
+        assert answer.status_code == 200, answer.text
+        (block,) = answer.json()["BlockLocations"]["BlockLocation"]
+        assert set(block["names"]) <= names and block["names"]
+    assert all("Traceback" not in worker.log() for worker in workers)
+
+
+def test_open_redirects_to_the_owner_that_block_locations_name(
+    workers: list[ClusterWorker], data: Path, etcd_server: LocalEtcd
+) -> None:
+    """Issue 24: whichever worker a ``webhdfs://`` URL names, OPEN's data step goes to the
+    file's owner on the ring, the host GETFILEBLOCKLOCATIONS names, so a task scheduled there
+    reads from its own host's worker."""
+    fs = client(etcd_server)
+    names = {w.address for w in workers}
+    wait_for(lambda: set(fs.client.ring.workers) == names)
+    moved = 0
+    for i in range(12):
+        (data / f"o{i}").write_bytes(b"x" * i)
+        uri, asked = f"file://{data}/o{i}", workers[i % 3]
+        owner = fs.worker_for(uri)
+        path = f"/webhdfs/v1/file{data}/o{i}"
+        located = asked.http.get(path, params={"op": "GETFILEBLOCKLOCATIONS"}).json()
+        assert [b["names"] for b in located["BlockLocations"]["BlockLocation"]] == (
+            [[owner]] if i else []
+        )
+        opened = asked.http.get(path, params={"op": "OPEN"})
+        assert opened.status_code == 307
+        location = httpx.URL(opened.headers["Location"])
+        assert f"{location.host}:{location.port}" == owner
+        assert location.params["data"] == "true"
+        moved += asked.address != owner
+        assert httpx.get(location).content == b"x" * i
+    assert moved > 0

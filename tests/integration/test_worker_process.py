@@ -145,3 +145,52 @@ def test_dora_fs_sends_the_client_token(tmp_path: Path, data: Path) -> None:
         assert json.loads(allowed.stdout)["size"] == 3 << 20
     finally:
         process.stop()
+
+
+def test_a_long_lived_client_fails_over_from_a_stopped_worker_without_a_second_try(
+    tmp_path: Path, data: Path
+) -> None:
+    """Issue 24: a client whose kept connection leads to a worker that stopped answering (a
+    process stopped with SIGSTOP: its kernel still takes connections) fails over after one
+    unanswered liveness probe, never waits out the read timeout nor asks that worker again."""
+    from config import load_config
+    from worker.client.filesystem import DoraFileSystem
+    from worker.keys import build_registry
+
+    roots = f"dora.worker.ufs.roots=file://{data}"
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    a = WorkerProcess(tmp_path / "a", roots)
+    try:
+        b = WorkerProcess(tmp_path / "b", roots)
+    except BaseException:
+        a.stop()
+        raise
+    config = load_config(
+        build_registry(),
+        environ={},
+        defines=[
+            f"dora.user.workers={a.address},{b.address}",
+            "dora.user.client.connect.timeout=500ms",
+            "dora.user.client.short.circuit.enabled=false",
+        ],
+    )
+    fs = DoraFileSystem(config=config, skip_instance_cache=True, fallback_to_ufs=False)
+    owned = [
+        f"file://{data}/f{i}"
+        for i in range(200)
+        if fs.worker_for(f"file://{data}/f{i}") == a.address
+    ]
+    for uri in owned[:2]:
+        Path(uri[len("file://") :]).write_bytes(uri.encode())
+    try:
+        assert fs.cat(owned[0]) == owned[0].encode()  # keeps a connection to A in this thread
+        a.process.send_signal(signal.SIGSTOP)
+        assert fs.cat(owned[1]) == owned[1].encode()
+        stats = fs.fallback_stats()
+        assert (stats.unresponsive, stats.unreachable) == (1, {a.address: 1})
+        assert stats.failovers >= 1 and stats.ufs_fallbacks == 0
+    finally:
+        a.process.send_signal(signal.SIGCONT)
+        a.stop()
+        b.stop()

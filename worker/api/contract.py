@@ -90,6 +90,7 @@ class Readiness(BaseModel):
     ready: bool
     metastore: str
     pages: str
+    feed: str | None = None  # in a cluster: following, disconnected (etcd down), failed
 
 
 class OctetStream(Response):

@@ -249,7 +249,9 @@ class WebHdfs:
     async def open(self, request: Request, query: Query, path: str) -> Response:
         if self._virtual(path):
             raise IsADirectory(f"Path is not a file: {path}")
-        return await open_file(self.service, request, query, self._uri(path))
+        return await open_file(
+            self.service, request, query, self._uri(path), self.locality.live_owner
+        )
 
     async def page_locations(self, request: Request, query: Query, path: str) -> Response:
         """``GETPAGELOCATIONS``, doracache's own op for its JVM short-circuit reader

@@ -15,7 +15,7 @@ body (up to ``dora.worker.http.max.write.size``) and writes it through the servi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
 from anyio.lowlevel import checkpoint
@@ -50,8 +50,15 @@ class OpenSpan:
         return Window(self.offset, self.length).resolve(size)
 
 
-async def open_file(service: WorkerService, request: Request, query: Query, uri: str) -> Response:
-    """``OPEN``: the redirect to the version-pinned data URL, or the data from ``offset``."""
+async def open_file(
+    service: WorkerService,
+    request: Request,
+    query: Query,
+    uri: str,
+    owner: Callable[[str], str | None] = lambda uri: None,
+) -> Response:
+    """``OPEN``: the redirect to the version-pinned data URL — on the worker ``owner`` names
+    (``host:port``) when it names one, else here — or the data from ``offset``."""
     version = query.text("version")
     interval = query.sync_interval()
     span = OpenSpan(query.long("offset", 0), query.optional_long("length"))
@@ -59,7 +66,9 @@ async def open_file(service: WorkerService, request: Request, query: Query, uri:
         status = await run_in_threadpool(service.status, uri, interval, version)
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {request.url.path}")
-        return _redirect(request, query, {"data": "true", "version": status.version})
+        target = await run_in_threadpool(owner, status.uri)
+        extra = {"data": "true", "version": status.version}
+        return _redirect(request, query, extra, target)
     result = await run_in_threadpool(
         lambda: service.read_span(uri, span, interval, version, ramp=True)
     )
@@ -100,10 +109,14 @@ def status_or_none(service: WorkerService, uri: str, interval: int | None) -> Uf
         return None
 
 
-def _redirect(request: Request, query: Query, extra: dict[str, str]) -> Response:
-    """307 to this URL with ``extra`` parameters, or the location as JSON for noredirect."""
+def _redirect(
+    request: Request, query: Query, extra: dict[str, str], netloc: str | None = None
+) -> Response:
+    """307 to this URL (at ``netloc`` if given) with ``extra`` parameters, or the location as
+    JSON for noredirect."""
     params = {k: v for k, v in request.query_params.items() if k.lower() not in extra}
-    location = str(request.url.replace_query_params(**params, **extra))
+    url = request.url if netloc is None else request.url.replace(netloc=netloc)
+    location = str(url.replace_query_params(**params, **extra))
     if query.boolean("noredirect"):
         return json_answer({"Location": location})
     return Response(b"", 307, {"Location": location})

@@ -7,6 +7,11 @@ workers in etcd, followed with a watch, as :class:`worker.cluster.clientring.Clu
 for clients), else the static ``dora.user.workers`` list when one is configured (its default,
 one local worker, is no list of the cluster's hosts). With neither, or while etcd lists no
 worker and no static list is set, the answer is the worker that was asked.
+
+``OPEN`` redirects its data step to the owner too (:meth:`Locality.live_owner`), so a task
+reads from its own host's worker whichever worker its ``webhdfs://`` URL names — but only to
+an owner etcd lists as live (its lease is current): a static list says nothing of who is up,
+and a redirect to a dead worker would fail the read that the asked worker could serve.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from config.loader import Source
 from worker import keys
 from worker.client.ring import HashRing
 from worker.cluster import keys as cluster_keys
+from worker.cluster.credentials import Credentials
 from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
 
@@ -47,12 +53,14 @@ class Locality:
         etcd_endpoints: Sequence[str] = (),
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
+        etcd_credentials: Credentials | None = None,
     ) -> None:
         self._static = tuple(dict.fromkeys(n.strip().rstrip("/") for n in static if n.strip()))
         self._virtual_nodes = virtual_nodes
         self._endpoints = tuple(etcd_endpoints)
         self._cluster = cluster
         self._timeout_s = etcd_timeout_s
+        self._credentials = etcd_credentials
         self._lock = threading.Lock()
         self._etcd: Etcd | None = None
         self._view: MembershipView | None = None
@@ -69,18 +77,26 @@ class Locality:
             endpoints,
             config.get(cluster_keys.CLUSTER_NAME),
             config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            Credentials.from_config(config),
         )
 
     def owner(self, canonical_uri: str) -> tuple[str, str] | None:
         """``(host, host:port)`` of the worker that owns ``canonical_uri``, or None when no
         member is known (the caller answers itself)."""
         members = self._members()
-        if not members:
-            return None
+        return host_and_name(self._ring_of(members).owner(canonical_uri)) if members else None
+
+    def live_owner(self, canonical_uri: str) -> str | None:
+        """``host:port`` of the owner of ``canonical_uri`` among the workers etcd lists as live,
+        or None without a cluster or with none listed."""
+        live = self._membership().names() if self._endpoints else ()
+        return self._ring_of(live).owner(canonical_uri) if live else None
+
+    def _ring_of(self, members: tuple[str, ...]) -> HashRing:
         ring = self._ring
         if ring is None or ring.workers != members:
             ring = self._ring = HashRing(members, self._virtual_nodes)
-        return host_and_name(ring.owner(canonical_uri))
+        return ring
 
     def _members(self) -> tuple[str, ...]:
         if self._endpoints:
@@ -92,7 +108,7 @@ class Locality:
     def _membership(self) -> MembershipView:
         with self._lock:
             if self._view is None:
-                self._etcd = Etcd(self._endpoints, self._timeout_s)
+                self._etcd = Etcd(self._endpoints, self._timeout_s, self._credentials)
                 self._view = MembershipView(
                     self._etcd, self._cluster, idle_timeout_s=5 * self._timeout_s
                 ).start()

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from config import Config
 from worker.cli.common import config_options, load
 from worker.cluster import keys as cluster_keys
 
@@ -39,7 +38,7 @@ def list_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    etcd = Etcd(endpoints, _timeout_s(config))
+    etcd = Etcd.from_config(config)
     try:
         status = cluster_status(etcd, config.get(cluster_keys.CLUSTER_NAME))
     except (EtcdUnavailable, EtcdError) as exc:
@@ -49,8 +48,3 @@ def list_workers(args: argparse.Namespace) -> int:
         etcd.close()
     print(json.dumps(status.to_dict(), indent=2) if args.json else format_table(status))
     return 0
-
-
-def _timeout_s(config: Config) -> float:
-    timeout_ms: int = config.get(cluster_keys.ETCD_TIMEOUT)
-    return timeout_ms / 1000

@@ -30,6 +30,7 @@ from worker.client.flow import (
 )
 from worker.client.forksafe import ProcessLocal
 from worker.client.lean import LeanHttp
+from worker.client.liveness import answer_or_unresponsive
 
 T = TypeVar("T")
 
@@ -171,6 +172,10 @@ class AsyncDriver:
     """Runs flows on the running event loop: HTTP over one ``httpx.AsyncClient`` per event loop
     and process (built by ``http``), blocking calls in worker threads, parallel flows as tasks.
 
+    With ``probe_s``, a plain-HTTP worker that has not begun to answer is probed that often and
+    given up on when it answers no probe (:mod:`worker.client.liveness`); without it (an injected
+    transport has no address to probe) the read timeout alone bounds the wait.
+
     Thread-safe: flows may run on several loops in several threads at once, each with its own
     client (an httpx async client belongs to the loop it was first used on).
     """
@@ -179,9 +184,11 @@ class AsyncDriver:
         self,
         http: Callable[[], httpx.AsyncClient],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        probe_s: float | None = None,
     ) -> None:
         self._build = http
         self._sleep = sleep
+        self._probe_s = probe_s
         self._lock = threading.Lock()
         self._clients: ProcessLocal[
             weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
@@ -241,7 +248,12 @@ class AsyncDriver:
             content=content,
             headers=request.headers,
         )
-        response = await http.send(built, stream=True)
+        sending = http.send(built, stream=True)
+        if self._probe_s is not None and built.url.scheme == "http":
+            netloc = f"{built.url.host}:{built.url.port or 80}"
+            response = await answer_or_unresponsive(sending, netloc, self._probe_s)
+        else:
+            response = await sending
         try:
             await response.aread()
         except httpx.TransportError as exc:

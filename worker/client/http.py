@@ -4,9 +4,13 @@ Error policy, in one place:
 
 - a worker that cannot be connected to (refused, connect timeout) never saw the call: any call
   goes on to the next worker on the ring;
-- a worker that dropped the call after it was sent (read timeout, connection reset) may have
-  applied it: an idempotent call is asked once more, then goes on to the next worker; a mutation
-  raises :class:`WorkerUnavailable`;
+- a worker that dropped the call after it was sent (connection reset or closed) may have
+  applied it: an idempotent call is asked once more (a kept connection the worker closed is the
+  usual cause), then goes on to the next worker; a mutation raises :class:`WorkerUnavailable`;
+- a worker that took the call but did not answer in time (a read timeout, or no answer to a
+  liveness probe, :class:`~worker.client.liveness.Unresponsive`) is not asked
+  again: asking a stopped or vanished host once more would cost another timeout, so an
+  idempotent call goes on to the next worker at once (counted as ``unresponsive``);
 - a read whose body is cut after the headers is a version change to check, not a dead worker:
   a worker that finds mid-stream that the file changed cuts the body (it never sends bytes of two
   versions). The same worker is asked again pinned to the version the headers named; a 412 is
@@ -46,6 +50,7 @@ from worker.client.ring import HashRing
 from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.context import REVISION_HEADER
+from worker.cluster.credentials import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +139,9 @@ class WorkerClient:
             options.etcd_endpoints,
             options.cluster_name,
             options.etcd_timeout_s,
+            Credentials(options.etcd_user, options.etcd_password or "")
+            if options.etcd_user
+            else None,
         )
         # The newest feed revision seen in an answer: sent with every call, so any worker
         # answers at least as fresh (read-your-writes, monotonic reads across workers).
@@ -153,7 +161,8 @@ class WorkerClient:
             sleep,
             lean=self._build_lean if transport is None else None,
         )
-        self.aio = AsyncDriver(self._build_async_http, async_sleep)
+        probe_s = options.connect_timeout_s if transport is None else None
+        self.aio = AsyncDriver(self._build_async_http, async_sleep, probe_s)
 
     @property
     def ring(self) -> HashRing:
@@ -268,6 +277,9 @@ class WorkerClient:
             if call.pin_on_cut and cut.response.is_success and version:
                 raise _CutRead(version, cut.cause) from cut.cause
             return (yield from self._dropped(worker, url, call, cut.cause, dropped_once))
+        except httpx.TimeoutException as exc:
+            self.counters.add("unresponsive")
+            return (yield from self._dropped(worker, url, call, exc, dropped_once=True))
         except httpx.TransportError as exc:
             return (yield from self._dropped(worker, url, call, exc, dropped_once))
         self._saw(response)
@@ -289,7 +301,7 @@ class WorkerClient:
 
     def _saw(self, response: httpx.Response) -> None:
         seen = response.headers.get(REVISION_HEADER, "")
-        if seen.isdigit() and int(seen) > self.revision:
+        if seen.isascii() and seen.isdigit() and len(seen) <= 19 and int(seen) > self.revision:
             with self._lock:
                 self.revision = max(self.revision, int(seen))
 

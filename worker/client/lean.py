@@ -14,7 +14,12 @@ full, or the httpx exception the client's error policy (:mod:`worker.client.http
 - the body broke off after the headers: :class:`~worker.client.flow.BodyCut`.
 
 A kept connection that the worker closed while it was idle (its keep-alive timeout) is seen
-before reuse by polling its socket, and replaced, as httpcore does.
+before reuse by polling its socket, and replaced, as httpcore does; one idle longer than
+:data:`IDLE_S` is replaced anyway (a host that vanished closes nothing).
+
+While no answer has begun, the worker's liveness is checked every connect timeout
+(:mod:`worker.client.liveness`): a worker that answers no probe is
+:class:`~worker.client.liveness.Unresponsive`, and the client fails over at once.
 """
 
 from __future__ import annotations
@@ -22,14 +27,18 @@ from __future__ import annotations
 import http.client
 import select
 import threading
+import time
 from collections.abc import Mapping
 from urllib.parse import urlencode
 
 import httpx
 
 from worker.client.flow import BodyCut, Exchange
+from worker.client.liveness import Unresponsive, alive
 
 _SCHEME = "http://"
+# Kept connections idle longer than this are replaced before use (httpcore's keep-alive expiry).
+IDLE_S = 5.0
 
 
 class LeanHttp:
@@ -64,7 +73,11 @@ class LeanHttp:
         connection = self._connection(netloc)
         try:
             connection.request(request.method, target, headers={**self._headers, **request.headers})
+            self._await_answer(connection, netloc)
             answer = connection.getresponse()
+        except Unresponsive:
+            self._drop(netloc)
+            raise
         except TimeoutError as exc:
             self._drop(netloc)
             raise httpx.ReadTimeout(f"no answer from {netloc} in {self._timeout}s") from exc
@@ -83,15 +96,37 @@ class LeanHttp:
             raise BodyCut(httpx.Response(answer.status, headers=headers), cut) from exc
         if answer.will_close:
             self._drop(netloc)
+        else:
+            self._local.used[netloc] = time.monotonic()
         return httpx.Response(answer.status, headers=headers, content=body)
+
+    def _await_answer(self, connection: http.client.HTTPConnection, netloc: str) -> None:
+        """Return once the answer has begun (or the socket closed or failed: reading tells
+        which); raise TimeoutError past the read timeout, :class:`Unresponsive` as soon as a
+        liveness probe goes unanswered (see the module docstring)."""
+        assert connection.sock is not None
+        poller = select.poll()
+        poller.register(connection.sock, select.POLLIN)
+        deadline = time.monotonic() + self._timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            wait = min(remaining, self._connect_timeout)
+            if poller.poll(max(0.0, 1000 * wait)):
+                return
+            if wait >= remaining:
+                raise TimeoutError
+            if not alive(netloc, self._connect_timeout):
+                raise Unresponsive(netloc, self._connect_timeout)
 
     def _connection(self, netloc: str) -> http.client.HTTPConnection:
         connections: dict[str, http.client.HTTPConnection] = self._local.__dict__.setdefault(
             "connections", {}
         )
+        used: dict[str, float] = self._local.__dict__.setdefault("used", {})
         connection = connections.get(netloc)
         if connection is not None:
-            if connection.sock is not None and not _closed_by_peer(connection):
+            idle = time.monotonic() - used.get(netloc, 0.0)
+            if connection.sock is not None and idle < IDLE_S and not _closed_by_peer(connection):
                 return connection
             self._drop(netloc)
         connection = http.client.HTTPConnection(netloc, timeout=self._connect_timeout)

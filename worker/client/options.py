@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from config import Config, Source
@@ -43,6 +43,8 @@ class ClientOptions:
     etcd_endpoints: tuple[str, ...] = ()
     cluster_name: str = ""
     etcd_timeout_s: float = 2.0
+    etcd_user: str | None = None
+    etcd_password: str | None = field(default=None, repr=False)
 
     @classmethod
     def resolve(
@@ -97,6 +99,8 @@ class ClientOptions:
             etcd_endpoints=_etcd_endpoints(config),
             cluster_name=config.get(cluster_keys.CLUSTER_NAME),
             etcd_timeout_s=config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            etcd_user=config.get(cluster_keys.ETCD_USER),
+            etcd_password=config.get(cluster_keys.ETCD_PASSWORD),
         )
 
 

@@ -17,6 +17,8 @@ class ClientStats:
     because no worker could be reached. ``retries``: repeats of an idempotent call after a 503.
     ``missed_invalidations``: cache drops that could not be sent to another worker after a
     mutation (that worker may serve a stale status until its sync interval expires).
+    ``unresponsive``: calls a worker took but did not answer in time (a read timeout, or no
+    answer to a liveness probe); they went on to the next worker without asking it again.
     ``unreachable``: connection failures per worker.
     """
 
@@ -24,6 +26,7 @@ class ClientStats:
     ufs_fallbacks: int = 0
     retries: int = 0
     missed_invalidations: int = 0
+    unresponsive: int = 0
     unreachable: dict[str, int] = field(default_factory=dict)
 
 
@@ -55,5 +58,6 @@ class Counters:
                 ufs_fallbacks=self._counts["ufs_fallbacks"],
                 retries=self._counts["retries"],
                 missed_invalidations=self._counts["missed_invalidations"],
+                unresponsive=self._counts["unresponsive"],
                 unreachable=dict(self._unreachable),
             )

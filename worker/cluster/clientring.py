@@ -13,6 +13,7 @@ from worker.client.forksafe import ProcessLocal
 from worker.client.ring import HashRing
 
 if TYPE_CHECKING:
+    from worker.cluster.credentials import Credentials
     from worker.cluster.members import MembershipView
 
 log = logging.getLogger(__name__)
@@ -33,12 +34,14 @@ class ClusterRing:
         etcd_endpoints: Sequence[str] = (),
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
+        etcd_credentials: Credentials | None = None,
     ) -> None:
         self._virtual_nodes = virtual_nodes
         self._static = HashRing(static_names, virtual_nodes)
         self._endpoints = tuple(etcd_endpoints)
         self._cluster = cluster
         self._timeout_s = etcd_timeout_s
+        self._credentials = etcd_credentials
         self._view = ProcessLocal(self._build_view) if self._endpoints else None
         self._lock = threading.Lock()
         self._built: tuple[int, HashRing] | None = None
@@ -49,7 +52,7 @@ class ClusterRing:
         from worker.cluster.etcd import Etcd
         from worker.cluster.members import MembershipView
 
-        etcd = Etcd(self._endpoints, self._timeout_s)
+        etcd = Etcd(self._endpoints, self._timeout_s, self._credentials)
         return MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s).start()
 
     @property

@@ -10,6 +10,11 @@ etcd3gw's own ``Watcher`` drops what the feed needs (a watch cancelled by compac
 notifications, the end of the stream), so :class:`WatchStream` reads the watch stream itself over
 the same session. Errors are translated once, here: :class:`EtcdUnavailable` (no endpoint
 answered in time), :class:`EtcdError` (etcd refused the call), :class:`Compacted`.
+
+With :class:`Credentials` (etcd's own users and roles: etcd3gw has no authentication of its
+own), each endpoint's session gets a token from ``/auth/authenticate`` before its first call and
+sends it with every call; a token etcd no longer takes (it lapsed, ``--auth-token-ttl``, or etcd
+restarted) is replaced once per call.
 """
 
 from __future__ import annotations
@@ -30,7 +35,14 @@ import requests
 from etcd3gw import exceptions as gw_errors
 from etcd3gw.client import Etcd3Client
 
+from config import Config
+from worker.cluster import keys as cluster_keys
+from worker.cluster.credentials import Credentials
+
 log = logging.getLogger(__name__)
+
+# gRPC's status code for a missing or invalid token, in the gateway's error answers.
+_UNAUTHENTICATED = 16
 
 
 class EtcdUnavailable(Exception):
@@ -47,6 +59,10 @@ class Compacted(Exception):
     def __init__(self, revision: int) -> None:
         super().__init__(f"etcd compacted its history up to revision {revision}")
         self.revision = revision
+
+
+class WatchRefused(EtcdUnavailable):
+    """etcd cancelled a watch as it created it (no valid token, no permission)."""
 
 
 @dataclass(frozen=True)
@@ -106,19 +122,65 @@ class Etcd:
     """A client for one etcd cluster given by its endpoints (``http://host:port``).
 
     Every call has the deadline ``timeout_s``; a call an endpoint cannot take goes to the next
-    endpoint, and when none takes it raises :class:`EtcdUnavailable`. Thread-safe (a
-    ``requests.Session`` per endpoint, shared, as ``requests`` allows for plain calls); not
-    fork-safe: a forked process builds its own.
+    endpoint, and when none takes it raises :class:`EtcdUnavailable`. With ``credentials``,
+    calls carry a token (see the module docstring); a refused authentication is
+    :class:`EtcdError`. Thread-safe (a ``requests.Session`` per endpoint, shared, as
+    ``requests`` allows for plain calls; a token is swapped in one assignment); not fork-safe:
+    a forked process builds its own.
     """
 
-    def __init__(self, endpoints: Sequence[str], timeout_s: float) -> None:
+    def __init__(
+        self, endpoints: Sequence[str], timeout_s: float, credentials: Credentials | None = None
+    ) -> None:
         if not endpoints:
             raise ValueError("etcd: at least one endpoint is needed")
         self.endpoints = tuple(endpoints)
         self.timeout_s = timeout_s
+        self._credentials = credentials
         self._clients = [_client(endpoint, timeout_s) for endpoint in self.endpoints]
         self._lock = threading.Lock()
         self._current = 0
+
+    @classmethod
+    def from_config(cls, config: Config) -> Etcd:
+        """The cluster's etcd as ``dora.cluster.etcd.*`` name it (the endpoints must be set)."""
+        endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+        return cls(
+            endpoints,
+            config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            Credentials.from_config(config),
+        )
+
+    # -- authentication ------------------------------------------------------------------------
+
+    def _authenticate(self, index: int) -> None:
+        """A fresh token from endpoint ``index``, sent with every later call there."""
+        assert self._credentials is not None
+        client = self._clients[index]
+        user = self._credentials.user
+        body = {"name": user, "password": self._credentials.password}
+        try:
+            # Without the old token: etcd checks a token sent even to this call.
+            answer = client.post(
+                client.get_url("/auth/authenticate"), json=body, headers={"Authorization": None}
+            )
+        except (gw_errors.ConnectionFailedError, gw_errors.ConnectionTimeoutError):
+            raise
+        except gw_errors.Etcd3Exception as exc:
+            raise EtcdError(f"etcd refused user {user!r}: {_detail(exc)}") from None
+        client.session.headers["Authorization"] = str(answer["token"])
+
+    def _call(self, index: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        client = self._clients[index]
+        if self._credentials is not None and "Authorization" not in client.session.headers:
+            self._authenticate(index)
+        try:
+            return cast(dict[str, Any], client.post(client.get_url(path), json=body))
+        except gw_errors.Etcd3Exception as exc:
+            if self._credentials is None or _grpc_code(exc) != _UNAUTHENTICATED:
+                raise
+        self._authenticate(index)  # the token lapsed, or etcd restarted: a new one, once
+        return cast(dict[str, Any], client.post(client.get_url(path), json=body))
 
     # -- plain calls ---------------------------------------------------------------------------
 
@@ -128,14 +190,13 @@ class Etcd:
             start = self._current
         for step in range(len(self._clients)):
             index = (start + step) % len(self._clients)
-            client = self._clients[index]
             try:
-                answer = cast(dict[str, Any], client.post(client.get_url(path), json=body))
+                answer = self._call(index, path, body)
             except (gw_errors.ConnectionFailedError, gw_errors.ConnectionTimeoutError) as exc:
                 failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")
                 continue
             except gw_errors.Etcd3Exception as exc:
-                raise EtcdError(f"etcd {path}: {exc.detail_text or exc}") from exc
+                raise EtcdError(f"etcd {path}: {_detail(exc)}") from exc
             except requests.RequestException as exc:
                 failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")
                 continue
@@ -144,9 +205,10 @@ class Etcd:
             return answer
         raise EtcdUnavailable(f"etcd {path}: no endpoint answered ({'; '.join(failures)})")
 
-    def revision(self) -> int:
-        """The store's current revision."""
-        answer = self._post("/kv/range", {"key": _encode("\0"), "count_only": True})
+    def revision(self, key: str) -> int:
+        """The store's current revision, read through ``key`` (a key the user may read: etcd
+        checks permissions on any range)."""
+        answer = self._post("/kv/range", {"key": _encode(key), "count_only": True})
         return int(answer["header"]["revision"])
 
     def get(self, key: str) -> KeyValue | None:
@@ -204,23 +266,40 @@ class Etcd:
         if prefix:
             request["range_end"] = _prefix_end(key)
         failures: list[str] = []
-        for index, client in enumerate(self._clients):
+        for index in range(len(self._clients)):
             try:
-                response = client.session.post(
-                    client.get_url("/watch"),
-                    json={"create_request": request},
-                    stream=True,
-                    timeout=(self.timeout_s, idle_timeout_s),
-                )
-            except (requests.RequestException, gw_errors.Etcd3Exception) as exc:
-                failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")
-                continue
+                return self._watch_on(index, request, idle_timeout_s)
+            except (requests.RequestException, gw_errors.Etcd3Exception, EtcdUnavailable) as exc:
+                failures.append(f"{self.endpoints[index]}: {exc}")
+        raise EtcdUnavailable(f"etcd watch: no endpoint answered ({'; '.join(failures)})")
+
+    def _watch_on(self, index: int, request: dict[str, Any], idle_timeout_s: float) -> WatchStream:
+        """A watch created on endpoint ``index``; with credentials, one refusal is answered by
+        a new token and a second try (the token may have lapsed); a second refusal is
+        :class:`EtcdError` (the user may not read the key)."""
+        client = self._clients[index]
+        if self._credentials is not None and "Authorization" not in client.session.headers:
+            self._authenticate(index)
+        for attempt in (1, 2):
+            response = client.session.post(
+                client.get_url("/watch"),
+                json={"create_request": request},
+                stream=True,
+                timeout=(self.timeout_s, idle_timeout_s),
+            )
             if response.status_code != 200:
                 response.close()
-                failures.append(f"{self.endpoints[index]}: HTTP {response.status_code}")
-                continue
-            return WatchStream(response)
-        raise EtcdUnavailable(f"etcd watch: no endpoint answered ({'; '.join(failures)})")
+                raise EtcdUnavailable(f"HTTP {response.status_code}")
+            stream = WatchStream(response)
+            try:
+                stream.created()
+                return stream
+            except WatchRefused as exc:
+                stream.close()
+                if self._credentials is None or attempt == 2:
+                    raise EtcdError(f"etcd refused the watch: {exc}") from None
+            self._authenticate(index)
+        raise AssertionError("unreachable: the loop returns or raises")
 
     def close(self) -> None:
         for client in self._clients:
@@ -238,11 +317,27 @@ class WatchStream:
 
     def __init__(self, response: requests.Response) -> None:
         self._response = response
+        self._lines = response.iter_lines()
         self._closed = False
+
+    def created(self) -> None:
+        """Read etcd's answer to the watch's creation. Raises :class:`WatchRefused` when etcd
+        cancelled the watch at once, EtcdUnavailable when the stream ends or breaks first."""
+        try:
+            message = json.loads(next(line for line in self._lines if line.strip()))
+        except StopIteration:
+            raise EtcdUnavailable("etcd closed the watch stream") from None
+        except (requests.RequestException, OSError, ValueError, AttributeError) as exc:
+            raise EtcdUnavailable(f"etcd watch stream broke: {type(exc).__name__}") from exc
+        result = message.get("result", {})
+        if result.get("canceled") and "error" not in message and not result.get("compact_revision"):
+            raise WatchRefused(str(result.get("cancel_reason", "")))
+        # Anything else in it (an error, a compaction) is what iterating it raises.
+        self._parse(message)
 
     def __iter__(self) -> Iterator[WatchReply]:
         try:
-            for line in self._response.iter_lines():
+            for line in self._lines:
                 if not line.strip():
                     continue
                 reply = self._parse(json.loads(line))
@@ -306,6 +401,22 @@ class WatchStream:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _detail(exc: gw_errors.Etcd3Exception) -> str:
+    """etcd's own message in a gateway error answer (JSON ``{"error", "message", "code"}``)."""
+    try:
+        return str(json.loads(exc.detail_text or "")["message"])
+    except (TypeError, ValueError, KeyError):
+        return str(exc.detail_text or exc)
+
+
+def _grpc_code(exc: gw_errors.Etcd3Exception) -> int | None:
+    try:
+        code = json.loads(exc.detail_text or "").get("code")
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return code if isinstance(code, int) else None
 
 
 def _client(endpoint: str, timeout_s: float) -> Etcd3Client:

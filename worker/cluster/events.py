@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufs import uri as uris
+from worker.cluster import entries
+from worker.cluster.entries import BadEntry
+
+# Bounds on one event's fields: a URI longer than any object store allows, a version longer
+# than any ETag or size+mtime pair, is not an event a worker published.
+MAX_PATH_CHARS = 8192
+MAX_VERSION_CHARS = 1024
 
 
 class Op(enum.Enum):
@@ -42,9 +49,18 @@ class Event:
         return [self.op.value, self.path, self.version, 1 if self.prefix else 0]
 
     @classmethod
-    def decode(cls, item: list[Any]) -> Event:
-        op, path, version, prefix = item
-        return cls(Op(op), str(path), str(version), bool(prefix))
+    def decode(cls, item: Any) -> Event:
+        """Raises BadEntry for anything but ``[op, path, version, 0 or 1]``."""
+        op, path, version, prefix = entries.array(item, "feed event", length=4)
+        try:
+            kind = Op(entries.text(op, "feed event op", 1))
+        except ValueError:
+            raise BadEntry(f"feed event op: unknown {op!r}") from None
+        path = entries.text(path, "feed event path", MAX_PATH_CHARS)
+        if not path and kind is not Op.RESET:
+            raise BadEntry("feed event path: empty")
+        version = entries.text(version, "feed event version", MAX_VERSION_CHARS)
+        return cls(kind, path, version, bool(entries.integer(prefix, "feed event prefix", 0, 1)))
 
 
 RESET = Event(Op.RESET, "")
@@ -64,14 +80,12 @@ class Batch:
 
     @classmethod
     def decode(cls, raw: bytes) -> Batch:
-        """Raises ValueError for a value that is not a batch."""
-        try:
-            data = json.loads(raw)
-            return cls(
-                str(data["w"]), int(data["t"]), tuple(Event.decode(item) for item in data["e"])
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a feed batch: {raw[:80]!r}") from exc
+        """Raises BadEntry (and nothing else) for a value that is not a batch."""
+        data = entries.mapping(entries.load_json(raw, "feed batch"), "feed batch")
+        worker = entries.text(data.get("w"), "feed batch worker", 64)
+        published_ms = entries.integer(data.get("t"), "feed batch time")
+        items = entries.array(data.get("e"), "feed batch events")
+        return cls(worker, published_ms, tuple(Event.decode(item) for item in items))
 
 
 def collapse(events: list[Event], threshold: int) -> list[Event]:

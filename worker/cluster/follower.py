@@ -7,6 +7,12 @@ there. When it cannot know what it missed — etcd compacted that history, no re
 persisted, or a worker published a reset — it resets its sink: everything cached before that
 moment is re-checked with the UFS before it is served again (pages are kept and reused if the
 re-check finds the same version), and it says so in the log and the ``resets`` counter.
+
+etcd is a trust boundary: a feed value that does not decode (:class:`~worker.cluster.entries.
+BadEntry`) is skipped, logged in one line and counted (``malformed``), and, since it may have
+named something this worker caches, answered with a reset as well. Whatever else stops the
+loop is caught by its supervisor: logged, counted (``failures``), shown as ``failed`` (the
+worker's readiness) and the loop started again after a growing pause, from the saved position.
 """
 
 from __future__ import annotations
@@ -19,13 +25,17 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from worker.cluster.etcd import Compacted, Etcd, EtcdUnavailable, WatchReply, WatchStream
+from worker.cluster import entries
+from worker.cluster.entries import BadEntry
+from worker.cluster.etcd import Compacted, Etcd, EtcdError, EtcdUnavailable, WatchReply, WatchStream
 from worker.cluster.events import Batch, Event, Op
 
 log = logging.getLogger(__name__)
 
 RETRY_S = 1.0
 SAVE_EVERY_S = 1.0
+# The supervisor's pause before restarting a failed loop doubles up to this.
+MAX_BACKOFF_S = 30.0
 
 
 class FeedSink(Protocol):
@@ -81,37 +91,90 @@ class Follower:
         self._saved = 0
         self._saved_at = 0.0
         self._fence_ms = 0
-        self.applied = self._load()
+        self.applied, self.feed_revision = self._load()
+        # ``feed_revision``: the revision of the newest feed write passed (applied, own or
+        # skipped), what an answer may promise. ``applied`` also moves with progress
+        # notifications, which membership writes push past any feed event, so another worker
+        # would wait for it.
         self.connected = False
+        self.failed = False
+        self.failures = 0
+        self.malformed = 0
         self.events_applied = 0
         self.batches_applied = 0
-        self.resets: dict[str, int] = {"compacted": 0, "unknown_start": 0, "reset_event": 0}
+        self.resets: dict[str, int] = {
+            "compacted": 0,
+            "unknown_start": 0,
+            "reset_event": 0,
+            "malformed": 0,
+        }
         self.delivery_ms = 0  # publish-to-apply time of the last batch applied
         self._thread = threading.Thread(target=self._run, name="dora-feed-follower", daemon=True)
 
-    def _load(self) -> int:
+    def _load(self) -> tuple[int, int]:
+        """The saved applied and feed revisions (0, 0 without a readable position)."""
         raw = self._markers.load()
         if raw is None:
-            return 0
+            return 0, 0
         try:
-            saved = json.loads(raw)
-            revision, fence_ms = int(saved["revision"]), int(saved.get("fence_ms", 0))
-        except (KeyError, TypeError, ValueError):
-            log.warning("etcd feed: unreadable saved position %r; starting afresh", raw[:80])
-            return 0
+            saved = entries.mapping(entries.load_json(raw, "saved position"), "saved position")
+            revision = entries.integer(saved.get("revision"), "saved revision")
+            fence_ms = entries.integer(saved.get("fence_ms", 0), "saved fence")
+            # Positions saved before the feed revision was kept promise what they did then.
+            feed = entries.integer(saved.get("feed", revision), "saved feed revision")
+        except BadEntry as exc:
+            log.warning("etcd feed: unreadable saved position (%s); starting afresh", exc)
+            return 0, 0
         if fence_ms:
             # A reset before the restart still holds for what was cached before it.
             self._fence_ms = fence_ms
             self._sink.reset(fence_ms)
         self._saved = revision
-        return revision
+        return revision, min(feed, revision)
 
     def start(self) -> None:
         self._thread.start()
 
+    def state(self) -> str:
+        """``following``, ``disconnected`` (etcd unreachable: the worker serves on, sync
+        intervals apply), ``failed`` (the loop stopped; it restarts after a pause) or
+        ``stopped`` (its thread is gone: closed, or killed by what no handler takes)."""
+        if not self._thread.is_alive():
+            return "stopped"
+        if self.failed:
+            return "failed"
+        return "following" if self.connected else "disconnected"
+
     # -- the loop ------------------------------------------------------------------------------
 
     def _run(self) -> None:
+        """The supervisor: runs the loop until asked to stop, restarting it after a failure."""
+        backoff = RETRY_S
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self._loop()
+            except Exception as exc:  # noqa: BLE001 - whatever it was, the feed must go on
+                if time.monotonic() - started > MAX_BACKOFF_S:
+                    backoff = RETRY_S  # it ran a good while: a new failure, not the same one
+                self.failures += 1
+                self.failed, self.connected = True, False
+                self._wake_all()
+                log.error(
+                    "etcd feed: the follower stopped (%s: %s); restarting it in %.0fs from "
+                    "revision %d",
+                    type(exc).__name__,
+                    exc,
+                    backoff,
+                    self.applied,
+                )
+                self._stop.wait(backoff)
+                backoff = min(2 * backoff, MAX_BACKOFF_S)
+            else:
+                break
+        self._save(force=True)
+
+    def _loop(self) -> None:
         while not self._stop.is_set():
             try:
                 if self.applied == 0:
@@ -126,6 +189,7 @@ class Follower:
                 )
                 self._reset("compacted")
                 self._advance(exc.revision - 1)
+                self._learn_feed_revision()
             except EtcdUnavailable as exc:
                 if self.connected:
                     log.warning(
@@ -137,12 +201,11 @@ class Follower:
                 self.connected = False
                 self._wake_all()
                 self._stop.wait(RETRY_S)
-        self._save(force=True)
 
     def _start_afresh(self, reason: str) -> None:
         # The revision first, the reset after: an event at or below it was published before
         # the reset, so what it changed is re-checked; anything later arrives on the watch.
-        revision = self._etcd.revision()
+        revision = self._etcd.revision(self._key)
         log.warning(
             "etcd feed: no saved position; starting at revision %d and re-checking everything "
             "cached so far",
@@ -150,6 +213,19 @@ class Follower:
         )
         self._reset(reason)
         self._advance(revision)
+        self._learn_feed_revision()
+
+    def _learn_feed_revision(self) -> None:
+        """After a jump (a fresh start, a compaction): the newest feed write at or before the
+        applied revision, the most an answer can promise. A later write arrives on the watch."""
+        try:
+            found = self._etcd.get(self._key)
+        except (EtcdUnavailable, EtcdError) as exc:
+            # Answers promise less until the next feed write: never more than is applied.
+            log.debug("etcd feed: cannot read the feed's newest revision (%s)", exc)
+            return
+        if found is not None and found.mod_revision <= self.applied:
+            self.feed_revision = max(self.feed_revision, found.mod_revision)
 
     def _follow(self) -> None:
         """Watch from the next revision; returns when asked to stop, raises on failure. A
@@ -169,7 +245,7 @@ class Follower:
                     stream.close()
             if not self.connected:
                 log.info("etcd feed: following from revision %d", self.applied + 1)
-            self.connected = True
+            self.connected, self.failed = True, False
             try:
                 for reply in stream:
                     self._consume(reply)
@@ -190,11 +266,24 @@ class Follower:
                 continue
             try:
                 batch = Batch.decode(event.kv.value)
-            except ValueError as exc:
-                log.error("etcd feed: skipping revision %d: %s", event.kv.mod_revision, exc)
+            except BadEntry as exc:
+                self._skip(event.kv.mod_revision, exc)
             else:
                 self._apply(batch)
+            self.feed_revision = max(self.feed_revision, event.kv.mod_revision)
             self._advance(event.kv.mod_revision)
+
+    def _skip(self, revision: int, exc: BadEntry) -> None:
+        """A feed write that is no batch: it may have named something cached here, so what was
+        cached before it is re-checked, as past a compaction."""
+        self.malformed += 1
+        log.error(
+            "etcd feed: skipping the malformed write at revision %d (%s); re-checking "
+            "everything cached before it",
+            revision,
+            exc,
+        )
+        self._reset("malformed")
 
     def _apply(self, batch: Batch) -> None:
         if batch.worker == self._worker_id:
@@ -228,7 +317,11 @@ class Follower:
         now = time.monotonic()
         if self.applied == self._saved or (not force and now - self._saved_at < SAVE_EVERY_S):
             return
-        marker = {"revision": self.applied, "fence_ms": self._fence_ms}
+        marker = {
+            "revision": self.applied,
+            "fence_ms": self._fence_ms,
+            "feed": self.feed_revision,
+        }
         try:
             self._markers.save(json.dumps(marker).encode())
         except Exception:

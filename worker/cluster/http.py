@@ -4,8 +4,9 @@ A client sends ``X-Dora-Revision: R``, the newest feed revision it has seen (its
 or the last answer's). Before the request runs, the worker waits until it has applied R
 (bounded by ``dora.cluster.read.wait``, without holding a thread); if it cannot, the request
 re-checks the UFS instead (sync interval 0). Every answer carries ``X-Dora-Revision``: the
-revision it reflects, which the client sends on its next call to any worker — read-your-writes
-and monotonic reads across workers.
+revision of the newest feed write it reflects, which the client sends on its next call to any
+worker — read-your-writes and monotonic reads across workers. Only feed writes: etcd's own
+revision also counts membership and position writes, which no follower waits on.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ class RevisionMiddleware:
 
         async def stamped(message: Message) -> None:
             if message["type"] == "http.response.start":
-                revision = max(state.revision, self.follower.applied)
+                # Only feed writes: a revision past the last one (membership, positions) would
+                # make the next worker wait for an event that never comes.
+                revision = max(state.revision, self.follower.feed_revision)
                 headers = [*message.get("headers", []), (_HEADER, str(revision).encode())]
                 message = {**message, "headers": headers}
             await send(message)
@@ -69,9 +72,11 @@ def _wanted(scope: Scope) -> int:
     for name, value in scope.get("headers", []):
         if name == _HEADER:
             text = value.decode("latin-1").strip()
-            if not text.isdigit():
+            # ASCII digits only ("²" passes str.isdigit), and no more than an int64 has.
+            if not (text.isascii() and text.isdigit() and len(text) <= 19):
+                shown = text if len(text) <= 40 else text[:40] + "..."
                 raise ValueError(
-                    f"{context.REVISION_HEADER}: expected a non-negative integer, got {text!r}"
+                    f"{context.REVISION_HEADER}: expected a non-negative integer, got {shown!r}"
                 )
             return int(text)
     return 0

@@ -15,6 +15,20 @@ ETCD_ENDPOINTS: PropertyKey[list[str]] = PropertyKey(
     "Empty: no cluster; clients use dora.user.workers.",
     alias="alluxio.etcd.endpoints",
 )
+ETCD_USER: PropertyKey[str | None] = PropertyKey(
+    "dora.cluster.etcd.user",
+    KeyType.STRING,
+    None,
+    "etcd user to authenticate as (etcd's own users and roles; README, \"etcd is a trust "
+    'boundary"). Unset: no authentication.',
+)
+ETCD_PASSWORD: PropertyKey[str | None] = PropertyKey(
+    "dora.cluster.etcd.password",
+    KeyType.STRING,
+    None,
+    "Password of dora.cluster.etcd.user.",
+    secret=True,
+)
 CLUSTER_NAME: PropertyKey[str] = PropertyKey(
     "dora.cluster.name",
     KeyType.STRING,
@@ -71,6 +85,8 @@ PENDING_LIMIT: PropertyKey[int] = PropertyKey(
 
 KEYS: list[PropertyKey[Any]] = [
     ETCD_ENDPOINTS,
+    ETCD_USER,
+    ETCD_PASSWORD,
     CLUSTER_NAME,
     ADVERTISE_HOST,
     LEASE_TTL,

@@ -22,9 +22,20 @@ applied, under its lease, for ``dora cluster ls``).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
+
+from worker.cluster import entries
+from worker.cluster.entries import BadEntry
+
+# A DNS name (RFC 1123 labels; "_" too, as some clusters' node names have) or an IPv4 address.
+# No IPv6: a ring name is "host:port", which an IPv6 literal cannot be without brackets.
+_HOST = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_][A-Za-z0-9_-]{0,62})*"
+)
 
 
 def live_prefix(cluster: str) -> str:
@@ -89,19 +100,25 @@ class WorkerInfo:
 
     @classmethod
     def decode(cls, raw: bytes) -> WorkerInfo:
-        """Raises ValueError for a value that is not a worker entry with an HTTP port."""
-        try:
-            entity = json.loads(raw)
-            address = entity["WorkerNetAddress"]
-            extra = entity.get("Dora") or {}
-            info = cls(
-                host=str(address["Host"]),
-                port=int(address["HttpServerPort"]),
-                started_ms=int(extra.get("StartTimeMs", 0)),
-                capacity_bytes=int(extra.get("CapacityBytes", 0)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a worker entry: {raw[:80]!r}") from exc
-        if not info.host or not 0 < info.port < 65536:
-            raise ValueError(f"worker entry without an HTTP address: {raw[:80]!r}")
-        return info
+        """Raises BadEntry (and nothing else) for a value that is not a worker entry with a
+        valid host and HTTP port."""
+        entity = entries.mapping(entries.load_json(raw, "worker entry"), "worker entry")
+        address = entries.mapping(entity.get("WorkerNetAddress"), "worker WorkerNetAddress")
+        extra = entries.mapping(entity.get("Dora", {}), "worker Dora")
+        return cls(
+            host=valid_host(entries.text(address.get("Host"), "worker Host", 253)),
+            port=entries.integer(address.get("HttpServerPort"), "worker HttpServerPort", 1, 65535),
+            started_ms=entries.integer(extra.get("StartTimeMs", 0), "worker StartTimeMs"),
+            capacity_bytes=entries.integer(extra.get("CapacityBytes", 0), "worker CapacityBytes"),
+        )
+
+
+def valid_host(host: str) -> str:
+    """``host`` if it is a host name or an IPv4 address; raises BadEntry otherwise."""
+    try:
+        if ipaddress.ip_address(host).version == 4:
+            return host
+    except ValueError:
+        if _HOST.fullmatch(host):
+            return host
+    raise BadEntry(f"worker Host: expected a host name or an IPv4 address, got {host[:60]!r}")

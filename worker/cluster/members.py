@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 
 from worker.cluster import layout
+from worker.cluster.entries import BadEntry
 from worker.cluster.etcd import (
     Compacted,
     Etcd,
@@ -117,12 +118,20 @@ def live_members(etcd: Etcd, cluster: str) -> tuple[int, dict[str, WorkerInfo]]:
 
 
 def decode_members(kvs: list[KeyValue]) -> dict[str, WorkerInfo]:
+    """The valid member entries among ``kvs`` by worker id. An entry that does not decode, or
+    whose key is not the id of the address it holds, is left out (one warning line each): it
+    never reaches a ring, a table or a block location."""
     members = {}
     for kv in kvs:
+        member_id = kv.key.rsplit("/", 1)[-1]
         try:
-            members[kv.key.rsplit("/", 1)[-1]] = WorkerInfo.decode(kv.value)
-        except ValueError as exc:
-            log.warning("etcd: ignoring the member entry %s: %s", kv.key, exc)
+            info = WorkerInfo.decode(kv.value)
+            if info.id != member_id:
+                raise BadEntry(f"the key's id is not the id of {info.name} ({info.id})")
+        except BadEntry as exc:
+            log.warning("etcd: ignoring the member entry %r: %s", kv.key[:200], exc)
+            continue
+        members[member_id] = info
     return members
 
 
@@ -216,10 +225,10 @@ class MembershipView:
         members = dict(self.members)
         for event in reply.events:
             member_id = event.kv.key.rsplit("/", 1)[-1]
-            if event.deleted:
-                members.pop(member_id, None)
-            else:
-                members.update(decode_members([event.kv]))
+            # A member overwritten with an entry that does not decode leaves the ring.
+            decoded = {} if event.deleted else decode_members([event.kv])
+            members.pop(member_id, None)
+            members.update(decoded)
             self._revision = max(self._revision, event.kv.mod_revision)
         if not reply.events:
             self._revision = max(self._revision, reply.revision)

@@ -86,12 +86,11 @@ class ClusterNode:
     """
 
     def __init__(self, config: Config, service: WorkerService, host: str, port: int) -> None:
-        endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
         self.cluster: str = config.get(cluster_keys.CLUSTER_NAME)
         ttl_s = max(2, config.get(cluster_keys.LEASE_TTL) // 1000)
         self.timeout_s = config.get(cluster_keys.ETCD_TIMEOUT) / 1000
         self.read_wait_s = config.get(cluster_keys.READ_WAIT) / 1000
-        self.etcd = Etcd(endpoints, self.timeout_s)
+        self.etcd = Etcd.from_config(config)
         started_ms = int(time.time() * 1000)
         self.info = layout.WorkerInfo(host, port, started_ms, service.pages.capacity_bytes)
         self.publisher = Publisher(
@@ -118,6 +117,13 @@ class ClusterNode:
         service.add_change_listener(self.changed)
         service.meta.add_sync_listener(self._synced)
         service.metrics.registry.register(_ClusterCollector(self))
+        service.add_readiness_probe("feed", self._feed_state)
+
+    def _feed_state(self) -> tuple[str, bool]:
+        """The follower's state; a worker whose follower failed or is gone is not ready: it
+        would serve what other workers have changed without hearing of it."""
+        state = self.follower.state()
+        return state, state in ("following", "disconnected")
 
     @classmethod
     def start(
@@ -179,6 +185,22 @@ class _ClusterCollector(Collector):
             "dora_cluster_etcd_connected",
             "1 while the feed watch is connected to etcd",
             value=1 if follower.connected else 0,
+        )
+        yield GaugeMetricFamily(
+            "dora_cluster_feed_follower_up",
+            "1 while the feed follower runs (connected or retrying etcd); 0 once it failed "
+            "(it restarts after a pause) or its thread is gone",
+            value=1 if follower.state() in ("following", "disconnected") else 0,
+        )
+        yield CounterMetricFamily(
+            "dora_cluster_feed_follower_failures",
+            "Times the feed follower stopped on an error and was restarted",
+            value=follower.failures,
+        )
+        yield CounterMetricFamily(
+            "dora_cluster_feed_malformed",
+            "Feed writes skipped because they did not decode (each also resets)",
+            value=follower.malformed,
         )
         yield GaugeMetricFamily(
             "dora_cluster_member_registered",

@@ -3,12 +3,14 @@ how far each has applied the feed, and the feed's newest revision."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from config.units import format_size
-from worker.cluster import layout
+from worker.cluster import entries, layout
+from worker.cluster.entries import BadEntry
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
 from worker.cluster.members import decode_members
@@ -63,9 +65,9 @@ def cluster_status(etcd: Etcd, cluster: str) -> ClusterStatus:
     everyone = {**decode_members(authorized), **online}
     positions = {}
     for kv in applied:
-        text = kv.value.decode(errors="replace")
-        if text.isdigit():
-            positions[kv.key.rsplit("/", 1)[-1]] = int(text)
+        # A position that does not decode shows as "-", as for a worker that has not reported.
+        with contextlib.suppress(BadEntry):
+            positions[kv.key.rsplit("/", 1)[-1]] = entries.decimal(kv.value, "applied revision")
     members = []
     for member_id, info in sorted(everyone.items(), key=lambda item: item[1].name):
         position = positions.get(member_id) if member_id in online else None

@@ -14,9 +14,11 @@ import pytest
 
 from tests.worker.client.conftest import client_config
 from worker.client import errors
+from worker.client import lean as lean_module
 from worker.client.flow import BodyCut, Exchange
 from worker.client.http import Call, WorkerClient
 from worker.client.lean import LeanHttp
+from worker.client.liveness import Unresponsive
 from worker.client.options import ClientOptions
 
 
@@ -123,8 +125,8 @@ def serve() -> Iterator[Callable[[Script], Server]]:
 def lean() -> Iterator[Callable[..., LeanHttp]]:
     made: list[LeanHttp] = []
 
-    def make(timeout: float = 5.0) -> LeanHttp:
-        made.append(LeanHttp({"Authorization": "Bearer t0ken"}, 2.0, timeout))
+    def make(timeout: float = 5.0, connect: float = 2.0) -> LeanHttp:
+        made.append(LeanHttp({"Authorization": "Bearer t0ken"}, connect, timeout))
         return made[-1]
 
     yield make
@@ -243,6 +245,58 @@ def test_a_worker_that_does_not_answer_is_a_read_timeout(
         lean(timeout=0.2).exchange(status(server))
 
 
+def stopped(connection: Connection, server: Server) -> None:
+    """A stopped worker process: its kernel takes every connection and request (so a probe
+    connects), and nothing ever answers."""
+    server.read(connection)
+    server.done.wait(30)
+
+
+def test_a_worker_that_answers_no_liveness_probe_is_unresponsive(
+    serve: Callable[[Script], Server],
+    lean: Callable[..., LeanHttp],
+) -> None:
+    server = serve(stopped)
+    # Unresponsive is told from the probe, long before the read timeout (which would fail the
+    # test: the server holds the connection for as long as the test's own limit).
+    with pytest.raises(Unresponsive, match="not even /healthz"):
+        lean(timeout=60, connect=0.2).exchange(status(server))
+    assert [r.target.split("?")[0] for r in server.requests] == ["/v1/status", "/healthz"]
+
+
+def test_a_busy_worker_that_answers_its_probe_is_waited_for(
+    serve: Callable[[Script], Server],
+    lean: Callable[..., LeanHttp],
+) -> None:
+    probed = threading.Event()
+
+    def busy(connection: Connection, server: Server) -> None:
+        request = server.read(connection)
+        if request is not None and request.target == "/healthz":
+            connection.answer(b'{"status": "ok"}')
+            probed.set()
+            return
+        probed.wait(10)  # a cold read: answers only after the client checked it is alive
+        connection.answer(b"{}")
+
+    server = serve(busy)
+    assert lean(timeout=60, connect=0.2).exchange(status(server)).status_code == 200
+    assert [r.target for r in server.requests][-1] == "/healthz"
+
+
+def test_a_kept_connection_idle_past_the_limit_is_replaced(
+    serve: Callable[[Script], Server],
+    lean: Callable[..., LeanHttp],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = serve(json_answers)
+    http = lean()
+    http.exchange(status(server))
+    monkeypatch.setattr(lean_module, "IDLE_S", 0.0)
+    http.exchange(status(server))
+    assert server.connections == 2
+
+
 def test_a_connection_dropped_before_the_answer_is_a_transport_error(
     serve: Callable[[Script], Server],
     lean: Callable[..., LeanHttp],
@@ -336,3 +390,30 @@ def test_the_client_translates_error_answers_over_the_lean_exchange(
     call = Call("GET", "/v1/status", "s3://b/k", "status s3://b/k", {"path": "s3://b/k"})
     with pytest.raises(errors.NotFound, match="no such file"):
         client_for(serve(not_found)).send(call)
+
+
+def test_an_unresponsive_owner_is_not_asked_again_and_the_next_worker_serves(
+    serve: Callable[[Script], Server],
+) -> None:
+    gone, alive = serve(stopped), serve(json_answers)
+    options = ClientOptions.resolve(
+        client_config(
+            "dora.user.client.connect.timeout=200ms", workers=f"{gone.address},{alive.address}"
+        )
+    )
+    client = WorkerClient(options)
+    try:
+        key = next(
+            k for k in (f"s3://b/k{i}" for i in range(100)) if client.ring.owner(k) == gone.address
+        )
+        call = Call("GET", "/v1/status", key, f"status {key}", {"path": key})
+        assert client.send(call).worker == alive.address
+        # One request and one probe: no blind second try on the stopped worker.
+        assert [r.target for r in gone.requests][1:] == ["/healthz"]
+        assert len(gone.requests) == 2
+        stats = client.counters.snapshot()
+        assert (stats.unresponsive, stats.failovers, stats.unreachable) == (1, 1, {gone.address: 1})
+    finally:
+        assert client.sync.lean is not None
+        if (http := client.sync.lean.peek()) is not None:
+            http.close()

@@ -75,8 +75,8 @@ def test_a_watch_before_compaction_raises_compacted(own_etcd: LocalEtcd) -> None
 def test_no_endpoint_is_unavailable_and_a_second_endpoint_is_used(etcd_server: LocalEtcd) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(EtcdUnavailable):
-        Etcd([dead], timeout_s=1.0).revision()
-    assert Etcd([dead, etcd_server.endpoint], timeout_s=1.0).revision() > 0
+        Etcd([dead], timeout_s=1.0).revision("/")
+    assert Etcd([dead, etcd_server.endpoint], timeout_s=1.0).revision("/") > 0
 
 
 def test_a_killed_etcd_ends_the_watch_as_unavailable(own_etcd: LocalEtcd) -> None:

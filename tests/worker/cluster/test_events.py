@@ -2,6 +2,7 @@
 
 import pytest
 
+from worker.cluster.entries import BadEntry
 from worker.cluster.events import RESET, Batch, Event, Op, collapse
 
 
@@ -14,9 +15,28 @@ def test_a_batch_round_trips() -> None:
     assert Batch.decode(batch.encode()) == batch
 
 
-@pytest.mark.parametrize("raw", [b"", b"{}", b'{"w":"x","t":1,"e":[["?","p","",0]]}', b"[1]"])
-def test_a_value_that_is_not_a_batch_is_refused(raw: bytes) -> None:
-    with pytest.raises(ValueError, match="not a feed batch"):
+FORGED_BATCHES = {
+    "empty": b"",
+    "no fields": b"{}",
+    "unknown op": b'{"w":"x","t":1,"e":[["?","p","",0]]}',
+    "not an object": b"[1]",
+    "Infinity": b'{"w":"x","t":Infinity,"e":[]}',
+    "NaN": b'{"w":"x","t":NaN,"e":[]}',
+    "100k deep": b'{"w":"x","t":1,"e":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "float time": b'{"w":"x","t":1.5,"e":[]}',
+    "bool prefix": b'{"w":"x","t":1,"e":[["u","s3://b/k","v",true]]}',
+    "number path": b'{"w":"x","t":1,"e":[["u",7,"v",0]]}',
+    "short event": b'{"w":"x","t":1,"e":[["u","s3://b/k"]]}',
+    "event string": b'{"w":"x","t":1,"e":["uabc"]}',
+    "5000 digits": b'{"w":"x","t":1' + b"0" * 5000 + b',"e":[]}',
+    "not UTF-8": b'{"w":"\xff","t":1,"e":[]}',
+    "too large": b'{"w":"x","t":1,"e":[],"pad":"' + b"x" * (3 << 20) + b'"}',
+}
+
+
+@pytest.mark.parametrize("raw", FORGED_BATCHES.values(), ids=FORGED_BATCHES.keys())
+def test_a_value_that_is_not_a_batch_is_one_error(raw: bytes) -> None:
+    with pytest.raises(BadEntry, match="feed"):
         Batch.decode(raw)
 
 

@@ -122,7 +122,7 @@ def test_past_a_compaction_the_follower_resets_and_goes_on(
     feed.close()
     for i in range(2, 5):
         pub.publish([event(i)], wait_s=5)
-    etcd.compact(etcd.revision())
+    etcd.compact(etcd.revision("/"))
     feed = follower(etcd, "c", "B", sink, markers)
     closing.append(feed)
     wait_for(lambda: feed.resets["compacted"] == 1)

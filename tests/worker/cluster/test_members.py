@@ -6,6 +6,7 @@ import json
 import pytest
 
 from worker.cluster import layout
+from worker.cluster.entries import BadEntry
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
 from worker.cluster.localetcd import LocalEtcd
@@ -27,11 +28,33 @@ def test_the_entry_is_alluxios_worker_service_entity() -> None:
     assert WorkerInfo.decode(info(28080).encode()) == info(28080)
 
 
-@pytest.mark.parametrize(
-    "raw", [b"x", b"{}", b'{"WorkerNetAddress":{"Host":"h","HttpServerPort":0}}']
-)
-def test_an_entry_without_an_http_address_is_refused(raw: bytes) -> None:
-    with pytest.raises(ValueError, match="worker entry"):
+def entry(host: object = "h", port: object = 80) -> bytes:
+    return json.dumps({"WorkerNetAddress": {"Host": host, "HttpServerPort": port}}).encode()
+
+
+FORGED_MEMBERS = {
+    "not JSON": b"x",
+    "no address": b"{}",
+    "port 0": entry(port=0),
+    "port Infinity": b'{"WorkerNetAddress":{"Host":"h","HttpServerPort":Infinity}}',
+    "port NaN": b'{"WorkerNetAddress":{"Host":"h","HttpServerPort":NaN}}',
+    "port true": entry(port=True),
+    "port string": entry(port="80"),
+    "port 65536": entry(port=65536),
+    "port float": entry(port=80.5),
+    "host number": entry(host=5),
+    "host with a slash": entry(host="evil/x"),
+    "host with a space": entry(host="a b"),
+    "host empty": entry(host=""),
+    "100k deep": b"[" * 100_000,
+    "capacity negative": b'{"WorkerNetAddress":{"Host":"h","HttpServerPort":1},'
+    b'"Dora":{"CapacityBytes":-1}}',
+}
+
+
+@pytest.mark.parametrize("raw", FORGED_MEMBERS.values(), ids=FORGED_MEMBERS.keys())
+def test_a_forged_entry_is_one_error(raw: bytes) -> None:
+    with pytest.raises(BadEntry, match="worker"):
         WorkerInfo.decode(raw)
 
 

@@ -3,6 +3,7 @@ reach the other's cache; the feed position lives in RocksDB beside the entries; 
 pages whose version a re-check confirms; the revision middleware waits, or syncs."""
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,6 +16,8 @@ from pagestore.page import PageId
 from tests.worker.conftest import open_service, pages_stored
 from ufs.status import file_id
 from worker.api.app import create_app
+from worker.cluster import layout
+from worker.cluster.etcd import Etcd
 from worker.cluster.events import Event, Op
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.node import MARKER, ClusterNode, MetaSink
@@ -80,13 +83,15 @@ def test_a_write_through_one_worker_drops_the_others_entry(
     assert int(answer.headers["X-Dora-Revision"]) >= revision
 
 
-def test_a_bad_revision_header_is_a_clear_400(members: list[Member]) -> None:
-    answer = call(members[0].app, "GET", "/healthz", headers={"X-Dora-Revision": "soon"})
+@pytest.mark.parametrize("value", [b"soon", "²".encode("latin-1"), b"9" * 5000])
+def test_a_bad_revision_header_is_a_clear_400(members: list[Member], value: bytes) -> None:
+    answer = call(members[0].app, "GET", "/healthz", headers={"X-Dora-Revision": value})
     assert answer.status_code == 400
-    assert answer.json() == {
-        "error": "BadRequest",
-        "message": "X-Dora-Revision: expected a non-negative integer, got 'soon'",
-    }
+    assert answer.json()["error"] == "BadRequest"
+    shown = value.decode("latin-1")[:40]
+    assert answer.json()["message"].startswith(
+        f"X-Dora-Revision: expected a non-negative integer, got '{shown}"
+    )
 
 
 def test_a_revision_not_reached_in_time_is_answered_by_a_sync(
@@ -163,3 +168,58 @@ def test_a_prefix_event_drops_pages_no_status_names(
     finally:
         service.close()  # waits for the page files to be unlinked
     assert bool(pages_stored(tmp_path / "work", uri)) is kept
+
+
+def test_answers_promise_only_feed_revisions(
+    members: list[Member], data_dir: Path, etcd_server: LocalEtcd
+) -> None:
+    a, b = members
+    uri = f"file://{data_dir}/promise"
+    (data_dir / "promise").write_bytes(b"1")
+    a.service.write(uri, b"22")
+    etcd = Etcd([etcd_server.endpoint], 2.0)
+    feed = etcd.get(layout.feed_key(a.node.cluster))
+    assert feed is not None
+    # Writes that are no feed event (membership, positions) move etcd's revision on; progress
+    # notifications carry it to the follower.
+    for i in range(5):
+        etcd.put(f"/elsewhere/{i}", b"x")
+    wait_for(lambda: a.node.follower.applied > feed.mod_revision)
+    answer = call(a.app, "GET", "/v1/status", params={"path": uri})
+    assert int(answer.headers["X-Dora-Revision"]) == feed.mod_revision
+    # Carried to B, it names an event B has: B answers without waiting it out or syncing.
+    assert b.node.follower.wait_applied(feed.mod_revision, 10)
+    carried = {"X-Dora-Revision": answer.headers["X-Dora-Revision"]}
+    assert (
+        call(b.app, "GET", "/v1/status", params={"path": uri}, headers=carried).json()["size"] == 2
+    )
+    assert b.node.middleware is not None and b.node.middleware.outcomes["synced"] == 0
+    etcd.close()
+
+
+def test_a_failed_follower_is_unready_and_restarts(
+    members: list[Member], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = members
+    uri = f"file://{data_dir}/fails"
+    (data_dir / "fails").write_bytes(b"1")
+    assert b.service.status(uri).size == 1
+    apply, healed = MetaSink.apply, threading.Event()
+
+    def fails_until_healed(sink: MetaSink, event: Event) -> None:
+        if not healed.is_set():
+            raise RuntimeError("the disk went away")
+        apply(sink, event)
+
+    monkeypatch.setattr(MetaSink, "apply", fails_until_healed)
+    a.service.write(uri, b"22")
+    wait_for(lambda: b.node.follower.failures >= 2)  # restarted, and failed on it again
+    wait_for(lambda: call(b.app, "GET", "/readyz").status_code == 503)
+    assert call(b.app, "GET", "/readyz").json()["feed"] == "failed"
+    assert "dora_cluster_feed_follower_up 0.0" in call(b.app, "GET", "/metrics").text
+    assert b.service.status(uri).size == 1  # not applied: which is why it is not ready
+    healed.set()
+    wait_for(lambda: b.service.status(uri).size == 2)  # restarted from its position
+    ready = call(b.app, "GET", "/readyz")
+    assert ready.status_code == 200 and ready.json()["feed"] == "following"
+    assert "dora_cluster_feed_follower_up 1.0" in call(b.app, "GET", "/metrics").text

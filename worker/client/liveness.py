@@ -1,0 +1,83 @@
+"""Telling a busy worker from a vanished one while waiting for its answer.
+
+A worker that took a request but has not begun to answer may be busy (a cold read waits on the
+UFS) or gone (its host dropped off, its process stopped: the kernel of a stopped process still
+takes connections and requests). Waiting out the read timeout (a minute) to tell them apart
+would stall a long-lived client, whose kept connection leads straight to the vanished host, for
+that long. So while no answer has begun, every ``probe_s`` (the connect timeout) the waiter asks
+the worker's ``/healthz`` on a fresh connection: any answer within ``probe_s`` means busy, keep
+waiting; none means :class:`Unresponsive`, and the client fails over at once (never asking that
+worker again: :mod:`worker.client.http`). Plain HTTP only: a TLS worker is waited for as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+from collections.abc import Awaitable
+from typing import TypeVar
+
+import httpx
+
+T = TypeVar("T")
+
+
+class Unresponsive(httpx.ReadTimeout):
+    """The worker took the request, has not begun to answer, and answered no liveness probe
+    either: it is gone or stopped, not busy."""
+
+    def __init__(self, netloc: str, probe_s: float) -> None:
+        super().__init__(
+            f"{netloc} took the request but answers nothing, not even /healthz within {probe_s}s"
+        )
+
+
+def alive(netloc: str, probe_s: float) -> bool:
+    """Whether the worker at ``host:port`` answers ``/healthz`` (anything) within ``probe_s``."""
+    probe = http.client.HTTPConnection(netloc, timeout=probe_s)
+    try:
+        probe.request("GET", "/healthz")
+        probe.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+async def alive_async(netloc: str, probe_s: float) -> bool:
+    """:func:`alive` on the event loop."""
+    host, _, port = netloc.rpartition(":")
+    writer = None
+    try:
+        async with asyncio.timeout(probe_s):
+            reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+            writer.write(
+                f"GET /healthz HTTP/1.1\r\nHost: {netloc}\r\nConnection: close\r\n\r\n".encode()
+            )
+            return (await reader.readline()).startswith(b"HTTP/")
+    except (OSError, TimeoutError, ValueError):
+        return False
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+async def answer_or_unresponsive(pending: Awaitable[T], netloc: str, probe_s: float) -> T:
+    """``pending``'s result (an answer's headers), probing the worker every ``probe_s`` while it
+    is not there; cancels ``pending`` and raises :class:`Unresponsive` when a probe goes
+    unanswered."""
+    task = asyncio.ensure_future(pending)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=probe_s)
+            if done:
+                return task.result()
+            if not await alive_async(netloc, probe_s):
+                raise Unresponsive(netloc, probe_s)
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+                await task
