@@ -170,7 +170,7 @@ def test_status_cached_answers_a_memory_hit_and_leaves_the_rest_to_status(
         assert service.status_cached(status.uri) is None
         service.meta.record_write(status.uri, status, Operation.CREATED)
         assert service.status_cached("s3://bucket/data/a/") == status
-        assert service.status_cached(status.uri, sync_interval=0) is None
+        assert service.status_cached(status.uri, service.freshness(status.uri, 0)) is None
         with pytest.raises(UfsOutsideRoots):
             service.status_cached("s3://bucket/other")
         (data_dir / "b").write_bytes(b"b")

@@ -55,14 +55,14 @@ async def status(
     sync_interval: c.SyncInterval = None,
     version: c.Version = None,
 ) -> Response:
-    interval, version = params.interval(sync_interval), version or None
+    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
 
-    cached = service.status_cached(path, interval, version)
+    cached = service.status_cached(path, fresh, version)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
         return json_response(_aged(service, cached))
 
     def work() -> dict[str, Any]:
-        return _aged(service, service.status(path, interval, version))
+        return _aged(service, service.status(path, fresh, version))
 
     return json_response(await run_in_threadpool(work))
 
@@ -77,10 +77,10 @@ def _aged(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
 async def listing(
     service: WorkerService, path: c.UfsPath, sync_interval: c.SyncInterval = None
 ) -> Response:
-    interval = params.interval(sync_interval)
+    fresh = service.freshness(path, params.interval(sync_interval))
 
     def work() -> dict[str, Any]:
-        children = service.list(path, interval)
+        children = service.list(path, fresh)
         age = service.meta.listing_age(path, children) if children else None
         entries = service.describe_many(children)
         for entry in entries:
@@ -99,7 +99,7 @@ async def read(
     version: c.Version = None,
     header: c.ByteRangeHeader = None,
 ) -> Response:
-    interval, version = params.interval(sync_interval), version or None
+    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
     start_at = params.nonnegative("offset", offset)
     window = Window(start_at or 0, params.nonnegative("length", length))
     requested = None if header is None else params.byte_range(header)
@@ -107,7 +107,7 @@ async def read(
     span = requested or window
 
     def start() -> tuple[ReadResult, Batch]:
-        result = service.read_span(path, span, interval, version)
+        result = service.read_span(path, span, fresh, version)
         return result, pull(result.chunks)
 
     result, first = await run_in_threadpool(start)
