@@ -16,10 +16,12 @@ workers outranks even a caller's "never".
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config import Config
 from worker import pathconf
+from worker.meta.entry import stricter
 from worker.meta.keys import SYNC_INTERVAL
 
 
@@ -63,3 +65,19 @@ def resolve(
         return Freshness(given, Source.CALL, path_interval, settings.cache)
     source = Source.DEFAULT if settings.sync_interval is None else Source.RULE
     return Freshness(path_interval, source, path_interval, settings.cache)
+
+
+def listed(config: Config, directory: Freshness, children: Sequence[str]) -> list[int]:
+    """For each of ``children`` (canonical URIs) of a directory resolved as ``directory``, the
+    stricter of the directory's ``path_interval`` and the child's own: a near-cache keeps a
+    child's status from a listing by it, and the listing by the strictest. A child's own
+    differs from its directory's only where a rule names the child itself (a rule deeper down
+    matches neither), so only those are resolved again."""
+    named = {
+        rule.prefix for rule in pathconf.table(config).rules if rule.key.name == SYNC_INTERVAL.name
+    }
+    kept = directory.path_interval
+    return [
+        stricter(kept, resolve(config, child).path_interval) if child in named else kept
+        for child in children
+    ]

@@ -28,6 +28,7 @@ from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route, Surface
 from worker.errors import NotFound
+from worker.freshness import Freshness, listed
 from worker.ranges import Window
 from worker.service import ReadResult, WorkerService
 
@@ -59,18 +60,20 @@ async def status(
 
     cached = service.status_cached(path, fresh, version)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
-        return json_response(_aged(service, cached))
+        return json_response(_aged(service, cached, fresh))
 
     def work() -> dict[str, Any]:
-        return _aged(service, service.status(path, fresh, version))
+        return _aged(service, service.status(path, fresh, version), fresh)
 
     return json_response(await run_in_threadpool(work))
 
 
-def _aged(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
-    """``status`` as the API shows it, with how long ago the worker confirmed it."""
+def _aged(service: WorkerService, status: UfsStatus, fresh: Freshness) -> dict[str, Any]:
+    """``status`` as the API shows it, with how long ago the worker confirmed it and the sync
+    interval a call to it without one gets (what a near-cache keeps it by)."""
     answer = service.describe(status)
     answer["age_ms"] = service.meta.status_age(status.uri, status.version)
+    answer["sync_interval_ms"] = fresh.path_interval
     return answer
 
 
@@ -83,8 +86,10 @@ async def listing(
         children = service.list(path, fresh)
         age = service.meta.listing_age(path, children) if children else None
         entries = service.describe_many(children)
-        for entry in entries:
+        kept = listed(service.config, fresh, [child.uri for child in children])
+        for entry, interval in zip(entries, kept, strict=True):
             entry["age_ms"] = age
+            entry["sync_interval_ms"] = interval
         return {"entries": entries}
 
     return json_response(await run_in_threadpool(work))
