@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     Histogram,
     PlatformCollector,
@@ -129,6 +130,12 @@ class Metrics:
             "dora_short_circuit_located_bytes",
             "Bytes of cached pages whose page files were handed out to same-host clients for "
             "short-circuit reads (/v1/locate); the clients count what they read themselves",
+            registry=self.registry,
+        )
+        self.near_cache = Gauge(
+            "dora_near_cache_enabled",
+            "1 when same-host clients may keep a near-cache (the generation file is allocated), "
+            "0 when the first page directory's disk could not hold it",
             registry=self.registry,
         )
         self.cache_failures = Counter(

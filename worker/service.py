@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from config import Config, ConfigError, PropertyKey
@@ -65,6 +66,16 @@ def _refused(config: Config, key: PropertyKey[Any], exc: Exception) -> ConfigErr
     return ConfigError(f"{exc} ({key.name} unset: under {WORK_DIR.name}={config.get(WORK_DIR)})")
 
 
+def _generation_file(path: Path) -> GenerationFile | None:
+    """The near-cache's counters at ``path``, or None (logged) when its disk cannot hold them:
+    a full or failing page disk costs same-host clients their near-cache, not the worker."""
+    try:
+        return GenerationFile(path)
+    except OSError as exc:
+        log.warning("no near-cache for same-host clients: generation file %s: %s", path, exc)
+        return None
+
+
 @dataclass(frozen=True)
 class ReadResult:
     """A read ready to stream: the pinned status, the range served and its bytes."""
@@ -111,6 +122,7 @@ class WorkerService:
         self.reader = Reader(ufs, pages, page_size, policy, self.metrics)
         self.page_size = page_size
         self.generations = generations
+        self.metrics.near_cache.set(generations is not None)
         if generations is not None:
             meta.count_changes(generations)
         self.loads = LoadManager(self)
@@ -145,11 +157,9 @@ class WorkerService:
                 pages.start()
             except ForeignPageDirError as exc:
                 raise _refused(config, page_keys.DIRS, exc) from exc
-            try:
-                generations = GenerationFile(options.dirs[0].path / GENERATIONS_FILE)
-            except OSError as exc:
-                raise _refused(config, page_keys.DIRS, exc) from exc
-            opened.callback(generations.close)
+            generations = _generation_file(options.dirs[0].path / GENERATIONS_FILE)
+            if generations is not None:
+                opened.callback(generations.close)
             service = cls(config, ufs, meta, pages, options.page_size, generations)
             opened.pop_all()
         # Once started: a refused start says only what was wrong, in one line.
