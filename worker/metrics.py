@@ -84,6 +84,11 @@ class _StateCollector(Collector):
             "Page store capacity",
             value=self._pages.capacity_bytes,
         )
+        yield GaugeMetricFamily(
+            "dora_page_store_dirs_in_service",
+            "Page directories in service (one that failed, or whose marker is damaged, is not)",
+            value=stats.dirs_in_service,
+        )
         loads = GaugeMetricFamily("dora_load_jobs", "Load jobs by state", labels=["state"])
         for state, count in self._loads().items():
             loads.add_metric([state], count)

@@ -31,9 +31,10 @@ from pathlib import Path
 
 import xxhash
 
+from pagestore.layout import GENERATIONS
 from ufs import uri as uris
 
-FILE_NAME = "generations"
+FILE_NAME = GENERATIONS  # in the first page directory, which the page store leaves alone
 MAGIC = int.from_bytes(b"DORAGEN1", sys.byteorder)
 DEFAULT_BUCKETS = 4096
 _HEADER_WORDS = 4
