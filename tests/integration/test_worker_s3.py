@@ -92,6 +92,11 @@ def test_every_surface_applies_the_path_rules_to_a_status(
         "webhdfs": lambda uri: json.loads(
             api.get(webhdfs + uri.removeprefix("s3://"), params={"op": "GETFILESTATUS"}).content
         )["FileStatus"]["length"],
+        "webhdfs OPEN": lambda uri: len(
+            api.get(
+                webhdfs + uri.removeprefix("s3://"), params={"op": "OPEN", "data": "true"}
+            ).content
+        ),
         "alluxio": lambda uri: api.get("/v1/info", params={"path": uri}).json()[0]["mLength"],
     }
     try:
