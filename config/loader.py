@@ -113,7 +113,7 @@ class Config:
 
     def with_call_options(self, options: Mapping[str, str]) -> Config:
         """A Config with per-call options applied; only ``dora.user.*`` keys may be set per call."""
-        updated = dict(self._settings)
+        texts: list[tuple[PropertyKey[Any], str, str]] = []
         for spelling, text in options.items():
             key = self.registry.lookup(spelling, "per-call option")
             if not key.name.startswith(USER_PREFIX):
@@ -121,7 +121,16 @@ class Config:
                     f"property key {key.name!r} cannot be set per call; "
                     f"only {USER_PREFIX}* keys can"
                 )
-            updated[key.name] = _setting(key, text, Source.CALL, "")
+            texts.append((key, text, ""))
+        return self.overridden(texts)
+
+    def overridden(self, texts: Iterable[tuple[PropertyKey[Any], str, str]]) -> Config:
+        """A Config with each ``(key, text, origin)`` of ``texts`` set, as a per-call option, to
+        its text parsed (``origin`` says who set it); ConfigError naming the key, the value
+        and the origin for a bad one."""
+        updated = dict(self._settings)
+        for key, text, origin in texts:
+            updated[key.name] = _setting(key, text, Source.CALL, origin)
         return Config(self.registry, updated)
 
 

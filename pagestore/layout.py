@@ -10,7 +10,9 @@ somebody else's file and is left alone, wherever it is found.
 - ``<bucket>/<file_id>.<version_key>.<index>``: a page (see :class:`~pagestore.page.PageKey`);
 - ``<bucket>/uri.<file_id>``: the record of the URI of the file whose pages are in the bucket;
 - ``<layout>/packs/<n>.pack``: a pack of small pages of any files (:mod:`pagestore.pack`);
-- ``<name>.<pid>-<n>.tmp``: a temporary file, renamed to ``<name>`` once complete.
+- ``<name>.<pid>-<n>.tmp``: a temporary file, renamed to ``<name>`` once complete;
+- ``<root>/generations``: not the store's but its worker's (the near-cache's counters, in the
+  first page directory); the store never removes it, and it makes a directory no less its own.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ _TEMP = re.compile(r"^(.+)\.[0-9]{1,10}-[0-9]{1,19}\.tmp$")
 _RECORD = re.compile(r"^uri\.([A-Za-z0-9_-]{1,128})$")
 _PACK = re.compile(r"^([0-9]{1,19})\.pack$")
 PACKS = "packs"
+GENERATIONS = "generations"
 
 
 class Kind(enum.Enum):

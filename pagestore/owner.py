@@ -6,6 +6,11 @@ directory without it is somebody else's, and the store refuses to start on it ra
 delete anything (:class:`ForeignPageDirError`). Stores of earlier versions wrote no marker: a
 directory holding nothing but what such a store creates (its lock file and its layout, see
 :mod:`pagestore.layout`) is adopted and marked.
+
+Damage is not foreignness: a marker that does not read as it should (a flipped bit) in a
+directory that holds the store's layout and nothing else is the store's own, damaged
+(:class:`DamagedMarkerError`): the store serves it as a failing directory, deletes nothing in
+it and does not rewrite the marker, since it cannot prove the directory is its own.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from pagestore.layout import Kind, classify, is_bucket, is_layout
+from pagestore.layout import GENERATIONS, Kind, classify, is_bucket, is_layout
 
 logger = logging.getLogger(__name__)
 
@@ -35,18 +40,19 @@ class ForeignPageDirError(Exception):
     of something else). The store does not start and touches nothing in it."""
 
 
+class DamagedMarkerError(OSError):
+    """A page directory whose marker is damaged but which holds the store's layout and nothing
+    else: the store's own, served as a failing directory (an OSError, as a failing disk's)."""
+
+
 def check(root: Path) -> bool:
     """Whether the existing directory ``root`` may be used; True if it still needs its marker
-    (it is empty, or an unmarked store of an earlier version). Raises ForeignPageDirError, or
-    OSError when the directory cannot be inspected."""
+    (it is empty, or an unmarked store of an earlier version). Raises ForeignPageDirError,
+    DamagedMarkerError, or OSError when the directory cannot be inspected."""
     marker = root / MARKER
     if marker.is_file() and not marker.is_symlink():
         if marker.read_bytes() != MARKER_TEXT:
-            raise ForeignPageDirError(
-                f"page directory {str(root)!r} carries a {MARKER} marker of another kind "
-                "(not a page store); refusing to use it: point dora.worker.page.store.dirs "
-                "at a directory of its own"
-            )
+            raise _damaged_or_foreign(root)
         return False
     foreign = _foreign_entries(root)
     if foreign:
@@ -59,6 +65,22 @@ def check(root: Path) -> bool:
     if any(entry.name != _LOST_FOUND for entry in _entries(root)):
         logger.info("adopting page directory %s, written by an earlier version", root)
     return True
+
+
+def _damaged_or_foreign(root: Path) -> Exception:
+    """The error for ``root``, whose marker does not read as the store's."""
+    layouts = [e for e in _entries(root) if is_layout(e.name) and e.is_dir(follow_symlinks=False)]
+    if layouts and not _foreign_entries(root):
+        return DamagedMarkerError(
+            f"page directory {str(root)!r} holds a page store's layout but its {MARKER} marker "
+            f"is damaged (it should read {MARKER_TEXT!r}); nothing in it is used or deleted: "
+            "check the disk, then write the marker back or empty the directory"
+        )
+    return ForeignPageDirError(
+        f"page directory {str(root)!r} carries a {MARKER} marker of another kind "
+        "(not a page store); refusing to use it: point dora.worker.page.store.dirs "
+        "at a directory of its own"
+    )
 
 
 def mark(root: Path) -> None:
@@ -80,7 +102,8 @@ def _foreign_entries(root: Path) -> list[str]:
 
 def _walk_foreign(root: Path) -> Iterator[str]:
     for entry in _entries(root):
-        if entry.name in (LOCK_FILE, _MARKER_TEMP) and entry.is_file(follow_symlinks=False):
+        own = (LOCK_FILE, MARKER, _MARKER_TEMP, GENERATIONS)
+        if entry.name in own and entry.is_file(follow_symlinks=False):
             continue
         if entry.name == _LOST_FOUND and entry.is_dir(follow_symlinks=False):
             continue

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     Histogram,
     PlatformCollector,
@@ -84,6 +85,11 @@ class _StateCollector(Collector):
             "Page store capacity",
             value=self._pages.capacity_bytes,
         )
+        yield GaugeMetricFamily(
+            "dora_page_store_dirs_in_service",
+            "Page directories in service (one that failed, or whose marker is damaged, is not)",
+            value=stats.dirs_in_service,
+        )
         loads = GaugeMetricFamily("dora_load_jobs", "Load jobs by state", labels=["state"])
         for state, count in self._loads().items():
             loads.add_metric([state], count)
@@ -130,6 +136,12 @@ class Metrics:
             "dora_short_circuit_located_bytes",
             "Bytes of cached pages whose page files were handed out to same-host clients for "
             "short-circuit reads (/v1/locate); the clients count what they read themselves",
+            registry=self.registry,
+        )
+        self.near_cache = Gauge(
+            "dora_near_cache_enabled",
+            "1 when same-host clients may keep a near-cache (the generation file is allocated), "
+            "0 when the first page directory's disk could not hold it",
             registry=self.registry,
         )
         self.cache_failures = Counter(

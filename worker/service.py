@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from config import Config, ConfigError, PropertyKey
@@ -31,6 +32,8 @@ from worker import keys, pathconf
 from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
+from worker.freshness import Freshness
+from worker.freshness import resolve as resolve_freshness
 from worker.insight import History, TopFiles
 from worker.load import LoadManager
 from worker.meta import keys as meta_keys
@@ -63,6 +66,16 @@ def _refused(config: Config, key: PropertyKey[Any], exc: Exception) -> ConfigErr
     if text:
         return ConfigError(f"{exc} ({key.name}={text})")
     return ConfigError(f"{exc} ({key.name} unset: under {WORK_DIR.name}={config.get(WORK_DIR)})")
+
+
+def _generation_file(path: Path) -> GenerationFile | None:
+    """The near-cache's counters at ``path``, or None (logged) when its disk cannot hold them:
+    a full or failing page disk costs same-host clients their near-cache, not the worker."""
+    try:
+        return GenerationFile(path)
+    except OSError as exc:
+        log.warning("no near-cache for same-host clients: generation file %s: %s", path, exc)
+        return None
 
 
 @dataclass(frozen=True)
@@ -111,6 +124,7 @@ class WorkerService:
         self.reader = Reader(ufs, pages, page_size, policy, self.metrics)
         self.page_size = page_size
         self.generations = generations
+        self.metrics.near_cache.set(generations is not None)
         if generations is not None:
             meta.count_changes(generations)
         self.loads = LoadManager(self)
@@ -149,11 +163,9 @@ class WorkerService:
                 pages.start()
             except ForeignPageDirError as exc:
                 raise _refused(config, page_keys.DIRS, exc) from exc
-            try:
-                generations = GenerationFile(options.dirs[0].path / GENERATIONS_FILE)
-            except OSError as exc:
-                raise _refused(config, page_keys.DIRS, exc) from exc
-            opened.callback(generations.close)
+            generations = _generation_file(options.dirs[0].path / GENERATIONS_FILE)
+            if generations is not None:
+                opened.callback(generations.close)
             service = cls(config, ufs, meta, pages, options.page_size, generations)
             opened.pop_all()
         # Once started: a refused start says only what was wrong, in one line.
@@ -209,22 +221,26 @@ class WorkerService:
             described.append(data)
         return described
 
-    def _sync_interval(self, canonical_uri: str, given: int | None) -> int | None:
-        """The sync interval of a lookup: the caller's, else the per-path rule's
-        (``dora.worker.path.conf``, for surfaces whose clients send none), else the default
-        (None); 0 when the request must re-check because its client saw a feed revision this
-        worker has not applied."""
-        interval = pathconf.resolve(self.config, canonical_uri, given).sync_interval
-        return cluster_context.sync_interval(interval)
+    def freshness(self, uri: str, sync_interval: int | None = None) -> Freshness:
+        """The freshness of the current request for ``uri`` (``worker.freshness.resolve``):
+        ``sync_interval`` is its per-call option (None: it sent none). A surface calls this
+        once per request and passes the value to the operations below. Raises
+        UfsInvalidPath for a malformed URI."""
+        return resolve_freshness(
+            self.config, uri, sync_interval, must_sync=cluster_context.must_sync()
+        )
 
     def status(
-        self, uri: str, sync_interval: int | None = None, version: str | None = None
+        self, uri: str, fresh: Freshness | None = None, version: str | None = None
     ) -> UfsStatus:
+        """The status of ``uri`` as fresh as ``fresh`` asks (None: :meth:`freshness` of a
+        call without options)."""
         uri = self.roots.check(uri)
-        return self.meta.get_status(uri, self._sync_interval(uri, sync_interval), version)
+        fresh = fresh or self.freshness(uri)
+        return self.meta.get_status(uri, fresh.sync_interval, version)
 
     def status_cached(
-        self, uri: str, sync_interval: int | None = None, version: str | None = None
+        self, uri: str, fresh: Freshness | None = None, version: str | None = None
     ) -> UfsStatus | None:
         """:meth:`status` without I/O, for a caller on the event loop: the same answer or
         error when the metadata memory tier holds a usable entry, else None (call
@@ -233,12 +249,14 @@ class WorkerService:
         canonical = uris.normalize(uri)
         if uris.split(canonical)[0] == "file":
             return None
-        sync_interval = cluster_context.sync_interval(sync_interval)
-        return self.meta.cached_status(self.roots.check(canonical), sync_interval, version)
+        fresh = fresh or self.freshness(canonical)
+        return self.meta.cached_status(self.roots.check(canonical), fresh.sync_interval, version)
 
-    def list(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
+    def list(self, uri: str, fresh: Freshness | None = None) -> list[UfsStatus]:
+        """The children of directory ``uri`` as fresh as ``fresh`` asks (as :meth:`status`)."""
         uri = self.roots.check(uri)
-        entries = self.meta.list_status(uri, self._sync_interval(uri, sync_interval))
+        fresh = fresh or self.freshness(uri)
+        entries = self.meta.list_status(uri, fresh.sync_interval)
         # Entries that lead outside the roots are left out (see MountRoots.visible).
         return self.roots.visible(entries)
 
@@ -249,25 +267,25 @@ class WorkerService:
         uri: str,
         offset: int = 0,
         length: int | None = None,
-        sync_interval: int | None = None,
+        fresh: Freshness | None = None,
         version: str | None = None,
     ) -> ReadResult:
         """:meth:`read_span` of ``length`` bytes from ``offset`` (None: to the end); a range
         past the end is cut at the end, an offset past the end is RangeNotSatisfiable."""
-        return self.read_span(uri, Window(offset, length), sync_interval, version)
+        return self.read_span(uri, Window(offset, length), fresh, version)
 
     def read_span(
         self,
         uri: str,
         span: Span,
-        sync_interval: int | None = None,
+        fresh: Freshness | None = None,
         version: str | None = None,
         *,
         ramp: bool = False,
     ) -> ReadResult:
-        """Resolve the status (sync interval and version as the caller asks), resolve ``span``
-        against its size, and fetch the first chunk, so that errors surface here, before a
-        caller starts answering. Raises IsADirectory, RangeNotSatisfiable, the status
+        """Resolve the status (``fresh`` and ``version`` as :meth:`status` takes them), resolve
+        ``span`` against its size, and fetch the first chunk, so that errors surface here,
+        before a caller starts answering. Raises IsADirectory, RangeNotSatisfiable, the status
         lookup's errors, and UfsVersionChanged when the file changed under a caller-given
         ``version``.
 
@@ -281,8 +299,8 @@ class WorkerService:
         pass-through, whatever the cache policy says. ``ramp`` is for a client that reads what
         it needs and hangs up (WebHDFS ``OPEN``): read-ahead starts at one page and grows while
         the client keeps reading; closing the chunks cancels the fills not yet started."""
-        status = self.status(uri, sync_interval, version)
-        cache = pathconf.resolve(self.config, status.uri).cache
+        fresh = fresh or self.freshness(uri)
+        status, cache = self.status(uri, fresh, version), fresh.cache
         try:
             return self._open(status, span, cache, ramp)
         except UfsNotFound:
@@ -306,7 +324,7 @@ class WorkerService:
         batch: list[UfsStatus] = []
         rest: list[UfsStatus] = []
         for status in files:
-            cached = id(status) in inside and pathconf.resolve(self.config, status.uri).cache
+            cached = id(status) in inside and self.freshness(status.uri).cache
             (batch if cached and self.reader.policy.caches(status.uri) else rest).append(status)
         return [*rest, *self.reader.store_whole(batch)]
 
@@ -348,15 +366,15 @@ class WorkerService:
         version: str | None,
         offset: int = 0,
         length: int | None = None,
-        sync_interval: int | None = None,
+        fresh: Freshness | None = None,
     ) -> Located:
         """Where the cached pages of ``[offset, offset + length)`` (None: to the end) of one
         file version are, for a same-host client's short-circuit read. ``version`` pins it
-        (None: the current one, as a status call with ``sync_interval`` finds it).
+        (None: the current one, as a status call with ``fresh`` finds it).
         Raises what :meth:`status` raises (VersionMismatch when the file is not at
         ``version``), IsADirectory, RangeNotSatisfiable for an offset past the end. A page
         listed may be evicted at any time after: the client's read of it then misses."""
-        status = self.status(uri, sync_interval, version)
+        status = self.status(uri, fresh, version)
         if status.is_dir:
             raise IsADirectory(f"cannot locate pages of {status.uri!r}: it is a directory")
         start, count = Window(offset, length).resolve(status.size)

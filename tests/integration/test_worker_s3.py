@@ -1,5 +1,6 @@
 """The invalidation chain and the REST API against a worker fronting SeaweedFS."""
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,6 +68,47 @@ def test_rest_api_over_s3(
         assert [e["name"] for e in synced["entries"]] == ["object.bin", "second.bin"]
         outside = api.get("/v1/status", params={"path": f"s3://{BUCKET}-other/x"})
         assert (outside.status_code, outside.json()["error"]) == (403, "OutsideMountRoots")
+    finally:
+        api.close()
+        service.close()
+
+
+def test_every_surface_applies_the_path_rules_to_a_status(
+    tmp_path: Path, seaweedfs: LocalS3, s3_root: str, s3_raw: s3fs.S3FileSystem
+) -> None:
+    """Issue 22 item 6: the event-loop fast path of /v1/status answered a memory hit under the
+    default sync interval, skipping the per-path rule that asks for a re-check."""
+    rule = f"dora.worker.path.conf={s3_root}/hot dora.user.file.metadata.sync.interval=0"
+    service = open_service(tmp_path / "work", f"s3://{BUCKET}", rule, *seaweedfs.storage_defines())
+    api = Api(service)
+    hot, cold = f"{s3_root}/hot/f.bin", f"{s3_root}/cold/f.bin"
+    webhdfs = "/webhdfs/v1/s3/"
+    surfaces = {
+        "/v1/status": lambda uri: api.get("/v1/status", params={"path": uri}).json()["size"],
+        "/v1/list": lambda uri: api.get("/v1/list", params={"path": uri.rsplit("/", 1)[0]}).json()[
+            "entries"
+        ][0]["size"],
+        "/v1/read": lambda uri: len(api.get("/v1/read", params={"path": uri}).content),
+        "webhdfs": lambda uri: json.loads(
+            api.get(webhdfs + uri.removeprefix("s3://"), params={"op": "GETFILESTATUS"}).content
+        )["FileStatus"]["length"],
+        "webhdfs OPEN": lambda uri: len(
+            api.get(
+                webhdfs + uri.removeprefix("s3://"), params={"op": "OPEN", "data": "true"}
+            ).content
+        ),
+        "alluxio": lambda uri: api.get("/v1/info", params={"path": uri}).json()[0]["mLength"],
+    }
+    try:
+        for name, size_of in surfaces.items():
+            for uri in (hot, cold):
+                s3_raw.pipe_file(uri.removeprefix("s3://"), b"old")
+                service.invalidate(uri)
+                assert size_of(uri) == 3, name
+                assert size_of(uri) == 3, name  # now from the worker's memory
+                s3_raw.pipe_file(uri.removeprefix("s3://"), b"changed")
+            # The rule re-checks /hot on every call; elsewhere the default (-1) keeps the entry.
+            assert (size_of(hot), size_of(cold)) == (7, 3), name
     finally:
         api.close()
         service.close()

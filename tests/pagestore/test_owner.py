@@ -3,6 +3,7 @@ versions; anything else makes it refuse to start, and nothing in it is touched."
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +89,48 @@ def test_another_components_marker_is_refused(tmp_path: Path) -> None:
     (tmp_path / "dir0").mkdir()
     (tmp_path / "dir0" / MARKER).write_bytes(b"doracache metastore, value format 1\n")
     assert "another kind" in str(refused(make_options(tmp_path)))
+
+
+def flip_a_marker_byte(root: Path) -> None:
+    marker = root / MARKER
+    text = bytearray(marker.read_bytes())
+    text[3] ^= 0x20
+    marker.write_bytes(bytes(text))
+
+
+def test_a_damaged_marker_on_the_stores_own_layout_is_a_failing_directory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 22 item 7: a flipped byte in the marker made the store refuse to start."""
+    options = make_options(tmp_path, dirs=2)
+    store = open_local(options)
+    kept = [PageId(f"{n:02x}" * 32, "v", 0) for n in range(4)]
+    for page_id in kept:
+        assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
+    store.close()
+    flip_a_marker_byte(tmp_path / "dir0")
+    before = snapshot(tmp_path / "dir0")
+    with caplog.at_level(logging.ERROR, logger="pagestore.store"):
+        store = open_local(options)
+    try:
+        assert store.stats().dirs_in_service == 1
+        served = [store.get(page_id) == content(page_id) for page_id in kept]
+        assert False in served and True in served  # dir0's pages miss, dir1's are served
+        assert store.put(kept[0], content(kept[0]), uri(kept[0])) is PutResult.OK  # in dir1
+    finally:
+        store.close()
+    assert snapshot(tmp_path / "dir0") == before  # nothing used, deleted or rewritten
+    assert any("marker is damaged" in r.getMessage() for r in caplog.records)
+
+
+def test_a_damaged_marker_among_foreign_files_is_still_refused(tmp_path: Path) -> None:
+    options = make_options(tmp_path)
+    open_local(options).close()
+    flip_a_marker_byte(tmp_path / "dir0")
+    (tmp_path / "dir0" / "thesis.tex").write_text("mine")
+    before = snapshot(tmp_path)
+    assert "another kind" in str(refused(options))
+    assert snapshot(tmp_path) == before
 
 
 def test_refusing_one_directory_releases_the_others(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ on the full disk."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -75,3 +77,64 @@ def test_reads_stay_correct_on_a_full_tmpfs_and_failures_are_counted(
     assert no_space > 0
     # Defect #13: the advertised counter of reads served past a failing store stays 0.
     assert cache_failures > 0
+
+
+def fill(root: Path) -> None:
+    """Write ``root/filler`` until the filesystem has no block left."""
+    fd = os.open(root / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (64 << 10, 4 << 10, 512):
+            with contextlib.suppress(OSError):
+                while os.write(fd, bytes(size)):
+                    pass
+    finally:
+        os.close(fd)
+    assert os.statvfs(root).f_bavail == 0
+
+
+def write_many(worker: Worker, data: Path, count: int) -> None:
+    """Writes through the worker to ``count`` paths: each bumps near-cache counters of its own
+    bucket (a page of the generation file the worker has not touched yet, most of them)."""
+    for n in range(count):
+        uri = f"file://{data}/w/{n}.txt"
+        answer = worker.http.put(worker.url + "/v1/write", params={"path": uri}, content=b"w")
+        assert answer.status_code in (200, 201), answer.text
+
+
+@pytest.mark.parametrize("full_at", ["start", "run"])
+def test_a_full_page_disk_costs_the_near_cache_and_misses_never_the_worker(
+    tmp_path: Path, make_worker: MakeWorker, full_at: str
+) -> None:
+    """Issue 22 item 9: the near-cache's generation file was created sparse on the page disk
+    and memory-mapped; a store into a page of it the full disk could not back killed the
+    worker with SIGBUS, at start or at the first bump that reached that page."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for n in range(4):
+        (data / f"f{n}.bin").write_bytes(content(f"sigbus-{n}", FILE_SIZE))
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        (disk / "pages").mkdir()
+        if full_at == "start":
+            fill(disk)
+        worker = make_worker(
+            f"dora.worker.ufs.roots=file://{data}",
+            f"dora.worker.page.store.dirs={disk / 'pages'}",
+            "dora.worker.page.store.sizes=64MB",
+            f"dora.worker.page.store.page.size={PAGE}",
+        )
+        if full_at == "run":
+            fill(disk)
+        write_many(worker, data, 300)
+        for n in range(4):
+            answer = worker.read(f"file://{data}/f{n}.bin")
+            assert answer.content == (data / f"f{n}.bin").read_bytes()
+        assert worker.alive(), worker.log_tail()
+        stats = worker.stats()
+        assert (stats["bytes_from_ufs"], stats["bytes_from_cache"]) == (4 * FILE_SIZE, 0)
+        if full_at == "start":  # no near-cache, and the page directory is out of service
+            assert worker.metric("dora_near_cache_enabled") == 0
+            assert worker.metric("dora_page_store_capacity_bytes") == 0
+        else:  # the counters were allocated at start and keep counting; pages do not fit
+            assert worker.metric("dora_near_cache_enabled") == 1
+            assert worker.metric("dora_page_put_failures_total") > 0
+        assert worker.stop() == 0, worker.log_tail()

@@ -39,7 +39,8 @@ def pages_left(work: Path, uri: str, version: str) -> list[Path]:
 def read_all(
     service: WorkerService, uri: str, sync_interval: int | None = None, version: str | None = None
 ) -> bytes:
-    return b"".join(service.read(uri, 0, None, sync_interval, version).chunks)
+    fresh = service.freshness(uri, sync_interval)
+    return b"".join(service.read(uri, 0, None, fresh, version).chunks)
 
 
 class InvalidationChain:
@@ -56,7 +57,7 @@ class InvalidationChain:
         assert read_all(service, uri, sync_interval=-1) == old  # cached, not re-checked
         assert read_all(service, uri, sync_interval=0) == new
         assert pages_left(work, uri, old_version) == []
-        assert service.status(uri, sync_interval=-1).version != old_version
+        assert service.status(uri, service.freshness(uri, -1)).version != old_version
 
     def test_never_sync_serves_cached_bytes_until_ttl(
         self, service: WorkerService, root: str, outside: Outside
@@ -79,10 +80,10 @@ class InvalidationChain:
         assert page_files(work, uri, version)
         outside.delete(uri)
         with pytest.raises(UfsNotFound):
-            service.read(uri, 0, None, sync_interval=0)
+            service.read(uri, 0, None, service.freshness(uri, 0))
         assert pages_left(work, uri, version) == []
         with pytest.raises(UfsNotFound):
-            service.status(uri, sync_interval=-1)  # the negative entry answers
+            service.status(uri, service.freshness(uri, -1))  # the negative entry answers
 
     def test_version_pin(self, service: WorkerService, root: str, outside: Outside) -> None:
         uri = f"{root}/pin.bin"
@@ -104,7 +105,7 @@ class InvalidationChain:
     ) -> None:
         uri = f"{root}/mid.bin"
         outside.write(uri, b"a" * (12 * PAGE))
-        chunks = service.read(uri, 0, None, sync_interval=0).chunks
+        chunks = service.read(uri, 0, None, service.freshness(uri, 0)).chunks
         first = next(chunks)
         outside.write(uri, b"b" * (12 * PAGE))
         served = bytearray(first)
@@ -120,14 +121,14 @@ class InvalidationChain:
         new = b"b" * (12 * PAGE + 5)
         outside.write(uri, b"a" * (12 * PAGE))
         old_version = service.status(uri).version
-        chunks = service.read(uri, 0, None, sync_interval=-1).chunks
+        chunks = service.read(uri, 0, None, service.freshness(uri, -1)).chunks
         next(chunks)
         outside.write(uri, new)
         with pytest.raises(UfsVersionChanged):
             for _ in chunks:
                 pass
         # The change is evidence: with "never sync", the next read serves the new version.
-        assert service.status(uri, sync_interval=-1).version != old_version
+        assert service.status(uri, service.freshness(uri, -1)).version != old_version
         assert read_all(service, uri, sync_interval=-1) == new
 
     def test_a_change_found_before_the_first_byte_serves_the_new_version(
@@ -138,7 +139,7 @@ class InvalidationChain:
         outside.write(uri, b"a" * (3 * PAGE))
         old_version = service.status(uri).version  # cached; no page is
         outside.write(uri, new)
-        result = service.read(uri, 0, None, sync_interval=-1)
+        result = service.read(uri, 0, None, service.freshness(uri, -1))
         assert result.status.version != old_version
         assert (result.length, b"".join(result.chunks)) == (len(new), new)
 
@@ -150,5 +151,5 @@ class InvalidationChain:
         old_version = service.status(uri).version
         outside.write(uri, b"b" * PAGE)
         with pytest.raises(UfsVersionChanged):
-            service.read(uri, 0, None, sync_interval=-1, version=old_version)
+            service.read(uri, 0, None, service.freshness(uri, -1), version=old_version)
         assert read_all(service, uri, sync_interval=-1) == b"b" * PAGE

@@ -170,7 +170,7 @@ def test_status_cached_answers_a_memory_hit_and_leaves_the_rest_to_status(
         assert service.status_cached(status.uri) is None
         service.meta.record_write(status.uri, status, Operation.CREATED)
         assert service.status_cached("s3://bucket/data/a/") == status
-        assert service.status_cached(status.uri, sync_interval=0) is None
+        assert service.status_cached(status.uri, service.freshness(status.uri, 0)) is None
         with pytest.raises(UfsOutsideRoots):
             service.status_cached("s3://bucket/other")
         (data_dir / "b").write_bytes(b"b")
@@ -178,3 +178,27 @@ def test_status_cached_answers_a_memory_hit_and_leaves_the_rest_to_status(
         assert service.status_cached(f"file://{data_dir}/b") is None  # resolved on disk
     finally:
         service.close()
+
+
+def test_a_damaged_page_dir_marker_does_not_keep_the_worker_from_starting(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Issue 22 item 7: the worker served on with the directory out of service, and deleted
+    nothing in it."""
+    content = os.urandom(2 * PAGE)
+    (data_dir / "f").write_bytes(content)
+    uri, work = f"file://{data_dir}/f", tmp_path / "work"
+    service = open_service(work, f"file://{data_dir}", f"dora.worker.page.store.page.size={PAGE}")
+    assert read_all(service, uri) == content
+    service.close()
+    marker = next((work / "pages").rglob("DORACACHE"))
+    marker.write_bytes(marker.read_bytes().replace(b"doracache", b"doracachf"))
+    cached = page_files(work, uri)
+    service = open_service(work, f"file://{data_dir}", f"dora.worker.page.store.page.size={PAGE}")
+    try:
+        assert read_all(service, uri) == content  # from the UFS
+        assert service.stats()["bytes_from_cache"] == 0
+        assert "dora_page_store_dirs_in_service 0.0" in service.metrics.render().decode()
+    finally:
+        service.close()
+    assert page_files(work, uri) == cached and len(cached) == 2

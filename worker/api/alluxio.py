@@ -72,7 +72,7 @@ def _record(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
 
 async def _stream(service: WorkerService, uri: str, span: Span, status: int = 200) -> Response:
     """``span`` of ``uri``, streamed; errors before the first byte get their status."""
-    result = await run_in_threadpool(service.read_span, uri, span)
+    result = await run_in_threadpool(service.read_span, uri, span, service.freshness(uri))
     headers = {"Content-Length": str(result.length), "X-Dora-Version": result.status.version}
     if status == 206:
         last = result.offset + result.length - 1
@@ -107,18 +107,22 @@ async def node(service: WorkerService, request: Request) -> Response:
 
 async def info(service: WorkerService, request: Request) -> Response:
     path = params.required(request.query_params, "path")
-    return json_response(await run_in_threadpool(lambda: [_record(service, service.status(path))]))
+    fresh = service.freshness(path)
+    return json_response(
+        await run_in_threadpool(lambda: [_record(service, service.status(path, fresh))])
+    )
 
 
 async def files(service: WorkerService, request: Request) -> Response:
     """A directory's children; a file lists as itself, as in Alluxio."""
     path = params.required(request.query_params, "path")
+    fresh = service.freshness(path)
 
     def work() -> list[dict[str, Any]]:
         try:
-            children = service.list(path)
+            children = service.list(path, fresh)
         except UfsNotADirectory:
-            children = [service.status(path)]
+            children = [service.status(path, fresh)]
         return [_record(service, child) for child in children]
 
     return json_response(await run_in_threadpool(work))
@@ -201,7 +205,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
 
     def work() -> bool:
         try:
-            old = service.status(uri, sync_interval=0)
+            old = _checked(service, uri)
         except UfsNotFound:
             old = None
         size = 0 if old is None else old.size
@@ -235,7 +239,7 @@ async def touch(service: WorkerService, request: Request) -> Response:
 
     def work() -> bool:
         try:
-            service.status(uri, sync_interval=0)
+            _checked(service, uri)
         except UfsNotFound:
             return service.write(uri, b"")[1]
         return False
@@ -268,7 +272,7 @@ async def copy(service: WorkerService, request: Request) -> Response:
     recursive, forced = ap.flag(request, "recursive"), ap.flag(request, "forced")
 
     def work() -> None:
-        root, target = service.status(src, sync_interval=0), service.roots.check(dst)
+        root, target = _checked(service, src), service.roots.check(dst)
         if root.is_dir and not recursive:
             raise UfsIsADirectory(f"cannot copy {root.uri!r}: a directory needs recursive")
         sources = _files_under(service, root) if root.is_dir else [root]
@@ -282,7 +286,7 @@ async def copy(service: WorkerService, request: Request) -> Response:
 def _copy_file(service: WorkerService, source: UfsStatus, dst: str, forced: bool) -> None:
     if not forced:
         try:
-            service.status(dst, sync_interval=0)
+            _checked(service, dst)
         except UfsNotFound:
             pass
         else:
@@ -299,12 +303,18 @@ def _files_under(service: WorkerService, root: UfsStatus) -> list[UfsStatus]:
     found: list[UfsStatus] = []
     pending = [root.uri]
     while pending:
-        for child in service.list(pending.pop(), sync_interval=0):
+        directory = pending.pop()
+        for child in service.list(directory, service.freshness(directory, 0)):
             if child.is_dir:
                 pending.append(child.uri)
             else:
                 found.append(child)
     return found
+
+
+def _checked(service: WorkerService, uri: str) -> UfsStatus:
+    """The status of ``uri`` re-checked with the UFS: a mutation decides on the truth."""
+    return service.status(uri, service.freshness(uri, 0))
 
 
 def _spooled() -> IO[bytes]:

@@ -44,6 +44,13 @@ class FileStatus(BaseModel):
         "may keep the status for a sync interval of N ms while age_ms plus its own time kept "
         "stays within N.",
     )
+    sync_interval_ms: int | None = Field(
+        None,
+        description="/v1/status and /v1/list only: the sync interval (ms; -1 never, 0 always) "
+        "a call to this path without sync_interval gets, from the per-path rules or the "
+        "default; in a listing, the stricter of the directory's and the entry's own. A "
+        "same-host client keeps the status by it.",
+    )
 
 
 class Listing(BaseModel):

@@ -62,9 +62,10 @@ async def locate(
 ) -> Response:
     start = params.nonnegative("offset", offset) or 0
     size = params.nonnegative("length", length)
+    fresh = service.freshness(path)
 
     def work() -> dict[str, Any]:
-        return answer(service, service.locate(path, version or None, start, size))
+        return answer(service, service.locate(path, version or None, start, size, fresh))
 
     return json_response(await run_in_threadpool(work))
 

@@ -28,6 +28,7 @@ from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route, Surface
 from worker.errors import NotFound
+from worker.freshness import Freshness, listed
 from worker.ranges import Window
 from worker.service import ReadResult, WorkerService
 
@@ -55,36 +56,40 @@ async def status(
     sync_interval: c.SyncInterval = None,
     version: c.Version = None,
 ) -> Response:
-    interval, version = params.interval(sync_interval), version or None
+    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
 
-    cached = service.status_cached(path, interval, version)
+    cached = service.status_cached(path, fresh, version)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
-        return json_response(_aged(service, cached))
+        return json_response(_aged(service, cached, fresh))
 
     def work() -> dict[str, Any]:
-        return _aged(service, service.status(path, interval, version))
+        return _aged(service, service.status(path, fresh, version), fresh)
 
     return json_response(await run_in_threadpool(work))
 
 
-def _aged(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
-    """``status`` as the API shows it, with how long ago the worker confirmed it."""
+def _aged(service: WorkerService, status: UfsStatus, fresh: Freshness) -> dict[str, Any]:
+    """``status`` as the API shows it, with how long ago the worker confirmed it and the sync
+    interval a call to it without one gets (what a near-cache keeps it by)."""
     answer = service.describe(status)
     answer["age_ms"] = service.meta.status_age(status.uri, status.version)
+    answer["sync_interval_ms"] = fresh.path_interval
     return answer
 
 
 async def listing(
     service: WorkerService, path: c.UfsPath, sync_interval: c.SyncInterval = None
 ) -> Response:
-    interval = params.interval(sync_interval)
+    fresh = service.freshness(path, params.interval(sync_interval))
 
     def work() -> dict[str, Any]:
-        children = service.list(path, interval)
+        children = service.list(path, fresh)
         age = service.meta.listing_age(path, children) if children else None
         entries = service.describe_many(children)
-        for entry in entries:
+        kept = listed(service.config, fresh, [child.uri for child in children])
+        for entry, interval in zip(entries, kept, strict=True):
             entry["age_ms"] = age
+            entry["sync_interval_ms"] = interval
         return {"entries": entries}
 
     return json_response(await run_in_threadpool(work))
@@ -99,7 +104,7 @@ async def read(
     version: c.Version = None,
     header: c.ByteRangeHeader = None,
 ) -> Response:
-    interval, version = params.interval(sync_interval), version or None
+    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
     start_at = params.nonnegative("offset", offset)
     window = Window(start_at or 0, params.nonnegative("length", length))
     requested = None if header is None else params.byte_range(header)
@@ -107,7 +112,7 @@ async def read(
     span = requested or window
 
     def start() -> tuple[ReadResult, Batch]:
-        result = service.read_span(path, span, interval, version)
+        result = service.read_span(path, span, fresh, version)
         return result, pull(result.chunks)
 
     result, first = await run_in_threadpool(start)

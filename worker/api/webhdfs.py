@@ -31,6 +31,7 @@ from starlette.responses import Response
 
 from ufs import uri as uris
 from ufs.errors import UfsNotFound, UfsOutsideRoots
+from ufs.status import UfsStatus
 from worker import keys
 from worker.api import webhdfs_json as shapes
 from worker.api.jsonbody import json_response
@@ -43,6 +44,7 @@ from worker.api.webhdfs_locality import Locality, host_and_name
 from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
 from worker.api.webhdfs_query import Query
 from worker.errors import InvalidRequest, IsADirectory, UnsupportedOperation
+from worker.freshness import Freshness
 from worker.service import WorkerService
 
 TOKEN_LIFETIME_S = 3600
@@ -140,8 +142,12 @@ class WebHdfs:
         if self._virtual(path):
             return json_answer(shapes.status_answer(shapes.directory("")))
         uri = self._uri(path)
-        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
+        status = await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
         return json_answer(shapes.status_answer(shapes.file_status(status, "")))
+
+    def _fresh(self, uri: str, query: Query) -> Freshness:
+        """The request's freshness for ``uri`` (its ``sync_interval``, else the path's)."""
+        return self.service.freshness(uri, query.sync_interval())
 
     def _virtual(self, path: str) -> bool:
         return path.strip("/") == "" or self.namespace.is_virtual(path)
@@ -152,13 +158,13 @@ class WebHdfs:
         if self._virtual(path):
             return [shapes.directory(name) for name in self.namespace.children(path)]
         uri = self._uri(path)
-        interval = query.sync_interval()
+        fresh = self._fresh(uri, query)
 
         def work() -> list[dict[str, Any]]:
-            status = self.service.status(uri, interval)
+            status = self.service.status(uri, fresh)
             if not status.is_dir:
                 return [shapes.file_status(status, "")]
-            return [shapes.file_status(s, s.name) for s in self.service.list(uri, interval)]
+            return [shapes.file_status(s, s.name) for s in self.service.list(uri, fresh)]
 
         return await run_in_threadpool(work)
 
@@ -176,7 +182,7 @@ class WebHdfs:
     async def block_locations(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
         offset, length = query.long("offset", 0), query.long("length", 1 << 62)
-        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
+        status = await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {path}")
         owner = await run_in_threadpool(self.locality.owner, status.uri)
@@ -192,11 +198,12 @@ class WebHdfs:
         file."""
         if self._virtual(path):
             return json_answer({"BlockLocationsByName": {}})
-        uri, interval, here = self._uri(path), query.sync_interval(), _this_worker(request)
+        uri, here = self._uri(path), _this_worker(request)
+        fresh = self._fresh(uri, query)
 
         def work() -> dict[str, Any]:
-            status = self.service.status(uri, interval)
-            files = [status] if not status.is_dir else self.service.list(uri, interval)
+            status = self.service.status(uri, fresh)
+            files = [status] if not status.is_dir else self.service.list(uri, fresh)
             return {
                 f.name: shapes.block_locations(f, 0, f.size, self.locality.owner(f.uri) or here)
                 for f in files
@@ -207,16 +214,18 @@ class WebHdfs:
 
     async def content_summary(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
-        interval = query.sync_interval()
+        fresh = self._fresh(uri, query)
 
         def work() -> dict[str, Any]:
-            status = self.service.status(uri, interval)
+            status = self.service.status(uri, fresh)
             if not status.is_dir:
                 return shapes.content_summary(status.size, 1, 0)
             length = files = 0
             directories, pending = 1, [status.uri]
             while pending:
-                for child in self.service.list(pending.pop(), interval):
+                # Each directory as its own path rules say (a subtree may have its own).
+                directory = pending.pop()
+                for child in self.service.list(directory, self._fresh(directory, query)):
                     if child.is_dir:
                         directories += 1
                         pending.append(child.uri)
@@ -229,7 +238,7 @@ class WebHdfs:
 
     async def checksum(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
-        status = await run_in_threadpool(self.service.status, uri, query.sync_interval())
+        status = await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {path}")
         return json_answer(shapes.checksum(status))
@@ -241,7 +250,7 @@ class WebHdfs:
         query.fsaction()
         if not self._virtual(path):
             uri = self._uri(path)
-            await run_in_threadpool(self.service.status, uri, query.sync_interval())
+            await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
         return Response(b"", 200)
 
     # -- data ----------------------------------------------------------------------------------
@@ -262,11 +271,12 @@ class WebHdfs:
         applies. One call serves the client's status and the open that follows it."""
         if self._virtual(path):
             return json_answer(shapes.status_answer(shapes.directory("")))
-        uri, version, interval = self._uri(path), query.text("version"), query.sync_interval()
+        uri, version = self._uri(path), query.text("version")
+        fresh = self._fresh(uri, query)
         offset, length = query.long("offset", 0), query.optional_long("length")
 
         def work() -> dict[str, Any]:
-            status = self.service.status(uri, interval, version)
+            status = self.service.status(uri, fresh, version)
             answer = shapes.status_answer(shapes.file_status(status, ""))
             if not status.is_dir:
                 # Pinned to the version just resolved: no second look at the UFS.
@@ -302,29 +312,32 @@ class WebHdfs:
             raise InvalidRequest(f"destination {destination!r} is not an absolute path")
         self._refuse_virtual(destination, "rename")
         src, dst = self._uri(path), self._uri(destination)
-        interval = query.sync_interval()
         return json_answer(
-            shapes.boolean(await run_in_threadpool(self._rename, src, dst, interval))
+            shapes.boolean(await run_in_threadpool(self._rename, src, dst, query.sync_interval()))
         )
 
     def _rename(self, src: str, dst: str, interval: int | None) -> bool:
         # The target is looked up as the path rules say, not forced fresh: a directory made
         # through the worker on an object store exists only in the worker's metadata.
-        source = status_or_none(self.service, src, interval)
+        source = self._status_or_none(src, interval)
         if source is None:
             return False
         target = uris.normalize(dst)
-        existing = status_or_none(self.service, target, interval)
+        existing = self._status_or_none(target, interval)
         if existing is not None:
             if not existing.is_dir:
                 return False
             target = f"{existing.uri}/{source.name}"
-            if status_or_none(self.service, target, interval) is not None:
+            if self._status_or_none(target, interval) is not None:
                 return False
         if uris.is_under(target, source.uri):
             return False
         self.service.rename(source.uri, target)
         return True
+
+    def _status_or_none(self, uri: str, interval: int | None) -> UfsStatus | None:
+        # Each path as its own rules say: the two ends of a rename may have different ones.
+        return status_or_none(self.service, uri, self.service.freshness(uri, interval))
 
     async def delete(self, request: Request, query: Query, path: str) -> Response:
         """True when something was deleted, false when nothing was there (as HDFS answers)."""

@@ -30,6 +30,7 @@ from worker.api.body import file_chunks, spool_body
 from worker.api.webhdfs_errors import json_answer
 from worker.api.webhdfs_query import Query
 from worker.errors import IsADirectory
+from worker.freshness import Freshness
 from worker.ranges import Window
 from worker.service import WorkerService
 
@@ -60,17 +61,17 @@ async def open_file(
     """``OPEN``: the redirect to the version-pinned data URL — on the worker ``owner`` names
     (``host:port``) when it names one, else here — or the data from ``offset``."""
     version = query.text("version")
-    interval = query.sync_interval()
+    fresh = service.freshness(uri, query.sync_interval())
     span = OpenSpan(query.long("offset", 0), query.optional_long("length"))
     if not query.boolean("data"):
-        status = await run_in_threadpool(service.status, uri, interval, version)
+        status = await run_in_threadpool(service.status, uri, fresh, version)
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {request.url.path}")
         target = await run_in_threadpool(owner, status.uri)
         extra = {"data": "true", "version": status.version}
         return _redirect(request, query, extra, target)
     result = await run_in_threadpool(
-        lambda: service.read_span(uri, span, interval, version, ramp=True)
+        lambda: service.read_span(uri, span, fresh, version, ramp=True)
     )
     return StreamingResponse(
         _until_disconnect(result.chunks),
@@ -85,7 +86,7 @@ async def create_file(
 ) -> Response:
     """``CREATE``: the redirect to the data URL, then the body written through."""
     # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
-    fresh = 0
+    fresh = service.freshness(uri, 0)
     if not query.boolean("overwrite") and (
         await run_in_threadpool(status_or_none, service, uri, fresh) is not None
     ):
@@ -101,10 +102,10 @@ async def create_file(
     return Response(b"", 201, {"Location": location})
 
 
-def status_or_none(service: WorkerService, uri: str, interval: int | None) -> UfsStatus | None:
-    """The status of ``uri`` under sync interval ``interval``, or None if nothing is there."""
+def status_or_none(service: WorkerService, uri: str, fresh: Freshness) -> UfsStatus | None:
+    """The status of ``uri`` as fresh as ``fresh`` asks, or None if nothing is there."""
     try:
-        return service.status(uri, interval)
+        return service.status(uri, fresh)
     except UfsNotFound:
         return None
 

@@ -24,7 +24,7 @@ from worker.client.fastpath import LocalWorker, NearCacheMetadata, ShortCircuitR
 from worker.client.flow import Flow
 from worker.client.http import WorkerClient
 from worker.client.ops import Operations
-from worker.client.options import ClientOptions, SyncInterval
+from worker.client.options import ClientOptions, SyncInterval, with_storage_options
 from worker.client.paths import PROTOCOL, StripProtocol, class_strip
 from worker.client.reader import ChunkedReader
 from worker.client.remote import Remote
@@ -73,7 +73,11 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
     names a generation file this process can read; otherwise calls go over HTTP as without
     them. Each defaults to its property (``dora.user.client.short.circuit.enabled``,
     ``dora.user.client.near.cache.enabled``, both true: on where it can take effect); True or
-    False (or the text of either) overrides it."""
+    False (or the text of either) overrides it.
+
+    Every other client setting is a keyword too (``settings``, fsspec's storage options):
+    ``etcd_endpoints=...``, ``read_chunk_size="4MB"``, or any ``dora.user.*`` key by name
+    (:func:`worker.client.options.with_storage_options`)."""
 
     protocol = PROTOCOL
     root_marker = ""
@@ -101,6 +105,7 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         batch_size: int | None = None,
         short_circuit: bool | str | None = None,
         near_cache: bool | str | None = None,
+        **settings: object,
     ) -> None:
         super().__init__(asynchronous=asynchronous, loop=loop, batch_size=batch_size)
         if target_options:
@@ -109,6 +114,8 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
                 "URL: workers use their own dora.ufs.* properties, and so does the UFS fallback"
             )
         config = config if config is not None else load_config(build_registry())
+        if settings:
+            config = with_storage_options(config, settings)
         self.target_protocol = target_protocol
         self.options = ClientOptions.resolve(
             config,

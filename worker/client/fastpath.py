@@ -147,8 +147,8 @@ class NearCacheMetadata:
             return dict(kept)  # callers rename what they get
         stamp, asked_at = near.stamp(key), near.now()
         answer = yield from self.remote.status(uri, sync_interval, version, aged=True)
-        age = answer.pop("age_ms", None)
-        near.put_status(key, stamp, asked_at, dict(answer), age)
+        age, interval = answer.pop("age_ms", None), answer.pop("sync_interval_ms", None)
+        near.put_status(key, stamp, asked_at, dict(answer), age, interval)
         return answer
 
     def list(self, uri: str, sync_interval: str | None = None) -> Flow[list[dict[str, Any]]]:
@@ -163,8 +163,10 @@ class NearCacheMetadata:
         entries = yield from self.remote.list(uri, sync_interval, aged=True)
         # Every entry of one listing has the listing's age; an empty one has none.
         ages = [entry.pop("age_ms", None) for entry in entries]
+        intervals = [entry.pop("sync_interval_ms", None) for entry in entries]
         age = ages[0] if ages else None
-        near.put_listing(key, stamp, asked_at, [(str(e["name"]), dict(e)) for e in entries], age)
+        kept = [(str(e["name"]), dict(e)) for e in entries]
+        near.put_listing(key, stamp, asked_at, kept, age, intervals)
         return entries
 
 

@@ -7,7 +7,9 @@ read *before* the call that fetched it, and served only while they are unchanged
 made through the worker by any process on the host is seen at once. A child's status taken from
 a listing is covered by its directory's counter, which every change to a child bumps.
 
-Freshness against the UFS follows the caller's sync interval (the worker's default when None):
+Freshness against the UFS follows the caller's sync interval; a call without one gets what the
+worker said a call to that path without one gets (its per-path rule, else its default:
+``sync_interval_ms`` in its answers), or the worker's default when it said nothing:
 ``-1`` (never re-check) serves a kept answer for up to ``ttl_ms``; ``0`` never serves one; a
 positive interval ``N`` serves it while its age — the worker's ``age_ms`` when it answered, plus
 the time since the client asked — stays within ``N`` (and the kept time within ``ttl_ms``), so
@@ -27,6 +29,7 @@ from typing import Any
 
 from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
+from worker.meta.entry import stricter
 from worker.meta.generations import GenerationView, Stamp
 
 DEFAULT_MAX_ENTRIES = 100_000
@@ -41,6 +44,7 @@ class _Entry:
     stamp: Stamp
     filled_at: float  # monotonic seconds, when the call that fetched it began
     age: float | None  # seconds since the worker confirmed it, as it answered; None: unknown
+    interval: int | None  # ms, what a call without sync_interval gets; None: the default
 
 
 class NearCache:
@@ -110,12 +114,21 @@ class NearCache:
         return self._clock()
 
     def put_status(
-        self, key: str, stamp: Stamp | None, asked_at: float, value: Any, age_ms: int | None
+        self,
+        key: str,
+        stamp: Stamp | None,
+        asked_at: float,
+        value: Any,
+        age_ms: int | None,
+        interval_ms: int | None = None,
     ) -> None:
         """Keep ``value`` as the status of ``key``, fetched by a call begun at ``asked_at``
-        after ``stamp`` was read; ``age_ms``: the worker's age of it (None: unknown)."""
+        after ``stamp`` was read; ``age_ms``: the worker's age of it (None: unknown);
+        ``interval_ms``: the sync interval the worker applies to the path for a call without
+        one (None: the default)."""
         if stamp is not None:
-            self._put(self._statuses, key, _Entry(value, key, stamp, asked_at, _seconds(age_ms)))
+            entry = _Entry(value, key, stamp, asked_at, _seconds(age_ms), interval_ms)
+            self._put(self._statuses, key, entry)
 
     def put_listing(
         self,
@@ -124,16 +137,20 @@ class NearCache:
         asked_at: float,
         entries: Sequence[tuple[str, Any]],
         age_ms: int | None,
+        intervals_ms: Sequence[int | None] | None = None,
     ) -> None:
         """Keep the listing of directory ``key`` (``(canonical child URI, value)`` pairs) as
-        :meth:`put_status` keeps a status; each child's status is kept too."""
+        :meth:`put_status` keeps a status; each child's status is kept too, by its interval
+        of ``intervals_ms`` (None: the default for all), and the listing by the strictest of
+        them (an empty listing only for a call that names its own)."""
         if stamp is None:
             return
         age = _seconds(age_ms)
-        listing = _Entry([v for _, v in entries], key, stamp, asked_at, age)
+        intervals = list(intervals_ms or [None] * len(entries))
+        listing = _Entry([v for _, v in entries], key, stamp, asked_at, age, _strictest(intervals))
         self._put(self._listings, key, listing)
-        for child, value in entries:
-            self._put(self._statuses, child, _Entry(value, key, stamp, asked_at, age))
+        for (child, value), interval in zip(entries, intervals, strict=True):
+            self._put(self._statuses, child, _Entry(value, key, stamp, asked_at, age, interval))
 
     def forget(self, key: str) -> None:
         """Drop what is kept of ``key`` and its parent's listing. The worker's counters
@@ -169,13 +186,24 @@ class NearCache:
         return self._generations.stamp(entry.covered_by) == entry.stamp
 
     def _fresh(self, entry: _Entry, sync_interval_ms: int | None) -> bool:
-        interval = self._default_interval if sync_interval_ms is None else sync_interval_ms
+        interval = sync_interval_ms
+        if interval is None:
+            interval = self._default_interval if entry.interval is None else entry.interval
         kept_for = self._clock() - entry.filled_at
         if kept_for > self._ttl or interval == 0:
             return False
         if interval == -1:
             return True
         return entry.age is not None and entry.age + kept_for <= interval / 1000
+
+
+def _strictest(intervals: Sequence[int | None]) -> int | None:
+    """The strictest known of ``intervals`` (0 before N before -1); None if none is known;
+    0 for none at all: nothing tells how fresh an empty listing must be."""
+    if not intervals:
+        return 0
+    known = [i for i in intervals if i is not None]
+    return functools.reduce(stricter, known) if known else None
 
 
 def _seconds(ms: int | None) -> float | None:

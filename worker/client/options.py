@@ -1,19 +1,28 @@
 """The client's options: constructor arguments over site properties (``dora.user.client.*``,
-``dora.user.workers``), validated once when a filesystem is created."""
+``dora.user.workers``), validated once when a filesystem is created.
+
+Every client setting is also a storage option (:func:`with_storage_options`), so pandas, Dask,
+DuckDB or Polars users pass ``storage_options={"etcd_endpoints": "http://etcd:2379"}``: each
+``dora.user.*`` key and each cluster key a client reads (``dora.cluster.etcd.*``,
+``dora.cluster.name``), by its name, its Alluxio alias or its short name
+(:func:`short_name`: ``etcd_endpoints``, ``read_chunk_size``, ``file_metadata_sync_interval``).
+"""
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from config import Config, Source
+from config import Config, ConfigError, Source
 from config.keys import PropertyKey
 from config.units import parse_duration
 from worker import keys
 from worker.cluster import keys as cluster_keys
 from worker.meta.keys import SYNC_INTERVAL
+from worker.pathconf import READ_TYPE
 
 SyncInterval = int | str
 T = TypeVar("T")
@@ -102,6 +111,77 @@ class ClientOptions:
             etcd_user=config.get(cluster_keys.ETCD_USER),
             etcd_password=config.get(cluster_keys.ETCD_PASSWORD),
         )
+
+
+# Short names: the key's name without its prefix, dots as underscores, after a lead word.
+_SHORT_PREFIXES = (
+    ("dora.user.client.", ""),
+    ("dora.user.", ""),
+    ("dora.cluster.etcd.", "etcd_"),
+    ("dora.cluster.name", "cluster_name"),
+)
+# dora.user.* keys that only workers apply (per path): a client given one would ignore it.
+_WORKER_SIDE = frozenset({READ_TYPE.name})
+
+
+def short_name(key: PropertyKey[Any]) -> str | None:
+    """The storage-option name of a client setting (None: ``key`` is not one)."""
+    if key.name in _WORKER_SIDE:
+        return None
+    for prefix, lead in _SHORT_PREFIXES:
+        if key.name.startswith(prefix):
+            return lead + key.name.removeprefix(prefix).replace(".", "_")
+    return None
+
+
+def with_storage_options(config: Config, options: Mapping[str, object]) -> Config:
+    """``config`` with fsspec storage options applied over every other source, validated as
+    the site file is: each names a client setting (by key name, alias or :func:`short_name`)
+    and gives its value as text (Polars sends only text) or as a number, a boolean or a list.
+
+    Raises ConfigError (a ValueError) naming the option: an unknown one (with the nearest
+    name), a key only workers read, a value the key does not take."""
+    shorts = {name: key for key in config.registry if (name := short_name(key)) is not None}
+    texts = []
+    for given, value in options.items():
+        key = shorts.get(given) or _client_key(config, given, shorts)
+        texts.append((key, _option_text(given, value), f"storage option {given!r}"))
+    return config.overridden(texts)
+
+
+def _client_key(config: Config, given: str, shorts: Mapping[str, PropertyKey[Any]]) -> Any:
+    """The client setting named ``given`` by its key name or alias; ConfigError otherwise."""
+    try:
+        key = config.registry.lookup(given)
+    except ConfigError:
+        names = [*shorts, *(key.name for key in shorts.values())]
+        near = difflib.get_close_matches(given, names, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise ConfigError(
+            f"unknown storage option {given!r} for the dora filesystem{hint}"
+        ) from None
+    if short_name(key) is None:
+        raise ConfigError(
+            f"storage option {given!r}: {key.name} is not a client setting (workers read it "
+            "from their own properties); a client takes dora.user.*, dora.cluster.etcd.* and "
+            "dora.cluster.name"
+        )
+    return key
+
+
+def _option_text(given: str, value: object) -> str:
+    """A storage option's value as the text a site file would hold."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return ",".join(value)
+    raise ConfigError(
+        f"storage option {given}={value!r}: expected text, a number, a boolean or a list of text"
+    )
 
 
 def _etcd_endpoints(config: Config) -> tuple[str, ...]:

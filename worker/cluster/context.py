@@ -1,10 +1,11 @@
 """What one request knows about the feed, shared between the HTTP layer and the service.
 
 The revision middleware (:mod:`worker.cluster.http`) opens a :class:`RequestState` per request;
-the service reads it (must this call sync with the UFS?) and the publisher writes to it (the
-revision of this request's own changes). A context variable carries it into the thread the
-request's blocking work runs in (Starlette copies the context into its thread pool), and the
-state object is shared, not copied, so what the thread writes the middleware reads.
+the surface reads it once, resolving the request's freshness (must this call sync with the
+UFS?), and the publisher writes to it (the revision of this request's own changes). A context
+variable carries it into the thread the request's blocking work runs in (Starlette copies the
+context into its thread pool), and the state object is shared, not copied, so what the thread
+writes the middleware reads.
 """
 
 from __future__ import annotations
@@ -41,11 +42,11 @@ def leave(token: object) -> None:
     _CURRENT.reset(token)  # type: ignore[arg-type]
 
 
-def sync_interval(given: int | None) -> int | None:
-    """The sync interval a metadata lookup of this request uses: 0 (re-check) if the request
-    must sync, else ``given``."""
+def must_sync() -> bool:
+    """Whether the current request must re-check the UFS (``worker.freshness`` reads it once
+    per request)."""
     state = _CURRENT.get()
-    return 0 if state is not None and state.must_sync else given
+    return state is not None and state.must_sync
 
 
 def observed(revision: int) -> None:

@@ -69,3 +69,10 @@ def needs_sync(loaded_at: int, sync_interval: int, now: int) -> bool:
     if sync_interval < 0:
         raise ValueError(f"sync interval {sync_interval} is invalid: expected -1, 0 or a duration")
     return now - loaded_at > sync_interval or sync_interval == 0
+
+
+def stricter(a: int, b: int) -> int:
+    """The stricter of two sync intervals: 0 before N before -1 (never)."""
+    if NEVER in (a, b):
+        return b if a == NEVER else a
+    return min(a, b)

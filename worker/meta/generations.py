@@ -21,6 +21,7 @@ The worker bumps a counter *after* the cache holds the new state; a client reads
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import sys
@@ -30,9 +31,10 @@ from pathlib import Path
 
 import xxhash
 
+from pagestore.layout import GENERATIONS
 from ufs import uri as uris
 
-FILE_NAME = "generations"
+FILE_NAME = GENERATIONS  # in the first page directory, which the page store leaves alone
 MAGIC = int.from_bytes(b"DORAGEN1", sys.byteorder)
 DEFAULT_BUCKETS = 4096
 _HEADER_WORDS = 4
@@ -49,7 +51,10 @@ def bucket_of(uri: str, buckets: int) -> int:
 
 class GenerationFile:
     """The worker's side: creates (or reopens in place, so clients' mappings stay valid across
-    worker restarts) and bumps the counters. Thread-safe: one lock around every bump."""
+    worker restarts) and bumps the counters. Thread-safe: one lock around every bump.
+
+    Raises OSError when the file cannot be created or its blocks allocated (a full or failing
+    disk): the worker then runs without it, and same-host clients without a near-cache."""
 
     def __init__(self, path: Path, buckets: int = DEFAULT_BUCKETS) -> None:
         self.path = path
@@ -61,6 +66,7 @@ class GenerationFile:
                 # Another layout or a torn file: start over on the same inode.
                 os.ftruncate(fd, 0)
                 os.ftruncate(fd, size)
+            _allocate(fd, size)
             self._map = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
@@ -126,6 +132,19 @@ class GenerationView:
     def close(self) -> None:
         self._words.release()
         self._map.close()
+
+
+def _allocate(fd: int, size: int) -> None:
+    """Give every mapped byte its block now. A store into a hole of a sparse file that the
+    disk has no room for is a SIGBUS, which kills the worker, at start or at the first bump
+    that reaches an untouched page; here it is an OSError. On failure the epoch is cleared
+    (best effort), so that clients still mapping a crashed worker's file trust none of it."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.pwrite(fd, bytes(8), 8 * _EPOCH)
+        raise
 
 
 def _magic(fd: int) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pagestore.pagefile import header_size
+from tests.worker.client.conftest import dora_fs, write_outside
 from tests.worker.conftest import page_files
 from worker.client import fastpath
 from worker.client.fastpath import NearCacheMetadata, ShortCircuitRanges
@@ -111,6 +112,43 @@ def test_a_positive_sync_interval_is_served_from_the_near_cache_within_its_age(
     assert fs.ls(f"file://{data_dir}", sync_interval="1h")[0]["size"] == 1
     assert served(service) == calls
     assert fs.info(uri, sync_interval="0")["size"] == 2
+
+
+def test_the_near_cache_keeps_what_a_path_rule_asks_to_re_check_no_longer_than_it_allows(
+    make_service: Callable[..., WorkerService], data_dir: Path
+) -> None:
+    """Issue 22 item 6: a call without sync_interval got the worker's default from the
+    near-cache, not the path's rule."""
+    hot, cold = data_dir / "hot", data_dir / "cold"
+    for directory in (hot, cold):
+        write_outside(directory / "named" / "f", b"x")
+    rules = (
+        f"dora.worker.path.conf=file://{hot} dora.user.file.metadata.sync.interval=0, "
+        f"file://{cold}/named dora.user.file.metadata.sync.interval=0"
+    )
+    service = make_service(rules)
+    fs = dora_fs(service, near_cache=True)
+    for directory in (hot, cold):
+        uri = f"file://{directory}/named/f"
+        assert fs.info(uri)["size"] == 1
+        assert fs.ls(f"file://{directory}")[0]["name"] == f"file://{directory}/named"
+        assert fs.ls(f"file://{directory}/named")[0]["size"] == 1
+        write_outside(directory / "named" / "f", b"yy")
+        write_outside(directory / "other", b"z")
+        assert fs.info(uri)["size"] == 2  # a rule covers both
+        assert fs.ls(f"file://{directory}/named")[0]["size"] == 2
+        assert fs.info(uri, sync_interval="-1")["size"] == 2  # the call's option still wins
+    assert [e["name"] for e in fs.ls(f"file://{hot}")][-1] == f"file://{hot}/other"
+    # A rule names a child of cold: the near-cache keeps neither that child's status from
+    # cold's listing nor the listing (the worker answers both, from its own cache).
+    for ask in (lambda: fs.ls(f"file://{cold}"), lambda: fs.info(f"file://{cold}/named")):
+        calls = served(service)
+        ask()
+        assert served(service) != calls
+    fs.info(f"file://{cold}/other")
+    calls = served(service)
+    fs.info(f"file://{cold}/other")  # no rule: the near-cache answers
+    assert served(service) == calls
 
 
 def test_a_small_read_of_located_pages_needs_no_call_and_an_evicted_page_goes_over_http(

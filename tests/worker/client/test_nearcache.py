@@ -90,7 +90,7 @@ def test_a_change_a_sync_finds_drops_the_entry(
     (data_dir / "d" / "a").write_bytes(b"outside writer, longer")
     os.utime(data_dir / "d" / "a", ns=(1, 1))
     assert near.status(uri) is not None  # the worker has not looked yet
-    service.status(uri, sync_interval=0)
+    service.status(uri, service.freshness(uri, 0))
     assert near.status(uri) is None
 
 
@@ -98,7 +98,7 @@ def test_a_sync_that_finds_nothing_new_keeps_the_entry(
     near: NearCache, service: WorkerService, uri: str
 ) -> None:
     fill_status(near, service, uri)
-    service.status(uri, sync_interval=0)
+    service.status(uri, service.freshness(uri, 0))
     assert near.status(uri) is not None
 
 

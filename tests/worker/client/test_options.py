@@ -2,8 +2,10 @@
 
 import pytest
 
+from config import ConfigError
 from tests.worker.client.conftest import client_config
-from worker.client.options import ClientOptions, sync_interval_param
+from worker.client.options import ClientOptions, sync_interval_param, with_storage_options
+from worker.keys import USER_CLIENT_NEAR_CACHE as NEAR_CACHE
 
 
 def test_defaults_come_from_the_properties() -> None:
@@ -97,3 +99,44 @@ def test_bad_options_name_themselves(options: dict[str, object], message: str) -
 def test_explicit_http_urls_are_kept() -> None:
     options = ClientOptions.resolve(client_config(), workers="https://w.example:443")
     assert options.workers == ("https://w.example:443",)
+
+
+def test_every_client_setting_is_a_storage_option_by_short_name_key_or_alias() -> None:
+    config = with_storage_options(
+        client_config(),
+        {
+            "etcd_endpoints": ["http://e1:2379", "http://e2:2379"],
+            "etcd_timeout": "5s",
+            "cluster_name": "lake",
+            "read_chunk_size": "4MB",
+            "retry_max_attempts": 2,
+            "near_cache_enabled": False,
+            "dora.user.client.connect.timeout": "500ms",
+            "alluxio.user.file.metadata.sync.interval": "30s",
+        },
+    )
+    options = ClientOptions.resolve(config)
+    assert options.etcd_endpoints == ("http://e1:2379", "http://e2:2379")
+    assert (options.etcd_timeout_s, options.cluster_name) == (5.0, "lake")
+    assert (options.read_chunk_size, options.retry_attempts) == (4 << 20, 2)
+    assert (options.connect_timeout_s, options.sync_interval) == (0.5, "30s")
+    assert config.get(NEAR_CACHE) is False
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"etcd_endpoint": "http://e:1"}, "option 'etcd_endpoint' .*'etcd_endpoints'"),
+        ({"dora.user.client.read.chunk": "1MB"}, "did you mean 'dora.user.client.read.chunk.size'"),
+        ({"read_chunk_size": "4XB"}, "'4XB' for 'dora.user.client.read.chunk.size'.*option"),
+        ({"retry_max_attempts": "often"}, "'dora.user.client.retry.max.attempts'.*an integer"),
+        ({"dora.worker.page.store.dirs": "/x"}, "not a client setting"),
+        ({"dora.user.file.readtype.default": "NO_CACHE"}, "not a client setting"),
+        ({"etcd_timeout": {"s": 1}}, "expected text, a number, a boolean or a list"),
+    ],
+)  # fmt: skip
+def test_a_bad_storage_option_names_itself_as_the_site_file_would(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        with_storage_options(client_config(), options)

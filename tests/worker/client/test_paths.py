@@ -124,7 +124,7 @@ def test_options_for_the_inner_filesystem_are_refused() -> None:
 
 
 def test_unknown_options_are_refused() -> None:
-    with pytest.raises(TypeError, match="use_listings_cache"):
+    with pytest.raises(ValueError, match="unknown storage option 'use_listings_cache'"):
         DoraFileSystem(config=client_config(), use_listings_cache=False, skip_instance_cache=True)
 
 
@@ -132,8 +132,13 @@ def test_an_instance_pickles_for_spark_executors() -> None:
     import pickle
 
     fs = DoraFileSystem(
-        workers=["h1:1", "h2:2"], sync_interval="30s", virtual_nodes=5, config=client_config()
+        workers=["h1:1", "h2:2"],
+        sync_interval="30s",
+        virtual_nodes=5,
+        config=client_config(),
+        read_chunk_size="1MB",
     )
     copy = pickle.loads(pickle.dumps(fs))
     assert isinstance(copy, DoraFileSystem)
+    assert copy.options.read_chunk_size == 1 << 20  # a storage option travels too
     assert copy.options == fs.options

@@ -116,7 +116,7 @@ def test_a_sync_that_finds_a_change_is_published(members: list[Member], data_dir
     (data_dir / "z").write_bytes(b"1")
     assert a.service.status(uri).size == 1 and b.service.status(uri).size == 1
     (data_dir / "z").write_bytes(b"22")
-    assert a.service.status(uri, sync_interval=0).size == 2
+    assert a.service.status(uri, a.service.freshness(uri, 0)).size == 2
     wait_for(lambda: b.service.status(uri).size == 2)
 
 

@@ -1,0 +1,43 @@
+"""A request's freshness, resolved once: call option, path rule, feed revision, default."""
+
+import pytest
+
+from tests.worker.test_pathconf import READ, SYNC, conf
+from ufs.errors import UfsInvalidPath
+from worker.freshness import Freshness, Source, listed, resolve
+from worker.meta.entry import stricter
+
+
+def test_the_call_wins_over_the_rule_which_wins_over_the_default() -> None:
+    config = conf(f"s3://lake/hot {SYNC}=0", f"s3://lake/raw {READ}=NO_CACHE", **{SYNC: "30s"})
+    assert resolve(config, "s3://lake/hot/a", -1) == Freshness(-1, Source.CALL, 0, True)
+    assert resolve(config, "s3://lake/hot/a") == Freshness(0, Source.RULE, 0, True)
+    assert resolve(config, "s3://lake/raw/a") == Freshness(30_000, Source.DEFAULT, 30_000, False)
+
+
+def test_a_revision_the_worker_has_not_applied_re_checks_whatever_else_says() -> None:
+    config = conf(f"s3://lake/cold {SYNC}=-1")
+    assert resolve(config, "s3://lake/cold/a", -1, must_sync=True) == Freshness(
+        0, Source.REVISION, -1, True
+    )
+
+
+def test_the_uri_is_matched_in_its_canonical_form() -> None:
+    config = conf(f"s3://lake/hot {SYNC}=0")
+    assert resolve(config, "S3://lake/hot/a/").source is Source.RULE
+    with pytest.raises(UfsInvalidPath):
+        resolve(config, "no-scheme")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "strictest"), [(-1, 30, 30), (30, -1, 30), (0, 30, 0), (-1, -1, -1), (10, 20, 10)]
+)
+def test_the_stricter_interval_re_checks_sooner(a: int, b: int, strictest: int) -> None:
+    assert stricter(a, b) == strictest
+
+
+def test_a_listed_child_takes_its_own_rule_only_where_one_names_it() -> None:
+    config = conf(f"s3://lake/d/named {SYNC}=0", f"s3://lake/d/named/deeper {SYNC}=5s")
+    directory = resolve(config, "s3://lake/d")
+    children = ["s3://lake/d/named", "s3://lake/d/other"]
+    assert listed(config, directory, children) == [0, -1]
