@@ -489,8 +489,9 @@ def test_site_file_carries_the_values_properties(chart: helm.Chart, tmp_path: Pa
     assert config.setting("dora.worker.http.port").value == 28080
     assert config.setting("dora.worker.page.store.dirs").value == ["/var/lib/doracache/pages"]
     assert config.setting("dora.worker.page.store.sizes").value == [10 * 1024**3]
+    # A directory inside the volume: the lock file beside it must be writable too.
     assert config.setting("dora.worker.metastore.rocksdb.dir").value == (
-        "/var/lib/doracache/metastore"
+        "/var/lib/doracache/metastore/rocksdb"
     )
 
 
@@ -506,7 +507,7 @@ def test_site_file_dirs_are_the_mounted_volumes(chart: helm.Chart, tmp_path: Pat
         config = load_site(site_properties(manifests), tmp_path)
         mounts = {m["mountPath"] for m in worker_container(pod_spec(manifests))["volumeMounts"]}
         assert config.setting("dora.worker.page.store.dirs").value == ["/cache/p"]
-        assert config.setting("dora.worker.metastore.rocksdb.dir").value == "/m"
+        assert config.setting("dora.worker.metastore.rocksdb.dir").value == "/m/rocksdb"
         assert {"/cache/p", "/m", config.setting("dora.work.dir").value} <= mounts
 
 

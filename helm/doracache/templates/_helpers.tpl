@@ -95,11 +95,13 @@ its other values, overridden by .Values.properties; null and empty values are dr
 render on a secret key or a port that disagrees with worker.port. */}}
 {{- define "doracache.properties" -}}
 {{- $bindHost := ternary "127.0.0.1" "0.0.0.0" (eq (include "doracache.isSidecar" .) "true") }}
+{{- /* The metastore is a directory inside its volume, not the mount point: the worker locks it
+with a file beside it (.rocksdb.lock), which the read-only root filesystem would refuse. */}}
 {{- $derived := dict
   "dora.worker.http.bind.host" $bindHost
   "dora.worker.http.port" (include "doracache.propertyValue" .Values.worker.port)
   "dora.worker.page.store.dirs" .Values.storage.pages.mountPath
-  "dora.worker.metastore.rocksdb.dir" .Values.storage.metastore.mountPath
+  "dora.worker.metastore.rocksdb.dir" (printf "%s/rocksdb" .Values.storage.metastore.mountPath)
   "dora.work.dir" .Values.storage.workDir }}
 {{- with .Values.cluster }}
 {{- if .etcd.endpoints }}
