@@ -22,7 +22,7 @@ import yaml
 
 from config import ConfigError, Registry, load_config
 from config.loader import NON_KEY_ENV, parse_properties
-from tests.helm.monitoring import is_monitor, validate_monitor
+from tests.helm.crds import is_custom, validate_custom
 from worker.keys import build_registry
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "doracache"
@@ -106,12 +106,6 @@ VALUE_SETS = {
 
 
 @pytest.fixture(scope="module")
-def chart() -> Iterator[helm.Chart]:
-    with helm.Chart.load(CHART) as loaded:
-        yield loaded
-
-
-@pytest.fixture(scope="module")
 def registry() -> Registry:
     return build_registry()
 
@@ -172,9 +166,9 @@ def env_of(container: Manifest) -> dict[str, Manifest]:
 
 
 def validate(manifest: Manifest) -> None:
-    """Validate against the Kubernetes schemas, or the Prometheus Operator's for its kinds."""
-    if is_monitor(manifest):
-        validate_monitor(manifest)
+    """Validate against the Kubernetes schemas, or an operator's CRD for its kinds."""
+    if is_custom(manifest):
+        validate_custom(manifest)
     else:
         kubernetes_validate.validate(manifest, KUBE_VERSION, strict=True)
 
