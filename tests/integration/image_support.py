@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -97,6 +98,15 @@ class Buildah:
             yield name
         finally:
             self.run("rm", name)
+
+    def written(self, container: str) -> list[str]:
+        """Files ``container`` has written to the image's filesystem (its own overlay layer;
+        bind-mounted volumes are not in it). buildah has no diff command, so this reads the
+        layer from the storage's container table."""
+        table = json.loads((self.storage / "root/overlay-containers/containers.json").read_text())
+        (layer,) = [c["layer"] for c in table if container in c["names"]]
+        upper = self.storage / "root/overlay" / layer / "diff"
+        return sorted("/" + str(p.relative_to(upper)) for p in upper.rglob("*") if not p.is_dir())
 
     def run_in(self, container: str, *command: str, options: tuple[str, ...] = ()) -> list[str]:
         """The ``buildah run`` command line for ``command`` in ``container``: chroot isolation,

@@ -3,8 +3,9 @@
 The Dockerfile is built for real by buildah on a Debian + Python base that mmdebstrap makes from
 Debian's packages (tests/integration/image_support.py; cached between runs), and the chart's
 worker command runs from the image, as the chart's pod would run it, in front of SeaweedFS: a
-file is read through it from the host. The built image is checked for its user, for the absence
-of compilers and build tools, and for its size. The Dockerfile is also checked against the Helm
+file is read through it from the host, and it must have written nothing outside its volumes
+(the chart's root filesystem is read-only). The built image is checked for its user, for the
+absence of compilers and build tools, and for its size. The Dockerfile is also checked against the Helm
 chart as rendered by tests/helm: the image repository and tag, the container command and args,
 the port, the probe paths and the user. Where the image cannot be built here, the tests that
 need it skip with the reason.
@@ -468,6 +469,8 @@ def test_the_charts_worker_runs_from_the_image_and_serves_s3(
     assert run_in(buildah, container, "env", port_env, *healthcheck).returncode == 0
     closed = f"DORA_WORKER_HTTP_PORT={free_port()}"
     assert run_in(buildah, container, "env", closed, *healthcheck).returncode != 0
+    # The chart runs the worker on a read-only root filesystem: it may write only to its volumes.
+    assert buildah.written(container) == []
 
 
 def worker_mount_path(volume: str) -> str:
