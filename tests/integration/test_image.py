@@ -5,10 +5,10 @@ Debian's packages (tests/integration/image_support.py; cached between runs), and
 worker command runs from the image, as the chart's pod would run it, in front of SeaweedFS: a
 file is read through it from the host, and it must have written nothing outside its volumes
 (the chart's root filesystem is read-only). The built image is checked for its user, for the
-absence of compilers and build tools, and for its size. The Dockerfile is also checked against the Helm
-chart as rendered by tests/helm: the image repository and tag, the container command and args,
-the port, the probe paths and the user. Where the image cannot be built here, the tests that
-need it skip with the reason.
+absence of compilers and build tools, and for its size. The Dockerfile is also checked against
+the Helm chart as rendered by tests/helm: the image repository and tag, the container command
+and args, the port, the probe paths and the user. Where the image cannot be built here, the
+tests that need it skip with the reason.
 """
 
 from __future__ import annotations
@@ -302,18 +302,35 @@ def container(buildah: Buildah, image: str) -> Iterator[str]:
         yield name
 
 
-def run_in(buildah: Buildah, container: str, *command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        buildah.run_in(container, *command),
+@dataclass(frozen=True)
+class Ran:
+    """What a command run in the container did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_in(buildah: Buildah, container: str, scratch: Path, *command: str) -> Ran:
+    """``command`` run in ``container``. Its output goes to a file in a bind-mounted directory:
+    buildah (chroot isolation) at times drops the output of a command that exits at once."""
+    scratch.mkdir(exist_ok=True)
+    scratch.chmod(0o777)  # the image's user writes it
+    out = scratch / "stdout"
+    out.unlink(missing_ok=True)
+    redirected = ("sh", "-c", '"$@" > /ran/stdout', "sh", *command)
+    done = subprocess.run(
+        buildah.run_in(container, *redirected, options=(f"--volume={scratch}:/ran",)),
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+    return Ran(done.returncode, out.read_text() if out.exists() else "", done.stderr)
 
 
 def test_the_image_runs_as_the_charts_user_with_the_dockerfiles_entrypoint(
-    buildah: Buildah, image: str, container: str, dockerfile: list[Instruction]
+    buildah: Buildah, image: str, container: str, dockerfile: list[Instruction], tmp_path: Path
 ) -> None:
     config = json.loads(buildah.run("inspect", "--type", "image", image))["Docker"]["config"]
     security = chart_values()["worker"]["securityContext"]
@@ -321,19 +338,20 @@ def test_the_image_runs_as_the_charts_user_with_the_dockerfiles_entrypoint(
     assert config["Entrypoint"] == only(dockerfile, "ENTRYPOINT").exec_form()
     healthcheck = json.loads(only(dockerfile, "HEALTHCHECK").rest.removeprefix("CMD "))
     assert config["Healthcheck"]["Test"] == ["CMD", *healthcheck]
-    done = run_in(buildah, container, "id", "-u")
-    assert done.stdout.strip() == "10001", done.stderr
-    assert run_in(buildah, container, "id", "-g").stdout.strip() == "10001"
+    done = run_in(buildah, container, tmp_path, "sh", "-c", "id -u && id -g")
+    assert done.stdout.split() == ["10001", "10001"], done
 
 
-def test_no_compiler_or_build_tool_is_inside(buildah: Buildah, container: str) -> None:
+def test_no_compiler_or_build_tool_is_inside(
+    buildah: Buildah, container: str, tmp_path: Path
+) -> None:
     probe = (
         "import importlib.util, shutil, worker; print(worker.__file__); "
         f"print([t for t in {BUILD_TOOLS!r} if shutil.which(t)]); "
         f"print([m for m in {BUILD_MODULES!r} if importlib.util.find_spec(m)])"
     )
-    done = run_in(buildah, container, "python3", "-c", probe)
-    assert done.returncode == 0, done.stderr
+    done = run_in(buildah, container, tmp_path, "python3", "-c", probe)
+    assert done.returncode == 0, done
     located, tools, modules = done.stdout.splitlines()
     assert located.startswith("/opt/doracache/venv/lib/")  # the installed package, no source tree
     assert (tools, modules) == ("[]", "[]")
@@ -461,14 +479,17 @@ def test_the_charts_worker_runs_from_the_image_and_serves_s3(
     status = httpx.get(f"{base}/v1/status", params={"path": uri}, headers=auth, timeout=30)
     assert status.json()["cached_bytes"] == len(payload)
     pages = image_worker.volumes[worker_mount_path("pages")]
-    assert any(path.is_file() for path in pages.rglob("*"))
+    written = [path for path in pages.rglob("*") if path.is_file()]
+    assert written
+    assert {path.stat().st_uid for path in written} == {10001}  # the image's user, not root
     assert httpx.get(f"{base}/v1/status", params={"path": uri}, timeout=30).status_code == 401
     assert httpx.get(f"{base}/readyz", timeout=10).status_code == 200
     healthcheck = json.loads(only(dockerfile, "HEALTHCHECK").rest.removeprefix("CMD "))
     port_env = f"DORA_WORKER_HTTP_PORT={image_worker.port}"
-    assert run_in(buildah, container, "env", port_env, *healthcheck).returncode == 0
+    scratch = image_worker.log.parent / "healthcheck"
+    assert run_in(buildah, container, scratch, "env", port_env, *healthcheck).returncode == 0
     closed = f"DORA_WORKER_HTTP_PORT={free_port()}"
-    assert run_in(buildah, container, "env", closed, *healthcheck).returncode != 0
+    assert run_in(buildah, container, scratch, "env", closed, *healthcheck).returncode != 0
     # The chart runs the worker on a read-only root filesystem: it may write only to its volumes.
     assert buildah.written(container) == []
 
