@@ -68,6 +68,9 @@ class Buildah:
             str(self.storage / "root"),
             "--runroot",
             str(self.storage / "run"),
+            # Always overlay: written() reads the container's own layer, which vfs does not keep.
+            "--storage-driver",
+            "overlay",
             *args,
         ]
 
@@ -145,8 +148,11 @@ def base_image(buildah: Buildah) -> str:
     root filesystem tarball (kept in the cache), a FROM-scratch build imports it. Raises
     ImageUnavailable when mmdebstrap or the import cannot run here. Call under build_lock."""
     tag = base_tag()
-    if buildah.has_image(tag):
-        return tag
+    try:
+        if buildah.has_image(tag):
+            return tag
+    except BuildahError as exc:
+        raise ImageUnavailable(f"buildah cannot use its storage: {reason(exc.output)}") from exc
     context = CACHE / "base"
     context.mkdir(exist_ok=True)
     tarball = context / f"{tag.rpartition(':')[2]}.tar"
@@ -157,7 +163,7 @@ def base_image(buildah: Buildah) -> str:
         command += [f"--include={','.join(BASE_PACKAGES)}", SUITE, str(partial)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False)
         if done.returncode != 0:
-            raise ImageUnavailable(f"mmdebstrap failed: {last_line(done.stderr)}")
+            raise ImageUnavailable(f"mmdebstrap failed: {reason(done.stderr)}")
         partial.rename(tarball)
     containerfile = context / "Containerfile"
     containerfile.write_text(f'FROM scratch\nADD {tarball.name} /\nCMD ["python3"]\n')
@@ -166,7 +172,7 @@ def base_image(buildah: Buildah) -> str:
             "bud", "--isolation", "chroot", "--tag", tag, "--file", str(containerfile), str(context)
         )
     except BuildahError as exc:
-        raise ImageUnavailable(f"buildah cannot build here: {last_line(exc.output)}") from exc
+        raise ImageUnavailable(f"buildah cannot build here: {reason(exc.output)}") from exc
     return tag
 
 
@@ -218,6 +224,9 @@ def remove_other_builds(buildah: Buildah, keep: str) -> None:
                 buildah.run("rmi", name)
 
 
-def last_line(text: str) -> str:
+def reason(text: str) -> str:
+    """The line of a tool's output that says why it failed: the first ``Error``/``E:`` line
+    (buildah's, apt's and mmdebstrap's; warnings may follow), else the last line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
+    errors = [line for line in lines if line.startswith(("Error", "E:"))]
+    return errors[0] if errors else (lines or ["(no output)"])[-1]
