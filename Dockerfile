@@ -1,9 +1,14 @@
 # syntax=docker/dockerfile:1
 # The doracache worker image, the Helm chart's default ghcr.io/doracache/doracache:
 #   docker build -t ghcr.io/doracache/doracache:0.1.0 .
-# tests/integration/test_image.py runs this file's pip step into a fresh venv and checks it
-# against the chart (helm/doracache), since the tests have no Docker engine.
-FROM python:3.11-slim
+# tests/integration/test_image.py builds it with buildah on a Debian base made by mmdebstrap
+# (--build-arg BASE_IMAGE=...), runs the worker from it and checks it against the chart.
+
+# Any Debian-like image with Python 3.11+ as python3 (and its venv module) and useradd: the
+# Python project's slim image by default, Debian's own python3 in the test. The package goes into
+# a venv, so neither base's own Python packages nor its PEP 668 marker matter.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 # A fixed uid and gid: the chart runs the worker as 10001:10001 (worker.securityContext) and
 # chowns its hostPath volumes to them.
@@ -12,7 +17,8 @@ RUN groupadd --system --gid 10001 dora \
         --shell /usr/sbin/nologin dora
 
 ENV PYTHONUNBUFFERED=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/doracache/venv/bin:$PATH
 
 # Only what the package needs to build: pyproject.toml names README.md as its readme.
 COPY pyproject.toml README.md /opt/doracache/src/
@@ -21,10 +27,13 @@ COPY ufs /opt/doracache/src/ufs/
 COPY pagestore /opt/doracache/src/pagestore/
 COPY worker /opt/doracache/src/worker/
 
-# The package with the worker's dependencies (the [worker] extra; no dev or spark extras). pip's
-# cache is a build cache mount, so it stays out of the image.
+# The package with the worker's dependencies (the [worker] extra; no dev or spark extras), then
+# pip and setuptools leave the venv: the image runs the worker and builds nothing. pip's cache is
+# a build cache mount, so it stays out of the image.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install '/opt/doracache/src[worker]'
+    python3 -m venv /opt/doracache/venv \
+ && /opt/doracache/venv/bin/python -m pip install '/opt/doracache/src[worker]' \
+ && /opt/doracache/venv/bin/python -m pip uninstall --yes pip setuptools
 
 USER 10001:10001
 WORKDIR /home/dora

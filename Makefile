@@ -1,12 +1,14 @@
 # Two entry points: `make demo` (the main job) and `make test` (the tests). Each creates or reuses
-# .venv and installs what it needs (and Debian's etcd when the etcd binary is missing, and its
-# JDK when javac is), so a fresh machine needs only Python 3.11 and Java 17.
+# .venv and installs what it needs (and Debian's etcd when the etcd binary is missing, its JDK
+# when javac is, buildah and mmdebstrap for the image test), so a fresh machine needs only
+# Python 3.11 and Java 17.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk chromium alluxiofs-venvs
+.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk chromium image-tools \
+	alluxiofs-venvs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +33,12 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The image test (tests/integration/test_image.py) builds the Dockerfile with buildah on a Debian
+# base made by mmdebstrap (both cached under ~/.cache/doracache-image), no registry needed.
+image-tools:
+	@command -v buildah >/dev/null && command -v mmdebstrap >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap >/dev/null; }
+
 # alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
 # each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
 alluxiofs-venvs: $(STAMP)
@@ -45,7 +53,7 @@ typecheck: $(STAMP)
 
 # Three test processes (most tests wait on servers and subprocesses, not on the 2 CPUs); the
 # reliability scenarios after them, alone, since they load the machine on purpose.
-test: etcd jdk chromium alluxiofs-venvs lint typecheck
+test: etcd jdk chromium image-tools alluxiofs-venvs lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --durations=25 -m "not reliability"
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m reliability
 

@@ -22,7 +22,7 @@ import yaml
 
 from config import ConfigError, Registry, load_config
 from config.loader import NON_KEY_ENV, parse_properties
-from tests.helm.monitoring import is_monitor, validate_monitor
+from tests.helm.crds import is_custom, validate_custom
 from worker.keys import build_registry
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "doracache"
@@ -106,12 +106,6 @@ VALUE_SETS = {
 
 
 @pytest.fixture(scope="module")
-def chart() -> Iterator[helm.Chart]:
-    with helm.Chart.load(CHART) as loaded:
-        yield loaded
-
-
-@pytest.fixture(scope="module")
 def registry() -> Registry:
     return build_registry()
 
@@ -172,9 +166,9 @@ def env_of(container: Manifest) -> dict[str, Manifest]:
 
 
 def validate(manifest: Manifest) -> None:
-    """Validate against the Kubernetes schemas, or the Prometheus Operator's for its kinds."""
-    if is_monitor(manifest):
-        validate_monitor(manifest)
+    """Validate against the Kubernetes schemas, or an operator's CRD for its kinds."""
+    if is_custom(manifest):
+        validate_custom(manifest)
     else:
         kubernetes_validate.validate(manifest, KUBE_VERSION, strict=True)
 
@@ -489,8 +483,9 @@ def test_site_file_carries_the_values_properties(chart: helm.Chart, tmp_path: Pa
     assert config.setting("dora.worker.http.port").value == 28080
     assert config.setting("dora.worker.page.store.dirs").value == ["/var/lib/doracache/pages"]
     assert config.setting("dora.worker.page.store.sizes").value == [10 * 1024**3]
+    # A directory inside the volume: the lock file beside it must be writable too.
     assert config.setting("dora.worker.metastore.rocksdb.dir").value == (
-        "/var/lib/doracache/metastore"
+        "/var/lib/doracache/metastore/rocksdb"
     )
 
 
@@ -506,7 +501,7 @@ def test_site_file_dirs_are_the_mounted_volumes(chart: helm.Chart, tmp_path: Pat
         config = load_site(site_properties(manifests), tmp_path)
         mounts = {m["mountPath"] for m in worker_container(pod_spec(manifests))["volumeMounts"]}
         assert config.setting("dora.worker.page.store.dirs").value == ["/cache/p"]
-        assert config.setting("dora.worker.metastore.rocksdb.dir").value == "/m"
+        assert config.setting("dora.worker.metastore.rocksdb.dir").value == "/m/rocksdb"
         assert {"/cache/p", "/m", config.setting("dora.work.dir").value} <= mounts
 
 

@@ -1,20 +1,12 @@
 """The chart's cluster values: etcd endpoints become site properties, the worker advertises its
 pod IP, and a sidecar (loopback-only) worker is refused a cluster."""
 
-from collections.abc import Iterator
-
 import helm_python as helm
 import pytest
 
-from tests.helm.test_chart import CHART, pod_spec, render, site_properties, worker_container
+from tests.helm.test_chart import pod_spec, render, site_properties, worker_container
 
 ENDPOINTS = "http://etcd-0.etcd-headless.etcd:2379,http://etcd-1.etcd-headless.etcd:2379"
-
-
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm.Chart]:
-    with helm.Chart.load(CHART) as loaded:
-        yield loaded
 
 
 def test_no_endpoints_no_cluster(chart: helm.Chart) -> None:

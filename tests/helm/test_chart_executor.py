@@ -4,7 +4,6 @@ volume as the worker's page directory, at the same path, named in DORACACHE_SHOR
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import kubernetes_validate
 import pytest
 
 from tests.helm.test_chart import (
-    CHART,
     FULLNAME,
     KUBE_VERSION,
     NAMESPACE,
@@ -30,12 +28,6 @@ from tests.helm.test_chart import (
 
 ROOT_ENV = "DORACACHE_SHORT_CIRCUIT_ROOT"
 MODES = {"daemonset": {}, "sidecar": {"mode": "sidecar"}}
-
-
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm.Chart]:
-    with helm.Chart.load(CHART) as loaded:
-        yield loaded
 
 
 def executor(manifests: list[Manifest]) -> Manifest:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import helm_python as helm
 import pytest
 
-from tests.helm.monitoring import MonitorInvalid, validate_monitor
+from tests.helm.crds import ResourceInvalid, validate_custom
 from tests.helm.test_chart import (
-    CHART,
     FULLNAME,
     SIDECAR,
     Manifest,
@@ -30,12 +28,6 @@ from worker.server import GRACEFUL_SECONDS
 SIDECAR_ON_ALL = {"mode": "sidecar", "properties": {"dora.worker.http.bind.host": "0.0.0.0"}}
 MONITORS = {"metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}}
 SCRAPE_KEYS = {"prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path"}
-
-
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm.Chart]:
-    with helm.Chart.load(CHART) as loaded:
-        yield loaded
 
 
 def daemonset_pod(manifests: list[Manifest]) -> Manifest:
@@ -85,7 +77,7 @@ def test_no_monitor_by_default(chart: helm.Chart) -> None:
 def test_service_monitor_selects_the_worker_service(chart: helm.Chart) -> None:
     manifests = render(chart, MONITORS)
     monitor = one(manifests, "ServiceMonitor", FULLNAME)
-    validate_monitor(monitor)
+    validate_custom(monitor)
     service = one(manifests, "Service", FULLNAME)
     selector = monitor["spec"]["selector"]["matchLabels"]
     assert selector.items() <= service["metadata"]["labels"].items()
@@ -102,7 +94,7 @@ def test_pod_monitor_selects_the_pods_running_a_worker(
     values = {**values, "metrics": {"podMonitor": {"enabled": True}}}
     manifests = render(chart, values)
     monitor = one(manifests, "PodMonitor", FULLNAME)
-    validate_monitor(monitor)
+    validate_custom(monitor)
     pod = pod_template(manifests) if values.get("mode") == "sidecar" else daemonset_pod(manifests)
     assert monitor["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
@@ -142,7 +134,7 @@ def test_monitor_options_reach_the_endpoint(chart: helm.Chart) -> None:
         }
     }
     monitor = one(render(chart, values), "ServiceMonitor", FULLNAME)
-    validate_monitor(monitor)
+    validate_custom(monitor)
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus"
     (endpoint,) = monitor["spec"]["endpoints"]
     assert "interval" not in endpoint
@@ -167,12 +159,12 @@ def test_monitor_validation_is_strict(chart: helm.Chart) -> None:
     # Proves the checks above can fail: the CRD's types and its set of fields are enforced.
     monitor = one(render(chart, MONITORS), "ServiceMonitor", FULLNAME)
     monitor["spec"]["endpoints"][0]["port"] = 28080
-    with pytest.raises(MonitorInvalid, match="port"):
-        validate_monitor(monitor)
+    with pytest.raises(ResourceInvalid, match="port"):
+        validate_custom(monitor)
     monitor = one(render(chart, MONITORS), "ServiceMonitor", FULLNAME)
     monitor["spec"]["endpoints"][0]["bearerTokenSecrett"] = {"name": "x"}
-    with pytest.raises(MonitorInvalid, match=r"spec\.endpoints\[0\]\.bearerTokenSecrett"):
-        validate_monitor(monitor)
+    with pytest.raises(ResourceInvalid, match=r"spec\.endpoints\[0\]\.bearerTokenSecrett"):
+        validate_custom(monitor)
 
 
 # --- the token --------------------------------------------------------------------------------

@@ -17,12 +17,6 @@ SCHEMA = json.loads((CHART / "values.schema.json").read_text())
 DEFAULTS = yaml.safe_load((CHART / "values.yaml").read_text())
 
 
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm.Chart]:
-    with helm.Chart.load(CHART) as loaded:
-        yield loaded
-
-
 def resolve(node: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in node:
         node = SCHEMA["definitions"][node["$ref"].rsplit("/", 1)[1]]

@@ -95,12 +95,15 @@ its other values, overridden by .Values.properties; null and empty values are dr
 render on a secret key or a port that disagrees with worker.port. */}}
 {{- define "doracache.properties" -}}
 {{- $bindHost := ternary "127.0.0.1" "0.0.0.0" (eq (include "doracache.isSidecar" .) "true") }}
+{{- /* The metastore is a directory inside its volume, not the mount point: the worker locks it
+with a file beside it (.rocksdb.lock), which the read-only root filesystem would refuse. */}}
 {{- $derived := dict
   "dora.worker.http.bind.host" $bindHost
   "dora.worker.http.port" (include "doracache.propertyValue" .Values.worker.port)
   "dora.worker.page.store.dirs" .Values.storage.pages.mountPath
-  "dora.worker.metastore.rocksdb.dir" .Values.storage.metastore.mountPath
+  "dora.worker.metastore.rocksdb.dir" (printf "%s/rocksdb" .Values.storage.metastore.mountPath)
   "dora.work.dir" .Values.storage.workDir }}
+{{- $derived = merge $derived (include "doracache.tlsProperties" . | fromYaml) }}
 {{- with .Values.cluster }}
 {{- if .etcd.endpoints }}
 {{- if eq (include "doracache.isSidecar" $) "true" }}
@@ -163,19 +166,32 @@ The worker container, shared by the DaemonSet and the executor pod template.
 
 {{- define "doracache.confDir" -}}/etc/doracache{{- end }}
 
-{{/* One probe handler; call with (dict "ctx" $ "path" "/healthz"). */}}
+{{/* One probe handler; call with (dict "ctx" $ "path" "/healthz"). The kubelet's HTTPS probes
+neither verify the certificate nor present one, so with mutual TLS the probe runs inside the
+container too, presenting the worker's own certificate. */}}
 {{- define "doracache.probeHandler" -}}
-{{- if eq (include "doracache.loopbackOnly" .ctx) "true" }}
+{{- $tls := .ctx.Values.tls }}
+{{- if or (eq (include "doracache.loopbackOnly" .ctx) "true") (include "doracache.mutualTls" .ctx) }}
 exec:
   command:
     - python3
     - {{ include "doracache.confDir" .ctx }}/probe.py
     - {{ include "doracache.propertyValue" .ctx.Values.worker.port | quote }}
     - {{ .path }}
+    {{- if $tls.enabled }}
+    - https
+    {{- end }}
+    {{- if include "doracache.mutualTls" .ctx }}
+    - {{ printf "%s/tls.crt" $tls.mountPath }}
+    - {{ printf "%s/tls.key" $tls.mountPath }}
+    {{- end }}
 {{- else }}
 httpGet:
   path: {{ .path }}
   port: dora-http
+  {{- if $tls.enabled }}
+  scheme: HTTPS
+  {{- end }}
 {{- end }}
 {{- end }}
 
@@ -319,6 +335,7 @@ ephemeral:
   emptyDir: {}
 - name: doracache-tmp
   emptyDir: {}
+{{- include "doracache.tlsVolume" . }}
 {{- end }}
 
 {{/* The init container that hands hostPath directories to the worker's user, if any is needed. */}}
@@ -445,6 +462,7 @@ restartPolicy Always, started before the executor and stopped after it. */}}
       mountPath: {{ .Values.storage.workDir }}
     - name: doracache-tmp
       mountPath: /tmp
+    {{- include "doracache.tlsVolumeMount" . | nindent 4 }}
     {{- with .Values.worker.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -460,6 +478,9 @@ Metrics.
 prometheus.io/scrape: "true"
 prometheus.io/port: {{ include "doracache.propertyValue" .Values.worker.port | quote }}
 prometheus.io/path: /metrics
+{{- if .Values.tls.enabled }}
+prometheus.io/scheme: https
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -467,7 +488,10 @@ prometheus.io/path: /metrics
 {{- define "doracache.scrapeEndpoint" -}}
 - port: dora-http
   path: /metrics
-  scheme: http
+  scheme: {{ include "doracache.scheme" .ctx }}
+  {{- with include "doracache.scrapeTlsConfig" .ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
   {{- with .monitor.interval }}
   interval: {{ . }}
   {{- end }}
@@ -524,19 +548,20 @@ node's worker, on the node's IP when the worker is published there, else through
 Service. */}}
 {{- define "doracache.executorWorkersEnv" -}}
 {{- $port := include "doracache.propertyValue" .Values.worker.port }}
+{{- $scheme := ternary "https://" "" .Values.tls.enabled }}
 {{- if eq (include "doracache.isSidecar" .) "true" }}
 - name: DORA_USER_WORKERS
-  value: {{ printf "127.0.0.1:%s" $port | quote }}
+  value: {{ printf "%s127.0.0.1:%s" $scheme $port | quote }}
 {{- else if or .Values.daemonset.hostNetwork .Values.daemonset.hostPort }}
 - name: HOST_IP
   valueFrom:
     fieldRef:
       fieldPath: status.hostIP
 - name: DORA_USER_WORKERS
-  value: {{ printf "$(HOST_IP):%s" $port | quote }}
+  value: {{ printf "%s$(HOST_IP):%s" $scheme $port | quote }}
 {{- else if .Values.service.enabled }}
 - name: DORA_USER_WORKERS
-  value: {{ printf "%s.%s.svc:%s" (include "doracache.fullname" .) .Release.Namespace (include "doracache.propertyValue" .Values.service.port) | quote }}
+  value: {{ printf "%s%s.%s.svc:%s" $scheme (include "doracache.fullname" .) .Release.Namespace (include "doracache.propertyValue" .Values.service.port) | quote }}
 {{- else }}
 {{- fail "executor.podTemplate in daemonset mode needs a way to the node's worker: service.enabled, daemonset.hostPort or daemonset.hostNetwork (or set executor.podTemplate: false)" }}
 {{- end }}
