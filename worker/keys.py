@@ -11,6 +11,7 @@ from config.keys import KeyType, PropertyKey, Registry
 from worker import logs, pathconf
 from worker.api import access, alluxio_keys
 from worker.cluster import keys as cluster_keys
+from worker.feeds import keys as feed_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
 
@@ -162,6 +163,7 @@ def build_registry() -> Registry:
         meta_keys.KEYS,
         load_keys.KEYS,
         cluster_keys.KEYS,
+        feed_keys.KEYS,
         alluxio_keys.KEYS,
     ):
         registry.extend(component)

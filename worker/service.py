@@ -30,6 +30,8 @@ from worker import keys, pathconf
 from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
+from worker.feeds.change import CacheSink
+from worker.feeds.keys import feed_specs
 from worker.load import LoadManager
 from worker.meta import keys as meta_keys
 from worker.meta.counters import Counters
@@ -119,6 +121,8 @@ class WorkerService:
         self._change_listeners: list[Callable[[list[Event]], None]] = []
         meta.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
+        # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
+        self.changes = CacheSink(self)
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
@@ -129,6 +133,7 @@ class WorkerService:
         its directory; what was opened before a failure is closed again."""
         mount_roots(config)
         pathconf.table(config)
+        feed_specs(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
         with contextlib.ExitStack() as opened:

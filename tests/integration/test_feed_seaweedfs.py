@@ -1,0 +1,144 @@
+"""The SeaweedFS change feed against a real SeaweedFS: a worker at sync interval -1 serves what
+an outside writer (s3fs, boto3) wrote once the filer's event arrives, and a lost subscription
+(a filer killed and restarted) is a gap that re-checks what was cached."""
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import s3fs
+
+from tests.integration.conftest import BUCKET
+from tests.worker.conftest import open_service
+from ufs.errors import UfsNotFound
+from worker.feeds.runner import Feeds
+from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.service import WorkerService
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WAIT_S = 30.0
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> None:
+    """Poll ``condition`` (bounded; the delay is the bench's to measure, not asserted)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the change did not reach the worker"
+        time.sleep(0.05)
+
+
+def fed_worker(work: Path, server: LocalS3, bucket: str) -> tuple[WorkerService, Feeds]:
+    feed = f"seaweedfs://127.0.0.1:{server.ports['filer.port.grpc']}/buckets/{bucket}"
+    service = open_service(
+        work,
+        f"s3://{bucket}",
+        "dora.user.file.metadata.sync.interval=-1",
+        f"dora.ufs.change.feeds={feed}",
+        *server.storage_defines(),
+    )
+    feeds = Feeds.start(service.config, service)
+    assert feeds is not None
+    wait_until(lambda: all(f.connected for f in feeds.seaweedfs))
+    return service, feeds
+
+
+def body(service: WorkerService, uri: str) -> bytes | None:
+    """What the worker serves for ``uri`` at sync interval -1 (None: not found)."""
+    try:
+        return b"".join(service.read(uri, sync_interval=-1).chunks)
+    except UfsNotFound:
+        return None
+
+
+def served(service: WorkerService, uri: str, expected: bytes | None) -> Callable[[], bool]:
+    return lambda: body(service, uri) == expected
+
+
+@pytest.fixture
+def fed(tmp_path: Path, seaweedfs: LocalS3) -> Iterator[WorkerService]:
+    service, feeds = fed_worker(tmp_path / "work", seaweedfs, BUCKET)
+    yield service
+    feeds.close()
+    service.close()
+
+
+@pytest.fixture
+def boto(seaweedfs: LocalS3) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=seaweedfs.endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name="us-east-1",
+    )
+
+
+def test_outside_writes_reach_a_worker_that_never_rechecks(
+    fed: WorkerService, s3_root: str, s3_raw: s3fs.S3FileSystem, boto: Any
+) -> None:
+    uri = f"{s3_root}/a dir/ünïcode file.txt"
+    key = uri.removeprefix(f"s3://{BUCKET}/")
+    s3_raw.pipe_file(uri, b"first")
+    wait_until(served(fed, uri, b"first"))
+    s3_raw.pipe_file(uri, b"second, longer")  # overwrite
+    wait_until(served(fed, uri, b"second, longer"))
+    copy = f"{s3_root}/copy.txt"
+    assert body(fed, copy) is None  # a "not found" answer is cached too
+    s3_raw.copy(uri, copy)
+    wait_until(served(fed, copy, b"second, longer"))
+    upload = boto.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    parts = [(b"p" * (5 << 20)), b"tail"]
+    etags = [
+        boto.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=n + 1, Body=data)[
+            "ETag"
+        ]
+        for n, data in enumerate(parts)
+    ]
+    boto.complete_multipart_upload(
+        Bucket=BUCKET,
+        Key=key,
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": n + 1, "ETag": e} for n, e in enumerate(etags)]},
+    )
+    wait_until(served(fed, uri, b"".join(parts)))
+    s3_raw.rm_file(uri)
+    wait_until(served(fed, uri, None))
+
+
+def test_the_workers_own_writes_echo_back_at_no_cost(fed: WorkerService, s3_root: str) -> None:
+    uri = f"{s3_root}/own.bin"
+    before = fed.changes.counters.snapshot()["received"]
+    fed.write(uri, b"written through the worker")
+    calls = fed.stats()["metadata_ufs_calls"]
+    wait_until(lambda: fed.changes.counters.snapshot()["received"] > before)
+    assert body(fed, uri) == b"written through the worker"
+    assert fed.stats()["metadata_ufs_calls"] == calls
+
+
+def test_a_filer_killed_and_restarted_is_a_gap(tmp_path: Path, private_s3: LocalS3) -> None:
+    service, feeds = fed_worker(tmp_path / "work", private_s3, "private")
+    client = private_s3.client()
+    uri = "s3://private/gap/file.txt"
+    try:
+        client.pipe_file(uri, b"before")
+        wait_until(served(service, uri, b"before"))
+        # Its page cached, so that only the metadata decides what is served.
+        wait_until(lambda: service.describe(service.status(uri))["cached_bytes"] == 6)
+        feeds.close()  # the consumer is gone: the next write's event reaches nobody
+        client.pipe_file(uri, b"after the crash")
+        # Killed before its once-a-minute flush: the filer loses that event's log.
+        private_s3.kill()
+        private_s3.start()
+        assert body(service, uri) == b"before"  # sync interval -1, and no event: stale
+        feeds = Feeds.start(service.config, service)
+        assert feeds is not None
+        wait_until(served(service, uri, b"after the crash"))
+        assert service.changes.counters.snapshot()["gaps"] >= 2
+    finally:
+        feeds.close()
+        service.close()
