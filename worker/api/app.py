@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
 from worker import keys
-from worker.api import alluxio, rest_v1, webhdfs
+from worker.api import alluxio, events, rest_v1, webhdfs
 from worker.api.access import ACCESS_LOG, AccessLog
 from worker.api.contract import UNAUTHORIZED
 from worker.api.params import Lean
@@ -42,7 +42,12 @@ from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
 
-SURFACES: tuple[Surface, ...] = (rest_v1.SURFACE, alluxio.SURFACE, webhdfs.SURFACE)
+SURFACES: tuple[Surface, ...] = (
+    rest_v1.SURFACE,
+    alluxio.SURFACE,
+    webhdfs.SURFACE,
+    events.SURFACE,
+)
 """Every surface the worker serves. A new protocol is one more entry here."""
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})

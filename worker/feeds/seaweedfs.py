@@ -1,7 +1,7 @@
 """The SeaweedFS change feed: the filer's metadata subscription (gRPC ``SubscribeMetadata``,
 what ``weed filer.meta.tail`` shows) followed on one thread.
 
-Every subscription starts a gap: everything cached before it is re-checked with the UFS, then
+A start and every subscription are gaps: everything cached before is re-checked with the UFS, then
 the filer's events keep the cache fresh. A filer keeps its event log in memory and writes it to
 disk about once a minute, so a filer killed and restarted may have lost the last minute of
 events, and SeaweedFS (4.x) gives a subscriber no way to tell that from a dropped connection to
@@ -82,6 +82,9 @@ class SeaweedFeed:
         self._thread = threading.Thread(target=self._run, name="dora-feed-seaweedfs", daemon=True)
 
     def start(self) -> None:
+        """Start following. What was cached before (a restarted worker's metastore) is
+        re-checked from now on: the events that changed it may have been missed."""
+        self._sink.gap(self.spec.name, "starting")
         self._thread.start()
 
     def _run(self) -> None:
