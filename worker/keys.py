@@ -8,7 +8,7 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
-from worker import logs, pathconf
+from worker import logs, pathconf, pathrules
 from worker.api import access, alluxio_keys
 from worker.cluster import keys as cluster_keys
 from worker.feeds import keys as feed_keys
@@ -167,4 +167,4 @@ def build_registry() -> Registry:
         alluxio_keys.KEYS,
     ):
         registry.extend(component)
-    return registry.extend(KEYS).extend(pathconf.KEYS)
+    return registry.extend(KEYS).extend(pathconf.KEYS).extend(pathrules.KEYS)

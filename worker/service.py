@@ -26,7 +26,7 @@ from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
-from worker import keys, pathconf
+from worker import keys, pathconf, pathrules
 from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
@@ -133,6 +133,7 @@ class WorkerService:
         its directory; what was opened before a failure is closed again."""
         mount_roots(config)
         pathconf.table(config)
+        pathrules.rules_file(config)
         feed_specs(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
