@@ -3,8 +3,11 @@ and a bounded wait for a change to reach it."""
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+from tests.worker.conftest import open_service
 from ufs.errors import UfsNotFound
+from worker.feeds.runner import Feeds
 from worker.service import WorkerService
 
 WAIT_S = 30.0
@@ -28,3 +31,18 @@ def body(service: WorkerService, uri: str) -> bytes | None:
 
 def served(service: WorkerService, uri: str, expected: bytes | None) -> Callable[[], bool]:
     return lambda: body(service, uri) == expected
+
+
+def fed_worker(work: Path, bucket: str, feed: str, *defines: str) -> tuple[WorkerService, Feeds]:
+    """A worker serving ``s3://<bucket>`` at sync interval -1, following ``feed`` (connected)."""
+    service = open_service(
+        work,
+        f"s3://{bucket}",
+        "dora.user.file.metadata.sync.interval=-1",
+        f"dora.ufs.change.feeds={feed}",
+        *defines,
+    )
+    feeds = Feeds.start(service.config, service)
+    assert feeds is not None
+    wait_until(lambda: all(f.connected for f in feeds.feeds))
+    return service, feeds

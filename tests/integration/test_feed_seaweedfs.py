@@ -12,9 +12,8 @@ import pytest
 import s3fs
 
 from tests.integration.conftest import BUCKET
-from tests.integration.feed_support import body, served, wait_until
+from tests.integration.feed_support import body, fed_worker, served, wait_until
 from tests.integration.test_worker_process import WorkerProcess
-from tests.worker.conftest import open_service
 from worker.feeds.runner import Feeds
 from worker.feeds.seaweedfs import CLOCK_SLACK_NS
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
@@ -23,24 +22,14 @@ from worker.service import WorkerService
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def fed_worker(work: Path, server: LocalS3, bucket: str) -> tuple[WorkerService, Feeds]:
+def seaweed_worker(work: Path, server: LocalS3, bucket: str) -> tuple[WorkerService, Feeds]:
     feed = f"seaweedfs://127.0.0.1:{server.ports['filer.port.grpc']}/buckets/{bucket}"
-    service = open_service(
-        work,
-        f"s3://{bucket}",
-        "dora.user.file.metadata.sync.interval=-1",
-        f"dora.ufs.change.feeds={feed}",
-        *server.storage_defines(),
-    )
-    feeds = Feeds.start(service.config, service)
-    assert feeds is not None
-    wait_until(lambda: all(f.connected for f in feeds.seaweedfs))
-    return service, feeds
+    return fed_worker(work, bucket, feed, *server.storage_defines())
 
 
 @pytest.fixture
 def fed(tmp_path: Path, seaweedfs: LocalS3) -> Iterator[WorkerService]:
-    service, feeds = fed_worker(tmp_path / "work", seaweedfs, BUCKET)
+    service, feeds = seaweed_worker(tmp_path / "work", seaweedfs, BUCKET)
     yield service
     feeds.close()
     service.close()
@@ -100,7 +89,7 @@ def test_the_workers_own_writes_echo_back_at_no_cost(fed: WorkerService, s3_root
 
 
 def test_a_filer_killed_and_restarted_is_a_gap(tmp_path: Path, private_s3: LocalS3) -> None:
-    service, feeds = fed_worker(tmp_path / "work", private_s3, "private")
+    service, feeds = seaweed_worker(tmp_path / "work", private_s3, "private")
     client = private_s3.client()
     uri = "s3://private/gap/file.txt"
     try:

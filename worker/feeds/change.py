@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_MARKER_PREFIX = "feed:"
+
 
 @dataclass(frozen=True)
 class Change:
@@ -83,6 +85,14 @@ class CacheSink:
                     source, why)  # fmt: skip
         self.counters.add("gaps")
         self._service.meta.require_sync_before(int(time.time() * 1000))
+
+    def load_marker(self, source: str) -> bytes | None:
+        """What ``source`` saved with :meth:`save_marker` (in the worker's metastore), if any."""
+        return self._service.meta.load_marker(_MARKER_PREFIX + source)
+
+    def save_marker(self, source: str, value: bytes) -> None:
+        """Persist a few bytes for ``source``, once the changes applied so far are durable."""
+        self._service.meta.save_marker(_MARKER_PREFIX + source, value)
 
 
 class _FeedCollector(Collector):

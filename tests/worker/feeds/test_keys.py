@@ -3,7 +3,7 @@
 import pytest
 
 from config import ConfigError, load_config
-from worker.feeds.keys import FeedSpecs, SeaweedSpec, feed_specs
+from worker.feeds.keys import FeedSpecs, SeaweedSpec, SqsSpec, feed_specs
 from worker.keys import build_registry
 
 
@@ -22,6 +22,13 @@ def test_seaweedfs_feeds_with_and_without_a_prefix_and_the_webhook() -> None:
     assert specs() == FeedSpecs()
 
 
+def test_sqs_queues_by_name_or_url() -> None:
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/lake-events"
+    found = specs(f"dora.ufs.change.feeds=sqs://lake-events, sqs://{url}")
+    assert found.sqs == (SqsSpec("lake-events"), SqsSpec(url))
+    assert [q.url for q in found.sqs] == [None, url]
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
@@ -29,6 +36,8 @@ def test_seaweedfs_feeds_with_and_without_a_prefix_and_the_webhook() -> None:
         ("seaweedfs://filer", "needs the filer's host and gRPC port"),
         ("seaweedfs://filer:port", "needs the filer's host and gRPC port"),
         ("webhook", "the webhook feed needs dora.ufs.change.webhook.token set"),
+        ("sqs://", "expected sqs://<queue name> or sqs://<queue URL>"),
+        ("sqs://http://host", "expected sqs://<queue name> or sqs://<queue URL>"),
     ],
 )
 def test_a_feed_that_cannot_be_used_is_named(value: str, problem: str) -> None:
