@@ -21,6 +21,7 @@ FULL = (
     ["bench.pagestore_bench"],
     ["bench.warm_bench"],
     ["bench.cluster_bench"],
+    ["bench.feed_bench"],
     ["bench.load_bench"],
     ["bench.spark_bench"],
 )
