@@ -22,6 +22,7 @@ FULL = (
     ["bench.warm_bench"],
     ["bench.cluster_bench"],
     ["bench.feed_bench"],
+    ["bench.feed_load_bench"],
     ["bench.load_bench"],
     ["bench.spark_bench"],
 )

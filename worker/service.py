@@ -184,6 +184,13 @@ class WorkerService:
         for fn in self._change_listeners:
             fn(list(events))
 
+    def announce(self, events: Sequence[Event]) -> None:
+        """Tell the change listeners of changes made outside the worker that this worker alone
+        heard of (a change-feed webhook), once its cache reflects them: in a cluster the other
+        workers apply them too."""
+        if events:
+            self._changed(*events)
+
     # -- metadata ------------------------------------------------------------------------------
 
     def describe(self, status: UfsStatus) -> dict[str, Any]:

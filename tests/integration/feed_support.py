@@ -4,6 +4,8 @@ and a bounded wait for a change to reach it."""
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote_plus
 
 from tests.worker.conftest import open_service
 from ufs.errors import UfsNotFound
@@ -46,3 +48,10 @@ def fed_worker(work: Path, bucket: str, feed: str, *defines: str) -> tuple[Worke
     assert feeds is not None
     wait_until(lambda: all(f.connected for f in feeds.feeds))
     return service, feeds
+
+
+def put_record(bucket: str, key: str, etag: str) -> dict[str, Any]:
+    """An S3 event record as S3 sends one for a PUT of ``key`` (which it URL-encodes, ``+``
+    for a space)."""
+    obj = {"key": quote_plus(key, safe="/"), "eTag": etag, "sequencer": "0062E99A88DC407460"}
+    return {"eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": bucket}, "object": obj}}

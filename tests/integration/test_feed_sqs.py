@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.feed_support import body, fed_worker, served, wait_until
+from tests.integration.feed_support import body, fed_worker, put_record, served, wait_until
 from tests.integration.moto_support import LocalMoto
 from tests.worker.conftest import open_service
 from ufs.options import UfsOptions
@@ -27,10 +27,8 @@ EVENTS = ["s3:ObjectCreated:*", "s3:ObjectRemoved:*"]
 
 
 def created(bucket: str, key: str, etag: str) -> str:
-    """An SQS message body as S3 sends it for a PUT of ``key`` (URL-encoded)."""
-    obj = {"key": key, "eTag": etag, "sequencer": "0062E99A88DC407460"}
-    record = {"eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": bucket}, "object": obj}}
-    return json.dumps({"Records": [record]})
+    """An SQS message body as S3 sends it for a PUT of ``key``."""
+    return json.dumps({"Records": [put_record(bucket, key, etag)]})
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +86,11 @@ def test_s3_to_sqs_with_duplicates_and_late_events(
         calls = service.stats()["metadata_ufs_calls"]
         before = counters.snapshot()
         for etag in (new, new):
-            sqs.send_message(
-                QueueUrl=url, MessageBody=created(bucket, "a+dir/%C3%BC%2Bx.txt", etag)
-            )
+            sqs.send_message(QueueUrl=url, MessageBody=created(bucket, key, etag))
         wait_until(lambda: counters.snapshot()["received"] == before["received"] + 2)
         assert counters.snapshot()["unchanged"] == before["unchanged"] + 2
         assert service.stats()["metadata_ufs_calls"] == calls  # the duplicates cost nothing
-        sqs.send_message(QueueUrl=url, MessageBody=created(bucket, "a+dir/%C3%BC%2Bx.txt", old))
+        sqs.send_message(QueueUrl=url, MessageBody=created(bucket, key, old))
         wait_until(lambda: counters.snapshot()["received"] == before["received"] + 3)
         assert body(service, uri) == b"v2, longer"  # the late one cost one re-check
         s3.delete_object(Bucket=bucket, Key=key)

@@ -4,15 +4,16 @@ event notification posted as AWS sends one takes effect on a worker fronting Sea
 
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote_plus
 
 import pytest
 import s3fs
 
+from tests.integration.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
-from tests.integration.feed_support import body, served, wait_until
+from tests.integration.feed_support import body, put_record, served, wait_until
 from tests.integration.inprocess import serving
 from tests.worker.conftest import Api, open_service
+from worker.cluster.localetcd import LocalEtcd
 from worker.locals3 import LocalS3
 from worker.service import WorkerService
 
@@ -84,14 +85,7 @@ def test_an_s3_event_notification_takes_effect(
         s3_raw.pipe_file(uri, b"v2, longer")
         assert body(service, uri) == b"v1"  # no event yet, and -1 never looks
         key = uri.removeprefix(f"s3://{BUCKET}/")
-        etag = s3_raw.info(uri)["ETag"]
-        record = {
-            "eventName": "ObjectCreated:Put",
-            "s3": {
-                "bucket": {"name": BUCKET},
-                "object": {"key": quote_plus(key, safe="/"), "eTag": etag},
-            },
-        }
+        record = put_record(BUCKET, key, s3_raw.info(uri)["ETag"])
         answer = api.request(
             "POST",
             "/v1/events",
@@ -103,3 +97,40 @@ def test_an_s3_event_notification_takes_effect(
     finally:
         api.close()
         service.close()
+
+
+def test_in_a_cluster_one_worker_told_is_enough(
+    tmp_path: Path, seaweedfs: LocalS3, s3_root: str, s3_raw: s3fs.S3FileSystem
+) -> None:
+    etcd = LocalEtcd(tmp_path / "etcd").start()
+    defines = (
+        f"dora.worker.ufs.roots=s3://{BUCKET}",
+        *seaweedfs.storage_defines(),
+        "dora.ufs.change.feeds=webhook",
+        f"dora.ufs.change.webhook.token={TOKEN}",
+    )
+    workers = [ClusterWorker(tmp_path / f"w{n}", tmp_path, etcd, *defines) for n in range(2)]
+    try:
+        for worker in workers:
+            worker.start()
+            wait_until(lambda w=worker: w.metric("dora_cluster_etcd_connected") == 1)  # type: ignore[misc]
+        uri = f"{s3_root}/shared.txt"
+        s3_raw.pipe_file(uri, b"v1")
+        for worker in workers:
+            assert worker.http.get("/v1/read", params={"path": uri}).content == b"v1"
+        s3_raw.pipe_file(uri, b"v2, longer")
+        key = uri.removeprefix(f"s3://{BUCKET}/")
+        record = put_record(BUCKET, key, s3_raw.info(uri)["ETag"])
+        told = workers[0].http.post(
+            "/v1/events", json={"Records": [record]}, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert told.json() == {"changes": 1}
+        other = workers[1]
+        wait_until(
+            lambda: other.http.get("/v1/read", params={"path": uri}).content == b"v2, longer"
+        )
+    finally:
+        for worker in workers:
+            worker.stop()
+            worker.http.close()
+        etcd.stop()

@@ -3,7 +3,9 @@ filer, an S3 → SNS relay) sends its object events (``worker.feeds.webhook`` re
 
 It answers only when ``dora.ufs.change.feeds`` names ``webhook``, and checks its own token,
 ``dora.ufs.change.webhook.token`` (a store is given that one, never the worker's own token, so
-the route is open to the worker-wide token check). Bodies are bounded (:data:`MAX_BODY`).
+the route is open to the worker-wide token check). Bodies are bounded (:data:`MAX_BODY`). In a
+cluster (etcd), what the events changed is published to the invalidation feed, so the store
+needs to know one worker only.
 """
 
 from __future__ import annotations
@@ -54,7 +56,12 @@ async def receive(service: WorkerService, request: Request) -> Response:
         changes = changes_of(payload)
     except ValueError as exc:
         raise InvalidRequest(f"the event body is not an event: {exc}") from None
-    await run_in_threadpool(service.changes.apply, changes)
+
+    def take() -> None:
+        # Only this worker hears the store: in a cluster, the etcd feed tells the others.
+        service.announce(service.changes.apply(changes))
+
+    await run_in_threadpool(take)
     return json_response({"changes": len(changes)})
 
 

@@ -57,9 +57,11 @@ class CacheSink:
         self.counters = Counters(("received", "applied", "unchanged", "outside_roots", "gaps"))
         service.metrics.registry.register(_FeedCollector(self.counters))
 
-    def apply(self, changes: Iterable[Change]) -> None:
-        """Drop what each change names unless the cache already holds the version it names.
-        Changes outside the mount roots are ignored. Never raises for a bad change."""
+    def apply(self, changes: Iterable[Change]) -> list[Event]:
+        """Drop what each change names unless the cache already holds the version it names;
+        the events applied (as the etcd feed carries them). Changes outside the mount roots
+        are ignored. Never raises for a bad change."""
+        applied: list[Event] = []
         for change in changes:
             self.counters.add("received")
             try:
@@ -71,8 +73,11 @@ class CacheSink:
                 self.counters.add("unchanged")
                 continue
             op = Op.DELETED if change.deleted else Op.CREATED
-            self._apply.apply(Event(op, uri, change.version, change.prefix))
+            event = Event(op, uri, change.version, change.prefix)
+            self._apply.apply(event)
+            applied.append(event)
             self.counters.add("applied")
+        return applied
 
     def _holds(self, uri: str, change: Change) -> bool:
         if change.deleted or change.prefix or not change.version:
