@@ -125,7 +125,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
             opened.close()
         raise
     node = ClusterNode.start(config, service, host, actual_port)
-    feeds = Feeds.start(config, service)
+    feeds = Feeds.start(config, service, node)
     app: ASGIApp = create_app(service)
     if s3_port:
         app = alluxio.objects_on_port(app, s3_port)

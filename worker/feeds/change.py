@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
@@ -45,6 +45,19 @@ class Change:
     prefix: bool = False
 
 
+class ChangeSink(Protocol):
+    """Where a feed hands its changes and reports its gaps (:class:`CacheSink`, or in a cluster
+    ``worker.feeds.elected.RepublishingSink``)."""
+
+    def apply(self, changes: Iterable[Change]) -> list[Event]: ...
+
+    def gap(self, source: str, why: str) -> None: ...
+
+    def load_marker(self, source: str) -> bytes | None: ...
+
+    def save_marker(self, source: str, value: bytes) -> None: ...
+
+
 class CacheSink:
     """Applies changes to one worker's cache and reports gaps.
 
@@ -64,25 +77,31 @@ class CacheSink:
         applied: list[Event] = []
         for change in changes:
             self.counters.add("received")
-            try:
-                uri = self._service.roots.check(change.uri)
-            except UfsError:
+            event = self.event_of(change)
+            if event is None:
                 self.counters.add("outside_roots")
                 continue
-            if self._holds(uri, change):
+            if self._holds(event):
                 self.counters.add("unchanged")
                 continue
-            op = Op.DELETED if change.deleted else Op.CREATED
-            event = Event(op, uri, change.version, change.prefix)
             self._apply.apply(event)
             applied.append(event)
             self.counters.add("applied")
         return applied
 
-    def _holds(self, uri: str, change: Change) -> bool:
-        if change.deleted or change.prefix or not change.version:
+    def event_of(self, change: Change) -> Event | None:
+        """``change`` as the etcd feed carries it (canonical URI), None outside the roots."""
+        try:
+            uri = self._service.roots.check(change.uri)
+        except UfsError:
+            return None
+        op = Op.DELETED if change.deleted else Op.CREATED
+        return Event(op, uri, change.version, change.prefix)
+
+    def _holds(self, event: Event) -> bool:
+        if event.op is Op.DELETED or event.prefix or not event.version:
             return False
-        return self._service.meta.status_age(uri, change.version) is not None
+        return self._service.meta.status_age(event.path, event.version) is not None
 
     def gap(self, source: str, why: str) -> None:
         """``source`` cannot tell what changed up to now: re-check everything cached so far."""

@@ -3,22 +3,30 @@ with the worker process. (The webhook is a route instead: ``worker.api.events``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from config import Config
 from ufs.options import UfsOptions
-from worker.feeds.keys import feed_specs
+from worker.cluster import keys as cluster_keys
+from worker.feeds.change import ChangeSink
+from worker.feeds.elected import ElectedFeed
+from worker.feeds.keys import SqsSpec, feed_specs
 from worker.feeds.seaweedfs import SeaweedFeed
 from worker.feeds.sqs import SqsFeed, sqs_client
 
 if TYPE_CHECKING:
+    from worker.cluster.node import ClusterNode
     from worker.service import WorkerService
 
 
 class Feed(Protocol):
     """A source followed on a thread of its own."""
 
-    connected: bool
+    @property
+    def connected(self) -> bool:
+        """Following the source (or, elected, taking part in the election)."""
 
     def start(self) -> None: ...
 
@@ -34,17 +42,31 @@ class Feeds:
         self.feeds = feeds
 
     @classmethod
-    def start(cls, config: Config, service: WorkerService) -> Feeds | None:
-        """Start the feeds the config names (None when it names none to follow). Raises
-        ConfigError for a feed that cannot be used; an unreachable source does not stop the
-        worker (its feed keeps trying, and sync intervals apply meanwhile)."""
+    def start(
+        cls, config: Config, service: WorkerService, node: ClusterNode | None = None
+    ) -> Feeds | None:
+        """Start the feeds the config names (None when it names none to follow): followed
+        by this worker, or with ``node`` (a cluster) by the one worker elected per source,
+        which republishes into the etcd feed. Raises ConfigError for a feed that cannot be
+        used; an unreachable source does not stop the worker (its feed keeps trying, and sync
+        intervals apply meanwhile)."""
         specs = feed_specs(config)
-        feeds: list[Feed] = [SeaweedFeed(spec, service.changes) for spec in specs.seaweedfs]
         options = UfsOptions.from_config(config)
+        makers: dict[str, Callable[[ChangeSink], Feed]] = {}
+        for spec in specs.seaweedfs:
+            makers[spec.name] = functools.partial(SeaweedFeed, spec)
         for queue in specs.sqs:
-            feeds.append(SqsFeed(queue, service.changes, sqs_client(queue, options)))
-        if not feeds:
+            makers[queue.name] = functools.partial(_sqs_feed, queue, options)
+        if not makers:
             return None
+        if node is None:
+            feeds = [make(service.changes) for make in makers.values()]
+        else:
+            ttl_s = max(2, config.get(cluster_keys.LEASE_TTL) // 1000)
+            feeds = [
+                ElectedFeed(name, make, node, service.changes, ttl_s)
+                for name, make in makers.items()
+            ]
         for feed in feeds:
             feed.start()
         return cls(feeds)
@@ -53,3 +75,7 @@ class Feeds:
         """Stop every feed. Idempotent."""
         for feed in self.feeds:
             feed.close()
+
+
+def _sqs_feed(queue: SqsSpec, options: UfsOptions, sink: ChangeSink) -> SqsFeed:
+    return SqsFeed(queue, sink, sqs_client(queue, options))

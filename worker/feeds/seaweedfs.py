@@ -21,7 +21,7 @@ from typing import Any
 
 import grpc
 
-from worker.feeds.change import CacheSink
+from worker.feeds.change import ChangeSink
 from worker.feeds.filer_pb.seaweedfs_filer_pb2 import (
     GetFilerConfigurationRequest,
     GetFilerConfigurationResponse,
@@ -57,7 +57,7 @@ class SeaweedFeed:
     """
 
     def __init__(
-        self, spec: SeaweedSpec, sink: CacheSink, clock_ns: Callable[[], int] = time.time_ns
+        self, spec: SeaweedSpec, sink: ChangeSink, clock_ns: Callable[[], int] = time.time_ns
     ) -> None:
         self.spec = spec
         self._sink = sink

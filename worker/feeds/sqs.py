@@ -8,8 +8,9 @@ is not an event is reported and deleted, or it would come back forever). The tim
 successful read is persisted in the worker's metastore: a worker that starts without it, or
 finds it older than the queue's retention (messages it never read may be gone), reports a gap.
 
-A queue hands each message to one reader: every worker needs a queue of its own (S3 → SNS →
-one SQS queue per worker is the fan-out).
+A queue hands each message to one reader: in a cluster one elected worker reads it and
+republishes (``worker.feeds.elected``); workers without etcd each need a queue of their own
+(S3 → SNS → one SQS queue per worker is the fan-out).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from botocore.config import Config as BotoConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ufs.options import UfsOptions
-from worker.feeds.change import CacheSink, Change
+from worker.feeds.change import Change, ChangeSink
 from worker.feeds.keys import SqsSpec
 from worker.feeds.webhook import changes_of
 
@@ -72,7 +73,7 @@ class SqsFeed:
     def __init__(
         self,
         spec: SqsSpec,
-        sink: CacheSink,
+        sink: ChangeSink,
         client: Any,
         clock: Callable[[], float] = time.time,
     ) -> None:
