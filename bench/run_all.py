@@ -23,6 +23,7 @@ FULL = (
     ["bench.cluster_bench"],
     ["bench.feed_bench"],
     ["bench.feed_load_bench"],
+    ["bench.feed_calls_bench"],
     ["bench.load_bench"],
     ["bench.spark_bench"],
 )
