@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk chromium image-tools \
-	alluxiofs-venvs
+	alluxiofs-venvs protos
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ image-tools:
 # each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
 alluxiofs-venvs: $(STAMP)
 	$(BIN)/python -m tests.integration.alluxiofs_support
+
+# The SeaweedFS filer's protocol (the part the change feed uses), generated code committed:
+# regenerate after editing worker/feeds/filer_pb/seaweedfs_filer.proto.
+protos: $(STAMP)
+	cd worker/feeds/filer_pb && $(abspath $(BIN))/python -m grpc_tools.protoc -I. \
+		--python_out=. --pyi_out=. seaweedfs_filer.proto
 
 lint: $(STAMP)
 	$(BIN)/ruff check config ufs pagestore worker tests bench

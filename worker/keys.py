@@ -8,10 +8,11 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
-from worker import logs, pathconf
+from worker import logs, pathconf, pathrules
 from worker.api import alluxio_keys
 from worker.api import keys as api_keys
 from worker.cluster import keys as cluster_keys
+from worker.feeds import keys as feed_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
 
@@ -163,7 +164,8 @@ def build_registry() -> Registry:
         meta_keys.KEYS,
         load_keys.KEYS,
         cluster_keys.KEYS,
+        feed_keys.KEYS,
         alluxio_keys.KEYS,
     ):
         registry.extend(component)
-    return registry.extend(KEYS).extend(pathconf.KEYS)
+    return registry.extend(KEYS).extend(pathconf.KEYS).extend(pathrules.KEYS)

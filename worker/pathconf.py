@@ -23,6 +23,7 @@ from typing import Any
 from config import Config, ConfigError, KeyType, PropertyKey
 from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
+from worker import pathrules
 from worker.meta.keys import SYNC_INTERVAL
 
 NO_CACHE = "NO_CACHE"
@@ -152,6 +153,9 @@ def resolve(config: Config, uri: str, sync_interval: int | None = None) -> PathS
     """
     canonical = uris.normalize(uri)
     rules = table(config)
+    if sync_interval is None:
+        # The rules file's globs (immutable, max-age) before this table's prefixes.
+        sync_interval = pathrules.sync_interval(config, canonical)
     if sync_interval is None:
         rule = rules.lookup(SYNC_INTERVAL, canonical)
         sync_interval = None if rule is None else rule.value

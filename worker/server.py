@@ -25,6 +25,7 @@ from worker import keys
 from worker.api import alluxio, alluxio_keys
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
+from worker.feeds.runner import Feeds
 from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
             opened.close()
         raise
     node = ClusterNode.start(config, service, host, actual_port)
+    feeds = Feeds.start(config, service, node)
     app: ASGIApp = create_app(service)
     if s3_port:
         app = alluxio.objects_on_port(app, s3_port)
@@ -156,6 +158,8 @@ def serve(config: Config, options: ProcessOptions) -> int:
         server.run(sockets=[sock, *extra])
     finally:
         log.info("worker stopping: flushing the metastore and page store")
+        if feeds is not None:
+            feeds.close()
         if node is not None:
             node.close()  # leave the ring first, and persist the feed position
         service.close()

@@ -28,10 +28,12 @@ from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
-from worker import keys, pathconf
+from worker import keys, pathconf, pathrules
 from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
+from worker.feeds.change import CacheSink
+from worker.feeds.keys import feed_specs
 from worker.freshness import Freshness
 from worker.freshness import resolve as resolve_freshness
 from worker.insight import History, TopFiles
@@ -139,6 +141,8 @@ class WorkerService:
         self._probes: dict[str, Callable[[], tuple[str, bool]]] = {}
         meta.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
+        # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
+        self.changes = CacheSink(self)
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
@@ -149,6 +153,8 @@ class WorkerService:
         its directory; what was opened before a failure is closed again."""
         mount_roots(config)
         pathconf.table(config)
+        pathrules.rules_file(config)
+        feed_specs(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
         with contextlib.ExitStack() as opened:
@@ -202,6 +208,13 @@ class WorkerService:
     def _changed(self, *events: Event) -> None:
         for fn in self._change_listeners:
             fn(list(events))
+
+    def announce(self, events: Sequence[Event]) -> None:
+        """Tell the change listeners of changes made outside the worker that this worker alone
+        heard of (a change-feed webhook), once its cache reflects them: in a cluster the other
+        workers apply them too."""
+        if events:
+            self._changed(*events)
 
     # -- metadata ------------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
 from worker import keys
-from worker.api import alluxio, console, rest_v1, webhdfs
+from worker.api import alluxio, console, events, rest_v1, webhdfs
 from worker.api.access import AccessLog
 from worker.api.contract import UNAUTHORIZED
 from worker.api.keys import ACCESS_LOG
@@ -47,6 +47,7 @@ SURFACES: tuple[Surface, ...] = (
     rest_v1.SURFACE,
     alluxio.SURFACE,
     webhdfs.SURFACE,
+    events.SURFACE,
     console.SURFACE,
 )
 """Every surface the worker serves. A new protocol is one more entry here."""

@@ -228,6 +228,17 @@ class Etcd:
             body["lease"] = str(lease)  # int64: a string keeps every digit
         return int(self._post("/kv/put", body)["header"]["revision"])
 
+    def create(self, key: str, value: bytes, lease: int) -> bool:
+        """Store ``value`` at ``key``, attached to ``lease``, only if ``key`` does not exist
+        (one transaction); whether it did (an election's claim)."""
+        claim = {"key": _encode(key), "value": _encode(value), "lease": str(lease)}
+        body = {
+            "compare": [{"key": _encode(key), "result": "EQUAL", "target": "CREATE",
+                         "create_revision": 0}],
+            "success": [{"request_put": claim}],
+        }  # fmt: skip
+        return bool(self._post("/kv/txn", body).get("succeeded", False))
+
     def delete(self, key: str) -> int:
         return int(self._post("/kv/deleterange", {"key": _encode(key)})["header"]["revision"])
 

@@ -1,0 +1,137 @@
+"""The change-feed event model and how events reach the cache.
+
+A source (the SeaweedFS subscription, the webhook) turns what its store reports into
+:class:`Change` values and hands them to a :class:`CacheSink`, which applies them the way the
+etcd feed's events are applied (:class:`worker.cluster.node.MetaSink`): drop the path's status,
+its parent's listing and the dropped version's pages. Applying is idempotent and
+order-insensitive — a change naming the version the cache already holds costs nothing (the
+worker's own writes echo back that way), a repeated or late change only costs one re-check with
+the UFS — so a source may deliver at least once and in any order. What a source cannot deliver
+it reports as a gap: everything cached before the gap is re-checked before it is served again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from ufs.errors import UfsError
+from worker.cluster.events import Event, Op
+from worker.cluster.node import MetaSink
+from worker.meta.counters import Counters
+
+if TYPE_CHECKING:
+    from worker.service import WorkerService
+
+log = logging.getLogger(__name__)
+
+_MARKER_PREFIX = "feed:"
+
+
+@dataclass(frozen=True)
+class Change:
+    """``uri`` (a UFS URI) changed: written with ``version`` ("" when the source does not
+    say), or ``deleted``; with ``prefix``, everything under ``uri`` changed."""
+
+    uri: str
+    version: str = ""
+    deleted: bool = False
+    prefix: bool = False
+
+
+class ChangeSink(Protocol):
+    """Where a feed hands its changes and reports its gaps (:class:`CacheSink`, or in a cluster
+    ``worker.feeds.elected.RepublishingSink``)."""
+
+    def apply(self, changes: Iterable[Change]) -> list[Event]: ...
+
+    def gap(self, source: str, why: str) -> None: ...
+
+    def load_marker(self, source: str) -> bytes | None: ...
+
+    def save_marker(self, source: str, value: bytes) -> None: ...
+
+
+class CacheSink:
+    """Applies changes to one worker's cache and reports gaps.
+
+    Thread-safe: the metadata manager and page store it calls are, and its counters are.
+    """
+
+    def __init__(self, service: WorkerService) -> None:
+        self._service = service
+        self._apply = MetaSink(service.meta, service.pages)
+        self.counters = Counters(("received", "applied", "unchanged", "outside_roots", "gaps"))
+        service.metrics.registry.register(_FeedCollector(self.counters))
+
+    def apply(self, changes: Iterable[Change]) -> list[Event]:
+        """Drop what each change names unless the cache already holds the version it names;
+        the events applied (as the etcd feed carries them). Changes outside the mount roots
+        are ignored. Never raises for a bad change."""
+        applied: list[Event] = []
+        for change in changes:
+            self.counters.add("received")
+            event = self.event_of(change)
+            if event is None:
+                self.counters.add("outside_roots")
+                continue
+            if self._holds(event):
+                self.counters.add("unchanged")
+                continue
+            self._apply.apply(event)
+            applied.append(event)
+            self.counters.add("applied")
+        return applied
+
+    def event_of(self, change: Change) -> Event | None:
+        """``change`` as the etcd feed carries it (canonical URI), None outside the roots."""
+        try:
+            uri = self._service.roots.check(change.uri)
+        except UfsError:
+            return None
+        op = Op.DELETED if change.deleted else Op.CREATED
+        return Event(op, uri, change.version, change.prefix)
+
+    def _holds(self, event: Event) -> bool:
+        if event.op is Op.DELETED or event.prefix or not event.version:
+            return False
+        return self._service.meta.status_age(event.path, event.version) is not None
+
+    def gap(self, source: str, why: str) -> None:
+        """``source`` cannot tell what changed up to now: re-check everything cached so far."""
+        log.warning("change feed %s: %s; everything cached so far will be re-checked with the UFS",
+                    source, why)  # fmt: skip
+        self.counters.add("gaps")
+        self._service.meta.require_sync_before(int(time.time() * 1000))
+
+    def load_marker(self, source: str) -> bytes | None:
+        """What ``source`` saved with :meth:`save_marker` (in the worker's metastore), if any."""
+        return self._service.meta.load_marker(_MARKER_PREFIX + source)
+
+    def save_marker(self, source: str, value: bytes) -> None:
+        """Persist a few bytes for ``source``, once the changes applied so far are durable."""
+        self._service.meta.save_marker(_MARKER_PREFIX + source, value)
+
+
+class _FeedCollector(Collector):
+    """The sink's counters, read at scrape time."""
+
+    def __init__(self, counters: Counters) -> None:
+        self._counters = counters
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "dora_ufs_change_events",
+            "Change-feed events by outcome (received, applied, unchanged: the cache held that "
+            "version, outside_roots) and gaps (everything cached re-checked)",
+            labels=["outcome"],
+        )
+        for outcome, count in self._counters.snapshot().items():
+            family.add_metric([outcome], count)
+        yield family
