@@ -16,7 +16,7 @@ def service(make_service: Callable[..., WorkerService]) -> WorkerService:
 
 
 def read(service: WorkerService, uri: str) -> bytes:
-    return b"".join(service.read(uri, sync_interval=-1).chunks)
+    return b"".join(service.read(uri, fresh=service.freshness(uri, -1)).chunks)
 
 
 def test_an_event_naming_the_cached_version_costs_nothing(
