@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
 from worker import keys
-from worker.api import alluxio, rest_v1, webhdfs
+from worker.api import alluxio, numbers, rest_v1, webhdfs
 from worker.api.access import ACCESS_LOG, AccessLog
 from worker.api.contract import UNAUTHORIZED
 from worker.api.params import Lean
@@ -203,7 +203,8 @@ def _broken_rule(error: Any) -> str:
         return f"missing {what} {name!r}"
     cause = error.get("ctx", {}).get("error")
     expected = str(cause) if isinstance(cause, ValueError) else error["msg"]
-    return f"{what} {name}={given!r}: {expected}"
+    shown = numbers.shown(given) if isinstance(given, str) else repr(given)
+    return f"{what} {name}={shown}: {expected}"
 
 
 def _unrouted(
