@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pagestore import modes
 from pagestore.layout import Kind, classify, is_bucket, is_layout
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def check(root: Path) -> bool:
 def mark(root: Path) -> None:
     """Write the marker atomically (a crash leaves no marker or a whole one). Raises OSError."""
     temp = root / _MARKER_TEMP
-    temp.write_bytes(MARKER_TEXT)
+    modes.write_file(temp, MARKER_TEXT, modes.SHARED_FILE)
     os.rename(temp, root / MARKER)
 
 

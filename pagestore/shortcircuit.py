@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import errno
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,9 @@ def _typed(value: Any, kind: type[Any]) -> Any:
     return value
 
 
+_OPEN_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+
+
 class Miss(enum.Enum):
     """Why a page could not be read straight from its file."""
 
@@ -134,6 +138,9 @@ class Miss(enum.Enum):
     """A header or block checksum does not match."""
     WRONG_PAGE = "wrong_page"
     """The file holds another page (replaced or mixed up)."""
+    NOT_A_FILE = "not_a_file"
+    """The path names no regular file (a FIFO, a device, a directory): a page directory
+    tampered with, or a locate answer naming something else."""
     IO_ERROR = "io_error"
 
 
@@ -143,6 +150,10 @@ class PageMiss(Exception):
     def __init__(self, reason: Miss, path: str, detail: str) -> None:
         super().__init__(f"{reason.value}: {path}: {detail}")
         self.reason = reason
+
+
+class NotRegularFile(Exception):
+    """What a page path names is not a regular file."""
 
 
 class PageFile:
@@ -156,13 +167,17 @@ class PageFile:
         key = PageKey(locations.file_id, version_key(locations.version), page.index)
         self._scratch: memoryview | None = None
         try:
-            self._fd: int | None = os.open(page.path, os.O_RDONLY | os.O_CLOEXEC)
+            # O_NONBLOCK: opening a FIFO for reading would wait for a writer, forever; what is
+            # not a regular file is refused before a byte is read from it.
+            self._fd: int | None = os.open(page.path, _OPEN_FLAGS)
         except OSError as exc:
             raise _miss(exc, page.path) from exc
         try:
+            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+                raise NotRegularFile("not a regular file")
             raw = os.pread(self._fd, self._header_size, page.offset)
             self._header: Header = parse_header(raw, locations.page_size, key.file_name, page.size)
-        except (OSError, CorruptPageError) as exc:
+        except (OSError, CorruptPageError, NotRegularFile) as exc:
             self.close()
             raise _miss(exc, page.path) from exc
 
@@ -266,7 +281,9 @@ def read_into(
 
 def _miss(exc: Exception, path: str) -> PageMiss:
     """The one translation of a failure to a miss reason (by type and errno)."""
-    if isinstance(exc, WrongPageError):
+    if isinstance(exc, NotRegularFile):
+        reason = Miss.NOT_A_FILE
+    elif isinstance(exc, WrongPageError):
         reason = Miss.WRONG_PAGE
     elif isinstance(exc, ShortPageError):
         reason = Miss.SHORT

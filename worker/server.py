@@ -21,6 +21,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from config import Config, ConfigError
+from pagestore import modes
 from worker import keys
 from worker.api import alluxio, alluxio_keys
 from worker.api.app import create_app
@@ -184,7 +185,7 @@ def _announce(server: uvicorn.Server, options: ProcessOptions, host: str, port: 
         "started_at": time.time(),
     }
     temp = options.state_file.with_name(options.state_file.name + ".tmp")
-    temp.write_text(json.dumps(state))
+    modes.write_file(temp, json.dumps(state).encode(), modes.PRIVATE_FILE)  # it holds a token
     temp.replace(options.state_file)
 
 
