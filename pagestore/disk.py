@@ -19,6 +19,7 @@ import fcntl
 import itertools
 import logging
 import os
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from pagestore.pack import (
     encode_entry,
     parse_entry,
 )
-from pagestore.page import PageKey
+from pagestore.page import CorruptPageError, PageKey
 from pagestore.pagefile import ShortPageError, encode_header, header_size, parse_header, verify
 
 logger = logging.getLogger(__name__)
@@ -262,8 +263,12 @@ class PageDir:
         FileNotFoundError, CorruptPageError (short, torn, altered or another page) or
         OSError."""
         path, at = self.location(key)
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        # O_NONBLOCK: something other than a page file put in its place (a FIFO) must fail the
+        # read, not hang it.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise CorruptPageError(f"page {key.file_name} is not a regular file")
             header = parse_header(
                 os.pread(fd, self.header_size, at), self.page_size, key.file_name, size
             )

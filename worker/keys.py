@@ -9,7 +9,7 @@ import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
 from worker import logs, pathconf
-from worker.api import access, alluxio_keys
+from worker.api import access, alluxio_keys, limits
 from worker.cluster import keys as cluster_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
@@ -165,4 +165,4 @@ def build_registry() -> Registry:
         alluxio_keys.KEYS,
     ):
         registry.extend(component)
-    return registry.extend(KEYS).extend(pathconf.KEYS)
+    return registry.extend(KEYS).extend(pathconf.KEYS).extend(limits.KEYS)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     Histogram,
     PlatformCollector,
@@ -129,6 +130,24 @@ class Metrics:
             "dora_short_circuit_located_bytes",
             "Bytes of cached pages whose page files were handed out to same-host clients for "
             "short-circuit reads (/v1/locate); the clients count what they read themselves",
+            registry=self.registry,
+        )
+        self.uploads_in_flight = Gauge(
+            "dora_http_uploads_in_flight",
+            "Requests with a body being served (dora.worker.http.max.concurrent.uploads caps it)",
+            registry=self.registry,
+        )
+        self.uploads_refused = Counter(
+            "dora_http_uploads_refused",
+            "Requests with a body answered 503 because the upload cap was reached",
+            registry=self.registry,
+        )
+        self.idle_timeouts = Counter(
+            "dora_http_idle_timeouts",
+            "Connections ended by a deadline: a request head not complete in time (head), a "
+            "body that stalled while read (body), an unread body still arriving after the "
+            "answer (linger)",
+            ["phase"],
             registry=self.registry,
         )
         self.cache_failures = Counter(
