@@ -20,6 +20,7 @@ from bench.slowclient_bench import Sample, half_heads, outcomes, stalled_creates
 from pagestore import modes
 from tests.reliability.conftest import MakeWorker
 from tests.reliability.support import RecordFigure, Worker, wait_for
+from tests.worker.client.test_fastpath import reader_stats
 from tests.worker.test_modes import too_open
 from worker.client.filesystem import DoraFileSystem
 
@@ -210,6 +211,7 @@ def test_a_fifo_in_place_of_a_page_file_is_a_miss_for_client_and_worker(
     fs = DoraFileSystem(workers=[worker.address], short_circuit=True, skip_instance_cache=True)
     started = time.monotonic()
     assert fs.cat_file(uri) == expected
+    assert reader_stats(fs).get("miss_not_a_file", 0) >= 1  # the client met a FIFO
     assert worker.read(uri).content == expected
     assert time.monotonic() - started < 60  # a bound against hanging, not a timing
     no_traceback(worker)
