@@ -111,9 +111,8 @@ class UfsFailure(DoraError):
     """The UFS behind the worker failed (502)."""
 
 
-class UfsUnavailable(DoraError, ConnectionError):
-    """The UFS behind the worker is unavailable (503), still after the client's retries.
-    ``retry_after`` is the worker's hint in seconds."""
+class RetryLater(DoraError, ConnectionError):
+    """A 503: retrying later may succeed. ``retry_after`` is the worker's hint in seconds."""
 
     def __init__(
         self,
@@ -128,22 +127,13 @@ class UfsUnavailable(DoraError, ConnectionError):
         self.retry_after = retry_after
 
 
-class WorkerBusy(DoraError, ConnectionError):
+class UfsUnavailable(RetryLater):
+    """The UFS behind the worker is unavailable (503), still after the client's retries."""
+
+
+class WorkerBusy(RetryLater):
     """The worker cannot take this request now (503): its load queue is full, or as many
-    uploads as it takes at once are in flight. Retrying later may succeed; ``retry_after`` is
-    the worker's hint in seconds."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retry_after: float = 1.0,
-        status: int | None = None,
-        code: str | None = None,
-        worker: str | None = None,
-    ) -> None:
-        super().__init__(message, status=status, code=code, worker=worker)
-        self.retry_after = retry_after
+    uploads as it takes at once are in flight."""
 
 
 class RequestTimeout(DoraError):
@@ -305,7 +295,7 @@ def client_error(
 ) -> DoraError:
     """The client exception for ``kind`` (WorkerFailure for None) with ``message``."""
     cls = WorkerFailure if kind is None else kind.client
-    if cls is UfsUnavailable or cls is WorkerBusy:
+    if issubclass(cls, RetryLater):
         return cls(message, retry_after=retry_after, status=status, code=code, worker=worker)
     return cls(message, status=status, code=code, worker=worker)
 

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from pagestore import modes
-
-
-@pytest.fixture
-def umask_000() -> Iterator[None]:
-    previous = os.umask(0)
-    yield
-    os.umask(previous)
 
 
 def test_made_directories_get_the_mode_asked_for_and_existing_ones_are_left_alone(

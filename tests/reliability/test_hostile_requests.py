@@ -11,7 +11,6 @@ import os
 import socket
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -170,13 +169,6 @@ def test_a_full_load_queue_answers_503_with_retry_after(
     assert "dora.worker.load.queue.size" in answer.json()["message"]
     assert int(answer.headers["Retry-After"]) > 0
     no_traceback(worker)
-
-
-@pytest.fixture
-def umask_000() -> Iterator[None]:
-    previous = os.umask(0)
-    yield
-    os.umask(previous)
 
 
 def test_a_worker_started_under_umask_000_creates_nothing_others_can_write(

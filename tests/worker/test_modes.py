@@ -6,21 +6,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from pagestore import modes
 from tests.worker.conftest import Api
 from worker.service import WorkerService
-
-
-@pytest.fixture
-def umask_000() -> Iterator[None]:
-    previous = os.umask(0)
-    yield
-    os.umask(previous)
 
 
 def too_open(top: Path) -> list[str]:
