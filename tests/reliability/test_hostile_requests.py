@@ -6,6 +6,7 @@ memory and descriptors within generous bounds."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -252,4 +253,9 @@ def test_an_unread_body_trickling_in_after_the_answer_does_not_keep_the_connecti
                 break
     assert closed
     assert worker.metric("dora_http_idle_timeouts_total") == 1  # phase="linger"
+    with socket.create_connection(("127.0.0.1", worker.port)) as sock:
+        sock.settimeout(60)
+        with contextlib.suppress(OSError):  # the worker may close before all of it is sent
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nX-Big: " + b"y" * (70 << 10))
+        assert sock.recv(4096).startswith(b"HTTP/1.1 431 ")
     no_traceback(worker)
