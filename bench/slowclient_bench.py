@@ -73,7 +73,7 @@ def stalled_creates(port: int, root: Path, count: int, body: int) -> list[socket
         sock.setblocking(False)
         sent = 0
         while sent < body:
-            # A refused upload is answered and closed at once: stop sending to it.
+            # A socket the worker closed (or stopped reading) ends the sending.
             _, writable, _ = select.select([], [sock], [], 5)
             if not writable:
                 break

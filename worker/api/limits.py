@@ -102,7 +102,8 @@ class BodyLimits:
                 f"{self._uploads.cap} uploads are in flight ({MAX_UPLOADS.name}); try again later",
                 retry_after=RETRY_AFTER_S,
             )
-            await self._refuse(scope, busy)(scope, receive, _closing(send))
+            # Its body is left unread: the protocol reads and drops it for a while (linger).
+            await self._refuse(scope, busy)(scope, receive, send)
             return
         try:
             await self.app(scope, self._deadlined(receive), send)
@@ -142,15 +143,3 @@ def has_body(scope: Scope) -> bool:
         if name == b"transfer-encoding":
             return True
     return False
-
-
-def _closing(send: Send) -> Send:
-    """``send`` with ``Connection: close`` added to the answer: the body is left unread."""
-
-    async def closing(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []),
-                                              (b"connection", b"close")]}  # fmt: skip
-        await send(message)
-
-    return closing
