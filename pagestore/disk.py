@@ -19,13 +19,12 @@ import fcntl
 import itertools
 import logging
 import os
-import stat
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pagestore import modes, owner
+from pagestore import modes, owner, pagefile
 from pagestore.files import decode_record, encode_record
 from pagestore.layout import (
     PACKS,
@@ -49,7 +48,7 @@ from pagestore.pack import (
     encode_entry,
     parse_entry,
 )
-from pagestore.page import CorruptPageError, PageKey
+from pagestore.page import PageKey
 from pagestore.pagefile import ShortPageError, encode_header, header_size, parse_header, verify
 
 logger = logging.getLogger(__name__)
@@ -112,9 +111,8 @@ class PageDir:
         modes.make_dirs(self.root, modes.SHARED_DIR)
         unmarked = owner.check(self.root)
         # Read-only, so holding the lock does not stop the directory being remounted read-only.
-        fd = modes.create(
-            self.root / owner.LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC, modes.SHARED_FILE
-        )
+        lock = self.root / owner.LOCK_FILE
+        fd = modes.create(lock, os.O_RDONLY | os.O_CLOEXEC, modes.SHARED_FILE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -263,12 +261,8 @@ class PageDir:
         FileNotFoundError, CorruptPageError (short, torn, altered or another page) or
         OSError."""
         path, at = self.location(key)
-        # O_NONBLOCK: something other than a page file put in its place (a FIFO) must fail the
-        # read, not hang it.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = pagefile.open_page(path)  # a FIFO in its place fails, never blocks
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise CorruptPageError(f"page {key.file_name} is not a regular file")
             header = parse_header(
                 os.pread(fd, self.header_size, at), self.page_size, key.file_name, size
             )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 import errno
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +26,11 @@ from pagestore.pagefile import (
     BLOCK_SIZE,
     FORMAT,
     Header,
+    NotAPageFile,
     ShortPageError,
     WrongPageError,
     header_size,
+    open_page,
     parse_header,
     verify,
     verify_span,
@@ -122,9 +123,6 @@ def _typed(value: Any, kind: type[Any]) -> Any:
     return value
 
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
-
-
 class Miss(enum.Enum):
     """Why a page could not be read straight from its file."""
 
@@ -152,10 +150,6 @@ class PageMiss(Exception):
         self.reason = reason
 
 
-class NotRegularFile(Exception):
-    """What a page path names is not a regular file."""
-
-
 class PageFile:
     """An open, header-checked page file. Not thread-safe (one reader at a time); close it, or
     use it as a context manager. Raises :class:`PageMiss` for anything but right bytes."""
@@ -167,17 +161,13 @@ class PageFile:
         key = PageKey(locations.file_id, version_key(locations.version), page.index)
         self._scratch: memoryview | None = None
         try:
-            # O_NONBLOCK: opening a FIFO for reading would wait for a writer, forever; what is
-            # not a regular file is refused before a byte is read from it.
-            self._fd: int | None = os.open(page.path, _OPEN_FLAGS)
-        except OSError as exc:
+            self._fd: int | None = open_page(page.path)
+        except (OSError, CorruptPageError) as exc:
             raise _miss(exc, page.path) from exc
         try:
-            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
-                raise NotRegularFile("not a regular file")
             raw = os.pread(self._fd, self._header_size, page.offset)
             self._header: Header = parse_header(raw, locations.page_size, key.file_name, page.size)
-        except (OSError, CorruptPageError, NotRegularFile) as exc:
+        except (OSError, CorruptPageError) as exc:
             self.close()
             raise _miss(exc, page.path) from exc
 
@@ -281,7 +271,7 @@ def read_into(
 
 def _miss(exc: Exception, path: str) -> PageMiss:
     """The one translation of a failure to a miss reason (by type and errno)."""
-    if isinstance(exc, NotRegularFile):
+    if isinstance(exc, NotAPageFile):
         reason = Miss.NOT_A_FILE
     elif isinstance(exc, WrongPageError):
         reason = Miss.WRONG_PAGE
