@@ -14,6 +14,9 @@ _SIZE_UNITS = {
 }  # fmt: skip
 # re.ASCII: \d would also match other scripts' digits, which float() and int() then accept.
 _NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
+# Longer numbers are mistakes (2**63 has 19 digits), and int() refuses more than 4,300 digits
+# with its own wording.
+_MAX_DIGITS = 20
 
 DURATION_FORM = "a duration such as 500ms, 30s, 10min, 1h or 2d (a bare integer is ms)"
 SIZE_FORM = "a size such as 512B, 64KB, 1MB, 1GB or 1TB (powers of 1024; a bare integer is bytes)"
@@ -25,6 +28,8 @@ def _number_with_unit(text: str, units: dict[str, int], form: str, base: str) ->
     if match is None:
         raise ValueError(f"expected {form}")
     number, unit = match.group(1), match.group(2).lower()
+    if len(number) > _MAX_DIGITS:
+        raise ValueError(f"expected {form}: at most {_MAX_DIGITS} digits")
     if unit == "":
         if "." in number:
             raise ValueError(f"expected {form}: a bare number must be whole {base}")

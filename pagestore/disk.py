@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pagestore import owner
+from pagestore import modes, owner, pagefile
 from pagestore.files import decode_record, encode_record
 from pagestore.layout import (
     PACKS,
@@ -108,10 +108,11 @@ class PageDir:
         anything in it), take an exclusive lock on it, so two workers never share (and clean
         up) one directory, and mark it as the store's. Raises ForeignPageDirError,
         DirBusyError or OSError."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        modes.make_dirs(self.root, modes.SHARED_DIR)
         unmarked = owner.check(self.root)
         # Read-only, so holding the lock does not stop the directory being remounted read-only.
-        fd = os.open(self.root / owner.LOCK_FILE, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        lock = self.root / owner.LOCK_FILE
+        fd = modes.create(lock, os.O_RDONLY | os.O_CLOEXEC, modes.SHARED_FILE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -121,7 +122,7 @@ class PageDir:
         try:
             if unmarked:
                 owner.mark(self.root)
-            self.base.mkdir(exist_ok=True)
+            modes.make_dirs(self.base, modes.SHARED_DIR)
         except BaseException:
             self.close()
             raise
@@ -260,7 +261,7 @@ class PageDir:
         FileNotFoundError, CorruptPageError (short, torn, altered or another page) or
         OSError."""
         path, at = self.location(key)
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = pagefile.open_page(path)  # a FIFO in its place fails, never blocks
         try:
             header = parse_header(
                 os.pread(fd, self.header_size, at), self.page_size, key.file_name, size
@@ -470,13 +471,12 @@ def _create(path: str, flags: int) -> int:
     """Open ``path`` for writing, creating it (and its bucket or packs directory, made on first
     use). If the page directory itself is gone, mkdir raises FileNotFoundError too, and the
     store takes the directory out of service."""
-    flags |= os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+    flags |= os.O_WRONLY | os.O_CLOEXEC
     try:
-        return os.open(path, flags, 0o644)
+        return modes.create(path, flags, modes.SHARED_FILE)
     except FileNotFoundError:
-        with contextlib.suppress(FileExistsError):  # another writer made it meanwhile
-            os.mkdir(os.path.dirname(path))
-        return os.open(path, flags, 0o644)
+        modes.make_dir(os.path.dirname(path), modes.SHARED_DIR)
+        return modes.create(path, flags, modes.SHARED_FILE)
 
 
 def _write_all(fd: int, parts: list[bytes], offset: int) -> None:

@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pagestore import modes
 from pagestore.layout import GENERATIONS, Kind, classify, is_bucket, is_layout
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def _damaged_or_foreign(root: Path) -> Exception:
 def mark(root: Path) -> None:
     """Write the marker atomically (a crash leaves no marker or a whole one). Raises OSError."""
     temp = root / _MARKER_TEMP
-    temp.write_bytes(MARKER_TEXT)
+    modes.write_file(temp, MARKER_TEXT, modes.SHARED_FILE)
     os.rename(temp, root / MARKER)
 
 

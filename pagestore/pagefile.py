@@ -28,6 +28,8 @@ data length follows from its file size, and restore needs no read.
 from __future__ import annotations
 
 import functools
+import os
+import stat
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -46,6 +48,21 @@ _ENTRY = struct.Struct("<Q")
 
 class ShortPageError(CorruptPageError):
     """A page file that ends before its header or data does (truncated or torn)."""
+
+
+class NotAPageFile(CorruptPageError):
+    """What a page's path names is not a regular file (a FIFO, a device, a directory)."""
+
+
+def open_page(path: str) -> int:
+    """A page file's descriptor, for reading; the caller closes it. O_NONBLOCK: a FIFO put in
+    a page file's place must fail the read at once, not block the reader until a writer
+    comes. Raises NotAPageFile for anything but a regular file, OSError as ``os.open``."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotAPageFile(f"{path} is not a regular file")
+    return fd
 
 
 class WrongPageError(CorruptPageError):

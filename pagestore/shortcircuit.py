@@ -26,9 +26,11 @@ from pagestore.pagefile import (
     BLOCK_SIZE,
     FORMAT,
     Header,
+    NotAPageFile,
     ShortPageError,
     WrongPageError,
     header_size,
+    open_page,
     parse_header,
     verify,
     verify_span,
@@ -134,6 +136,9 @@ class Miss(enum.Enum):
     """A header or block checksum does not match."""
     WRONG_PAGE = "wrong_page"
     """The file holds another page (replaced or mixed up)."""
+    NOT_A_FILE = "not_a_file"
+    """The path names no regular file (a FIFO, a device, a directory): a page directory
+    tampered with, or a locate answer naming something else."""
     IO_ERROR = "io_error"
 
 
@@ -156,8 +161,8 @@ class PageFile:
         key = PageKey(locations.file_id, version_key(locations.version), page.index)
         self._scratch: memoryview | None = None
         try:
-            self._fd: int | None = os.open(page.path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
+            self._fd: int | None = open_page(page.path)
+        except (OSError, CorruptPageError) as exc:
             raise _miss(exc, page.path) from exc
         try:
             raw = os.pread(self._fd, self._header_size, page.offset)
@@ -266,7 +271,9 @@ def read_into(
 
 def _miss(exc: Exception, path: str) -> PageMiss:
     """The one translation of a failure to a miss reason (by type and errno)."""
-    if isinstance(exc, WrongPageError):
+    if isinstance(exc, NotAPageFile):
+        reason = Miss.NOT_A_FILE
+    elif isinstance(exc, WrongPageError):
         reason = Miss.WRONG_PAGE
     elif isinstance(exc, ShortPageError):
         reason = Miss.SHORT

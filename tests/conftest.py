@@ -5,13 +5,15 @@
 - Markers: ``integration`` (real servers: every test under ``tests/integration/`` carries it)
   and ``reliability`` (the scenarios under ``tests/reliability/``). The fast lane
   (``make test-fast``) deselects both.
+- ``umask_000``: the test runs (and starts processes) under umask 000, the most permissive.
 - Figures: a reliability test reports what it measured with the ``figure`` fixture; they are
   printed at the end of the run, for RELIABILITY.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,10 @@ def pytest_terminal_summary(
     for nodeid, name, value, unit in figures:
         shown = f"{value:.3f}".rstrip("0").rstrip(".") if isinstance(value, float) else value
         terminalreporter.write_line(f"{nodeid}: {name} = {shown} {unit}".rstrip())
+
+
+@pytest.fixture
+def umask_000() -> Iterator[None]:
+    previous = os.umask(0)
+    yield
+    os.umask(previous)

@@ -111,9 +111,8 @@ class UfsFailure(DoraError):
     """The UFS behind the worker failed (502)."""
 
 
-class UfsUnavailable(DoraError, ConnectionError):
-    """The UFS behind the worker is unavailable (503), still after the client's retries.
-    ``retry_after`` is the worker's hint in seconds."""
+class RetryLater(DoraError, ConnectionError):
+    """A 503: retrying later may succeed. ``retry_after`` is the worker's hint in seconds."""
 
     def __init__(
         self,
@@ -126,6 +125,20 @@ class UfsUnavailable(DoraError, ConnectionError):
     ) -> None:
         super().__init__(message, status=status, code=code, worker=worker)
         self.retry_after = retry_after
+
+
+class UfsUnavailable(RetryLater):
+    """The UFS behind the worker is unavailable (503), still after the client's retries."""
+
+
+class WorkerBusy(RetryLater):
+    """The worker cannot take this request now (503): its load queue is full, or as many
+    uploads as it takes at once are in flight."""
+
+
+class RequestTimeout(DoraError):
+    """The client sent nothing for longer than the worker waits in the middle of a request
+    body (408); the connection is closed after the answer."""
 
 
 class WorkerUnavailable(DoraError, ConnectionError):
@@ -203,6 +216,7 @@ CATALOGUE: tuple[ErrorKind, ...] = (
         _IOE,
         (meta.VersionMismatch, ufs.UfsVersionChanged),
     ),
+    ErrorKind("RequestTimeout", 408, RequestTimeout, _IOE, (RequestTimeout,)),
     ErrorKind("PayloadTooLarge", 413, PayloadTooLarge, _IOE, (PayloadTooLarge,)),
     ErrorKind(
         "RangeNotSatisfiable",
@@ -214,6 +228,7 @@ CATALOGUE: tuple[ErrorKind, ...] = (
     ErrorKind("InternalError", 500, WorkerFailure, _IOE),
     ErrorKind("UfsError", 502, UfsFailure, _IOE, (ufs.UfsError,)),
     ErrorKind("UfsUnavailable", 503, UfsUnavailable, _IOE, (ufs.UfsUnavailable,)),
+    ErrorKind("WorkerBusy", 503, WorkerBusy, _IOE, (WorkerBusy,)),
 )
 
 _BY_TYPE: dict[type[BaseException], ErrorKind] = {}
@@ -255,10 +270,13 @@ def for_answer(code: str | None, status: int) -> ErrorKind | None:
 
 def headers_for(exc: BaseException) -> dict[str, str]:
     """HTTP headers an error answer carries besides its body: ``Retry-After`` when the UFS is
-    unavailable, ``WWW-Authenticate`` for a missing token, ``Content-Range: bytes */size`` for a
-    range past the end of a file of known size."""
-    if isinstance(exc, ufs.UfsUnavailable):
+    unavailable or the worker busy, ``WWW-Authenticate`` for a missing token, ``Content-Range:
+    bytes */size`` for a range past the end of a file of known size, ``Connection: close``
+    when the client stalled mid-body (the rest of it is not awaited)."""
+    if isinstance(exc, ufs.UfsUnavailable | WorkerBusy):
         return {"Retry-After": str(exc.retry_after)}
+    if isinstance(exc, RequestTimeout):
+        return {"Connection": "close"}
     if isinstance(exc, Unauthorized):
         return {"WWW-Authenticate": "Bearer"}
     if isinstance(exc, RangeNotSatisfiable) and exc.size is not None:
@@ -277,15 +295,13 @@ def client_error(
 ) -> DoraError:
     """The client exception for ``kind`` (WorkerFailure for None) with ``message``."""
     cls = WorkerFailure if kind is None else kind.client
-    if cls is UfsUnavailable:
-        return UfsUnavailable(
-            message, retry_after=retry_after, status=status, code=code, worker=worker
-        )
+    if issubclass(cls, RetryLater):
+        return cls(message, retry_after=retry_after, status=status, code=code, worker=worker)
     return cls(message, status=status, code=code, worker=worker)
 
 
 def client_error_for(exc: BaseException, message: str) -> DoraError:
     """The client exception for an error raised in this process (the client's UFS fallback):
     the catalogue's client class for ``exc``'s kind, WorkerFailure if it has none."""
-    retry_after = exc.retry_after if isinstance(exc, ufs.UfsUnavailable) else 1.0
+    retry_after = exc.retry_after if isinstance(exc, ufs.UfsUnavailable | WorkerBusy) else 1.0
     return client_error(kind_of(exc), message, retry_after=retry_after)

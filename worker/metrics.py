@@ -144,6 +144,24 @@ class Metrics:
             "0 when the first page directory's disk could not hold it",
             registry=self.registry,
         )
+        self.uploads_in_flight = Gauge(
+            "dora_http_uploads_in_flight",
+            "Requests with a body being served (dora.worker.http.max.concurrent.uploads caps it)",
+            registry=self.registry,
+        )
+        self.uploads_refused = Counter(
+            "dora_http_uploads_refused",
+            "Requests with a body answered 503 because the upload cap was reached",
+            registry=self.registry,
+        )
+        self.idle_timeouts = Counter(
+            "dora_http_idle_timeouts",
+            "Connections ended by a deadline: a request head not complete in time (head), a "
+            "body that stalled while read (body), an unread body still arriving after the "
+            "answer (linger)",
+            ["phase"],
+            registry=self.registry,
+        )
         self.cache_failures = Counter(
             "dora_cache_failures",
             "Reads that fell back to the UFS because the page store failed",

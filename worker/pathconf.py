@@ -9,14 +9,15 @@ its name or Alluxio alias). For each key, the rule with the longest prefix that 
 (on a segment boundary) and sets that key wins; a per-call option wins over every rule, and a
 URI no rule matches gets the key's own value. Keys applied per path: :data:`PATH_KEYS`.
 
-The REST surfaces call :func:`resolve` once per request; the parsed table is cached by the
-rules' text, so a call costs a few prefix comparisons.
+The REST surfaces call :func:`resolve` once per request; the parsed table is cached per
+configured list, and a lookup costs one dictionary probe per segment of the URI
+(:class:`PrefixIndex`), however many rules there are.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,11 +75,42 @@ class PathSettings:
     cache: bool
 
 
+class PrefixIndex:
+    """Values by canonical URI prefix; :meth:`matches` yields those of the prefixes a URI is
+    under (on a segment boundary, as ``ufs.uri.is_under`` decides), longest first, for one
+    dictionary probe per segment of the URI. Immutable once built, so thread-safe."""
+
+    def __init__(self) -> None:
+        self._by_prefix: dict[str, dict[str, PathRule]] = {}
+
+    def add(self, rule: PathRule) -> None:
+        """Index ``rule`` under its prefix (for building; not thread-safe)."""
+        self._by_prefix.setdefault(rule.prefix, {})[rule.key.name] = rule
+
+    def matches(self, canonical_uri: str) -> Iterator[dict[str, PathRule]]:
+        """The rules of each prefix ``canonical_uri`` is under, by key name, longest first."""
+        found = self._by_prefix.get(canonical_uri)
+        if found is not None:
+            yield found
+        end = len(canonical_uri)
+        while (end := canonical_uri.rfind("/", 0, end)) > 0:
+            # The URI is under ``p`` when it starts with ``p + "/"``, or with ``p`` for a
+            # prefix that ends with "/" itself (``file:///``).
+            for prefix in (canonical_uri[: end + 1], canonical_uri[:end]):
+                found = self._by_prefix.get(prefix)
+                if found is not None:
+                    yield found
+
+
 class PathTable:
-    """The parsed rules, most specific prefix first per key. Immutable, so thread-safe."""
+    """The parsed rules: ``rules`` most specific prefix first per key (as shown), and their
+    index. Immutable, so thread-safe."""
 
     def __init__(self, rules: Iterable[PathRule]) -> None:
         self.rules = tuple(sorted(rules, key=lambda r: (r.key.name, -len(r.prefix), r.prefix)))
+        self._index = PrefixIndex()
+        for rule in self.rules:
+            self._index.add(rule)
 
     @classmethod
     def parse(cls, entries: Iterable[str]) -> PathTable:
@@ -97,8 +129,9 @@ class PathTable:
 
     def lookup(self, key: PropertyKey[Any], canonical_uri: str) -> PathRule | None:
         """The rule for ``key`` with the longest prefix that matches ``canonical_uri``."""
-        for rule in self.rules:
-            if rule.key.name == key.name and uris.is_under(canonical_uri, rule.prefix):
+        for rules in self._index.matches(canonical_uri):
+            rule = rules.get(key.name)
+            if rule is not None:
                 return rule
         return None
 
@@ -133,16 +166,26 @@ def _parse_entry(entry: str) -> list[PathRule]:
     return rules
 
 
-@functools.lru_cache(maxsize=8)
-def _table(entries: tuple[str, ...]) -> PathTable:
-    return PathTable.parse(entries)
+_TABLES: dict[int, tuple[list[str], PathTable]] = {}
+_TABLES_LOCK = threading.Lock()
+_TABLES_KEPT = 8
 
 
 def table(config: Config) -> PathTable:
-    """The parsed table of ``config`` (cached by its text). Raises ConfigError for a bad rule:
-    call it once at start so a worker with a broken table does not start."""
+    """The parsed table of ``config``, cached by the identity of its configured list (a
+    config and the per-call configs made from it share it), so a request neither parses
+    nor hashes 20,000 rules. Raises ConfigError for a bad rule: call it once at start so a
+    worker with a broken table does not start."""
     entries: list[str] = config.get(PATH_CONF)
-    return _table(tuple(entries))
+    cached = _TABLES.get(id(entries))
+    if cached is not None and cached[0] is entries:
+        return cached[1]
+    parsed = PathTable.parse(entries)
+    with _TABLES_LOCK:
+        if len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[id(entries)] = (entries, parsed)  # the list kept alive, so its id stays its own
+    return parsed
 
 
 def resolve(config: Config, uri: str, sync_interval: int | None = None) -> PathSettings:

@@ -21,11 +21,13 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from config import Config, ConfigError
+from pagestore import modes
 from worker import keys
-from worker.api import alluxio, alluxio_keys
+from worker.api import alluxio, alluxio_keys, limits
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
 from worker.feeds.runner import Feeds
+from worker.httpproto import SlowClientPolicy, protocol_class
 from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
@@ -96,13 +98,31 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def fast_protocols() -> tuple[str, str]:
-    """uvicorn's event loop and HTTP parser: uvloop and httptools (C, several times the
-    request rate of asyncio's loop and the pure-Python h11) where installed, else the pure
-    Python ones, which behave the same."""
-    uvloop = importlib.util.find_spec("uvloop") is not None
-    httptools = importlib.util.find_spec("httptools") is not None
-    return ("uvloop" if uvloop else "asyncio"), ("httptools" if httptools else "h11")
+def event_loop() -> str:
+    """uvicorn's event loop: uvloop (C, several times the request rate of asyncio's loop)
+    where installed, else asyncio's, which behaves the same."""
+    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+
+
+def uvicorn_config(app: ASGIApp, config: Config, service: WorkerService) -> uvicorn.Config:
+    """How uvicorn serves ``app``: httptools' parser (a dependency: C, several times the
+    request rate of h11) with the worker's deadlines against slow clients
+    (``worker.httpproto``), graceful shutdown, no logging of its own."""
+    timeouts = service.metrics.idle_timeouts
+    policy = SlowClientPolicy(
+        head_timeout=config.get(limits.HEAD_TIMEOUT) / 1000,
+        expired=lambda phase: timeouts.labels(phase).inc(),
+    )
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        lifespan="off",
+        log_config=None,
+        loop=event_loop(),
+        http=protocol_class(policy),
+    )
 
 
 def serve(config: Config, options: ProcessOptions) -> int:
@@ -129,18 +149,8 @@ def serve(config: Config, options: ProcessOptions) -> int:
     app: ASGIApp = create_app(service)
     if s3_port:
         app = alluxio.objects_on_port(app, s3_port)
-    loop, http = fast_protocols()
     server = uvicorn.Server(
-        uvicorn.Config(
-            app if node is None else node.wrap(app),
-            log_level="warning",
-            timeout_graceful_shutdown=GRACEFUL_SECONDS,
-            timeout_keep_alive=KEEP_ALIVE_SECONDS,
-            lifespan="off",
-            log_config=None,
-            loop=loop,
-            http=http,
-        )
+        uvicorn_config(app if node is None else node.wrap(app), config, service)
     )
     log.info("worker listening on http://%s:%d (roots: %s)", host, actual_port,
              ", ".join(service.roots.roots) or "none")  # fmt: skip
@@ -188,7 +198,7 @@ def _announce(server: uvicorn.Server, options: ProcessOptions, host: str, port: 
         "started_at": time.time(),
     }
     temp = options.state_file.with_name(options.state_file.name + ".tmp")
-    temp.write_text(json.dumps(state))
+    modes.write_file(temp, json.dumps(state).encode(), modes.PRIVATE_FILE)  # it holds a token
     temp.replace(options.state_file)
 
 

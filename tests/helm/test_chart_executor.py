@@ -169,4 +169,4 @@ def test_executor_values_reach_the_template(chart: helm.Chart) -> None:
         assert env_of(container)["DORA_USER_FILE_METADATA_SYNC_INTERVAL"]["value"] == "30s"
         assert pod["metadata"]["labels"]["team"] == "lake"
         assert pod["metadata"]["annotations"]["note"] == "x"
-        assert pod["spec"]["securityContext"] == {"fsGroup": 185}
+        assert pod["spec"]["securityContext"] == {"fsGroup": 185, "supplementalGroups": [10001]}

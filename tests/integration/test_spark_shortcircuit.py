@@ -211,7 +211,7 @@ def test_small_files_are_read_from_their_pack(spark: Any, worker: Worker) -> Non
     assert (damaged["misses"], damaged["http_bytes"]) == (1, len(texts["f7.txt"]))
 
 
-@pytest.mark.parametrize("damage", ["corrupt", "gone", "another page"])
+@pytest.mark.parametrize("damage", ["corrupt", "gone", "another page", "fifo"])
 def test_a_damaged_page_file_is_read_over_http_instead(
     spark: Any, worker: Worker, damage: str
 ) -> None:
@@ -226,6 +226,9 @@ def test_a_damaged_page_file_is_read_over_http_instead(
         corrupt(second)
     elif damage == "gone":
         second.unlink()
+    elif damage == "fifo":  # opened blocking, it would wait for a writer: the JVM's, the worker's
+        second.unlink()
+        os.mkfifo(second)
     else:
         # A well-formed page file of the same size under this page's name.
         second.write_bytes(first.read_bytes())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -161,13 +162,15 @@ def test_a_corrupt_byte_fails_the_blocks_it_is_in_and_no_others(store: LocalPage
     assert caught.value.reason is Miss.CORRUPT
 
 
-def read_as_nobody(locations: PageLocations, page: PageLocation) -> Miss | None:
-    """Read a page in a child process that dropped root for ``nobody``; its miss, if any."""
+def read_as_nobody(locations: PageLocations, page: PageLocation, group: int = 65534) -> Miss | None:
+    """Read a page in a child process that dropped root for ``nobody`` in ``group``; its
+    miss, if any."""
     pid = os.fork()
     if pid == 0:  # the child: only syscalls and this module's code, then _exit
         code = 99  # whatever else goes wrong must not return into pytest
         try:
-            os.setgid(65534)
+            os.setgroups([])
+            os.setgid(group)
             os.setuid(65534)
             read_into(locations, page, 0, bytearray(page.size))
             code = 0
@@ -185,6 +188,29 @@ def test_a_reader_that_may_not_open_the_file_is_denied(store: LocalPageStore) ->
     if os.geteuid() != 0:
         pytest.skip("switching to another user needs root")
     locations = located(store)
-    assert read_as_nobody(locations, locations.pages[0]) is None  # page files are world-readable
-    os.chmod(locations.pages[0].path, 0o600)
-    assert read_as_nobody(locations, locations.pages[0]) is Miss.DENIED
+    page = locations.pages[0]
+    # Page files are 0640 in 0750 directories: the worker's group reads them, no one else.
+    assert read_as_nobody(locations, page, group=os.getegid()) is None
+    assert read_as_nobody(locations, page) is Miss.DENIED
+    os.chmod(page.path, 0o600)
+    assert read_as_nobody(locations, page, group=os.getegid()) is Miss.DENIED
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_page_path_that_names_no_regular_file_is_a_miss_at_once(
+    store: LocalPageStore, kind: str
+) -> None:
+    locations = located(store)
+    path = locations.pages[0].path
+    os.unlink(path)
+    if kind == "fifo":
+        os.mkfifo(path)  # opened for reading without O_NONBLOCK, it waits for a writer forever
+    else:
+        os.mkdir(path)
+    outcome: list[Miss] = []
+    reader = threading.Thread(target=lambda: outcome.append(missed(locations)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():  # unblock the stuck open before failing
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    assert outcome == [Miss.NOT_A_FILE]

@@ -62,8 +62,8 @@ def make_worker(tmp_path: Path) -> Iterator[MakeWorker]:
     its own; every one is stopped at the end, frozen or not."""
     made: list[Worker] = []
 
-    def make(*defines: str, work: Path | None = None) -> Worker:
-        worker = Worker(work or tmp_path / f"worker-{len(made)}", *defines)
+    def make(*defines: str, work: Path | None = None, conf: Path | None = None) -> Worker:
+        worker = Worker(work or tmp_path / f"worker-{len(made)}", *defines, conf=conf)
         made.append(worker)
         return worker.start()
 

@@ -46,9 +46,10 @@ class Worker:
     ``start()`` may be called again after the process died (a restart on the same metastore
     and page dirs). Signals go to the PID only. Not thread-safe (``http`` is: share it)."""
 
-    def __init__(self, work: Path, *defines: str) -> None:
+    def __init__(self, work: Path, *defines: str, conf: Path | None = None) -> None:
         self.work = work
         self.defines = defines
+        self.conf = conf
         self.process: subprocess.Popen[bytes] | None = None
         self.http = httpx.Client(timeout=60)
         self.url = ""
@@ -60,6 +61,10 @@ class Worker:
         return self.process.pid
 
     @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
     def address(self) -> str:
         return self.url.removeprefix("http://")
 
@@ -69,6 +74,8 @@ class Worker:
         state.unlink(missing_ok=True)
         defines = ["dora.worker.http.port=0", f"dora.work.dir={self.work}", *self.defines]
         args = [DORA, "worker", "start", *(f"-D{d}" for d in defines), "--state-file", str(state)]
+        if self.conf is not None:
+            args += ["--conf", str(self.conf)]
         with (self.work / "worker.log").open("ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         self.starts += 1

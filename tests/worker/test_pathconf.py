@@ -1,8 +1,11 @@
 """Per-path properties: longest prefix per key, per-call options first, clear errors."""
 
+import random
+
 import pytest
 
 from config import Config, ConfigError, load_config
+from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
 from worker import pathconf
 from worker.keys import build_registry
@@ -87,3 +90,25 @@ def test_describe_and_explain_show_where_values_come_from() -> None:
         f"{SYNC}=0  (rule for s3://lake/hot)",
         f"{READ}=CACHE  (default)",
     ]
+
+
+def test_the_index_finds_what_a_scan_of_every_rule_finds_among_20k_rules() -> None:
+    rng = random.Random(7)
+    segments = ["a", "b", "ab", "a.b", "x%20y"]
+
+    def some_uri(extra: str = "") -> str:
+        scheme = rng.choice(["s3://lake", "s3://lake2", "file://"])
+        names = [rng.choice(segments) for _ in range(rng.randint(0, 5))]
+        path = "/".join(name for name in [*names, extra] if name)
+        return uris.normalize(f"{scheme}/{path}" if path or scheme == "file://" else scheme)
+
+    prefixes = sorted({some_uri() for _ in range(20_000)} | {"file:///"})
+    rules = [
+        pathconf.PathRule(p, pathconf.SYNC_INTERVAL, i, str(i)) for i, p in enumerate(prefixes)
+    ]
+    table = pathconf.PathTable(rules)
+    for _ in range(2_000):
+        uri = some_uri(rng.choice(["", "leaf", "a/leaf"]))
+        under = [r for r in rules if uris.is_under(uri, r.prefix)]
+        expected = max(under, key=lambda r: len(r.prefix)) if under else None
+        assert table.lookup(pathconf.SYNC_INTERVAL, uri) == expected, uri

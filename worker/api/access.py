@@ -16,7 +16,9 @@ from worker.reader import SERVED
 
 log = logging.getLogger("worker.access")
 
-# Query parameters that carry a credential in some client's protocol: never logged.
+# Query parameters that carry a credential in some client's protocol, in lower case: never
+# logged in any capitalisation or percent-encoding, since the surfaces' credential readers
+# (``worker.api.webhdfs_errors.credential``) decode names the same way and ignore their case.
 SECRET_PARAMS = frozenset({"token", "delegation", "access_token"})
 
 
@@ -25,7 +27,8 @@ def loggable_path(scope: Scope) -> str:
     query = scope.get("query_string", b"").decode("latin-1")
     if not query:
         return str(scope["path"])
-    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in SECRET_PARAMS]
+    pairs = parse_qsl(query, keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if k.strip().lower() not in SECRET_PARAMS]
     return f"{scope['path']}?{urlencode(kept)}" if kept else str(scope["path"])
 
 

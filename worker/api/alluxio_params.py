@@ -16,13 +16,13 @@ from starlette.requests import Request
 
 from config.units import parse_size
 from ufs.status import file_id
-from worker.api import params
+from worker.api import numbers, params
 from worker.errors import InvalidRequest as BadRequest
 from worker.ranges import ByteRange
 
 # alluxiofs 1.1.x asks for "the rest of the file" as bytes=<start>-<start - 2> (it formats
 # offset + length - 1 with length -1); any other range goes to the standard parser.
-_TO_END = re.compile(r"^bytes=(\d+)-(-?\d+)$")
+_TO_END = re.compile(r"bytes=([0-9]+)-(-?[0-9]+)")
 
 
 def target(request: Request, name: str = "ufsFullPath") -> str:
@@ -63,9 +63,10 @@ def _raw_query_value(request: Request, name: str) -> str:
 
 def page_index(request: Request) -> int:
     text = request.path_params["page_index"]
-    if not text.isdigit():
-        raise BadRequest(f"page index {text!r}: expected a non-negative integer")
-    return int(text)
+    try:
+        return numbers.natural(text)
+    except ValueError as exc:
+        raise BadRequest(f"page index {numbers.shown(text)}: {exc}") from None
 
 
 def byte_count(request: Request, name: str, default: int) -> int:
@@ -76,7 +77,7 @@ def byte_count(request: Request, name: str, default: int) -> int:
     try:
         return parse_size(text)
     except ValueError as exc:
-        raise BadRequest(f"query parameter {name}={text!r}: {exc}") from None
+        raise BadRequest(f"query parameter {name}={numbers.shown(text)}: {exc}") from None
 
 
 def flag(request: Request, *names: str) -> bool:
@@ -87,7 +88,9 @@ def flag(request: Request, *names: str) -> bool:
 def object_range(header: str) -> ByteRange | None:
     """A Range header of an S3-style read; None when it must be ignored (the whole file). To
     read to the end alluxiofs 1.1.x sends ``bytes=a-(a-2)``, which means bytes from ``a``."""
-    match = _TO_END.match(header.strip())
-    if match is not None and int(match.group(2)) == int(match.group(1)) - 2:
-        return ByteRange(int(match.group(1)), None)
+    match = _TO_END.fullmatch(header.strip())
+    if match is not None:
+        first = params.range_position(header, match.group(1)) or 0
+        if match.group(2) == str(first - 2):
+            return ByteRange(first, None)
     return params.byte_range(header)

@@ -25,17 +25,18 @@ from fastapi import FastAPI, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
 from worker import keys
-from worker.api import alluxio, console, events, rest_v1, webhdfs
+from worker.api import alluxio, console, events, numbers, rest_v1, webhdfs
 from worker.api.access import AccessLog
 from worker.api.contract import UNAUTHORIZED
 from worker.api.keys import ACCESS_LOG
+from worker.api.limits import BODY_IDLE_TIMEOUT, MAX_UPLOADS, BodyLimits, UploadGauge
 from worker.api.params import Lean
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics
@@ -89,11 +90,30 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
                 route.path, handle, methods=[route.method], tags=[surface.name], **declared
             )
     app.openapi = lambda: _contract(app)  # type: ignore[method-assign]
+    _limit_bodies(app, service, surfaces)  # inside the token check: refused callers take no place
     if token:
         app.add_middleware(TokenCheck, token=token, surfaces=surfaces, metrics=service.metrics)
     if service.config.get(ACCESS_LOG):
         app.add_middleware(AccessLog)  # outermost: refused requests are logged too
     return app
+
+
+def _limit_bodies(app: FastAPI, service: WorkerService, surfaces: tuple[Surface, ...]) -> None:
+    metrics = service.metrics
+    metrics.uploads_in_flight.set(0)
+
+    def refuse(scope: Scope, exc: Exception) -> ASGIApp:
+        if isinstance(exc, catalogue.WorkerBusy):
+            metrics.uploads_refused.inc()
+        return _answer_error(owner(surfaces, scope["path"]), exc, metrics)
+
+    app.add_middleware(
+        BodyLimits,
+        uploads=UploadGauge(service.config.get(MAX_UPLOADS), metrics.uploads_in_flight.set),
+        idle_seconds=service.config.get(BODY_IDLE_TIMEOUT) / 1000,
+        refuse=refuse,
+        timed_out=metrics.idle_timeouts.labels("body").inc,
+    )
 
 
 def owner(surfaces: tuple[Surface, ...], path: str) -> Surface:
@@ -103,6 +123,9 @@ def owner(surfaces: tuple[Surface, ...], path: str) -> Surface:
 
 
 def _answer_error(surface: Surface, exc: BaseException, metrics: Metrics) -> Response:
+    if isinstance(exc, ClientDisconnect):
+        # Not a bug: the client went away mid-body. The answer goes nowhere.
+        exc = catalogue.InvalidRequest("the client closed the connection before its body ended")
     kind = catalogue.kind_of(exc)
     if kind is None:
         log.exception("unexpected error", exc_info=exc)
@@ -210,7 +233,8 @@ def _broken_rule(error: Any) -> str:
         return f"missing {what} {name!r}"
     cause = error.get("ctx", {}).get("error")
     expected = str(cause) if isinstance(cause, ValueError) else error["msg"]
-    return f"{what} {name}={given!r}: {expected}"
+    shown = numbers.shown(given) if isinstance(given, str) else repr(given)
+    return f"{what} {name}={shown}: {expected}"
 
 
 def _unrouted(

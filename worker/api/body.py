@@ -1,6 +1,7 @@
 """Bodies: of writes, spooled whole before the UFS sees a byte, so a client that stops
-mid-upload leaves nothing behind, and refused past the configured size; of reads, pulled from
-the page iterator in batches (:class:`PagedBody`)."""
+mid-upload leaves nothing behind, and refused past the configured size; of small requests (a
+form), read into memory but refused past :data:`SMALL_BODY_LIMIT` before anything in them is
+checked; of reads, pulled from the page iterator in batches (:class:`PagedBody`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from worker.errors import PayloadTooLarge
+from worker.api import numbers
+from worker.errors import InvalidRequest, PayloadTooLarge
 
 SPOOL_IN_MEMORY = 16 << 20
+SMALL_BODY_LIMIT = 64 << 10
+"""The most a body read whole into memory may hold: an OAuth2 token request is a few hundred
+bytes, and its route reads it before it knows who is asking."""
 COPY_CHUNK = 1 << 20
 BATCH_BYTES = 4 << 20
 """About how much of a read body one thread-pool hop pulls (several pages): a hop per page
@@ -28,9 +33,7 @@ was the largest cost of a warm read after the socket itself."""
 async def spool_body(request: Request, limit: int) -> IO[bytes]:
     """The request body in a spooled temp file (memory, then disk), refused past ``limit``.
     The caller closes it."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
+    _refuse_declared(request, limit)
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 — caller closes
     received = 0
     async for chunk in request.stream():
@@ -41,6 +44,36 @@ async def spool_body(request: Request, limit: int) -> IO[bytes]:
         spool.write(chunk)
     spool.seek(0)
     return spool
+
+
+async def small_body(request: Request, limit: int = SMALL_BODY_LIMIT) -> bytes:
+    """The request body read into memory, refused (PayloadTooLarge) as soon as it is declared
+    or found to be larger than ``limit``."""
+    _refuse_declared(request, limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(f"body exceeds the limit of {limit} bytes")
+    return bytes(body)
+
+
+def _refuse_declared(request: Request, limit: int) -> None:
+    declared = declared_length(request)
+    if declared is not None and declared > limit:
+        raise PayloadTooLarge(f"body of {declared} bytes exceeds the limit of {limit} bytes")
+
+
+def declared_length(request: Request) -> int | None:
+    """The request's ``Content-Length``, None without one; InvalidRequest naming the header
+    when it is not a bounded integer."""
+    text = request.headers.get("content-length")
+    if text is None:
+        return None
+    try:
+        return numbers.natural(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"header Content-Length={numbers.shown(text)}: {exc}") from None
 
 
 def file_chunks(spool: IO[bytes]) -> Iterator[bytes]:

@@ -1,9 +1,8 @@
 """Query parameters and the Range header, parsed by hand: precise 400s naming the parameter,
 and no per-request model validation on the hot paths.
 
-Numbers in a request are ASCII digits and nothing else: no sign where none is meaningful, no
-surrounding spaces (``%205``), no other scripts' digits (``٣``) and no underscores, all of which
-Python's ``int()`` would accept.
+Numbers in a request are read by the one integer parser of every surface
+(:mod:`worker.api.numbers`): ASCII digits and nothing else, bounded, a 400 naming the parameter.
 """
 
 from __future__ import annotations
@@ -16,10 +15,10 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
 from config.units import parse_duration
+from worker.api import numbers
 from worker.errors import InvalidRequest, RangeNotSatisfiable
 from worker.ranges import ByteRange
 
-_INTEGER = re.compile(r"-?[0-9]+")
 _DURATION = re.compile(r"-1|[0-9]+(?:\.[0-9]+)?[a-z]*")
 _RANGE_SPEC = re.compile(r"([0-9]*)-([0-9]*)")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
@@ -33,11 +32,6 @@ def required(params: QueryParams, name: str) -> str:
     return value
 
 
-def natural(text: str) -> bool:
-    """Whether ``text`` is a non-negative integer in ASCII digits, as headers carry them."""
-    return text.isascii() and text.isdigit()
-
-
 def optional_int(params: QueryParams, name: str) -> int | None:
     """A non-negative integer parameter; absent or empty: None. A negative one is a range the
     file cannot satisfy (416), anything else not an integer is a bad request (400)."""
@@ -46,15 +40,13 @@ def optional_int(params: QueryParams, name: str) -> int | None:
 
 
 def optional_integer(text: object) -> object:
-    """A query value as an integer in ASCII digits (a leading ``-`` allowed), None for an
-    empty one; ValueError for anything else that is text. A validator of declared
+    """A query value as a bounded integer in ASCII digits (a leading ``-`` allowed), None
+    for an empty one; ValueError for anything else that is text. A validator of declared
     parameters too (``worker.api.contract``)."""
     if text is None or text == "":
         return None
     if isinstance(text, str):
-        if _INTEGER.fullmatch(text) is None:
-            raise ValueError("expected an integer (0-9 only)")
-        return int(text)
+        return numbers.signed(text)
     return text
 
 
@@ -99,7 +91,8 @@ def interval(text: str | None) -> int | None:
             raise ValueError("expected a duration such as 0, 500ms, 30s or 1h, or -1 for never")
         return parse_duration(text, allow_never=True)
     except ValueError as exc:
-        raise InvalidRequest(f"query parameter sync_interval={text!r}: {exc}") from None
+        shown = numbers.shown(text)
+        raise InvalidRequest(f"query parameter sync_interval={shown}: {exc}") from None
 
 
 def byte_range(header: str) -> ByteRange | None:
@@ -111,13 +104,26 @@ def byte_range(header: str) -> ByteRange | None:
         return None
     match = _RANGE_SPEC.fullmatch(ranges.strip())
     if match is None or match.group(0) == "-":
-        raise RangeNotSatisfiable(f"malformed Range header {header!r}; expected bytes=first-last")
-    first, last = match.group(1), match.group(2)
-    if not first:
-        return ByteRange(None, int(last))
-    if last and int(last) < int(first):
+        raise RangeNotSatisfiable(
+            f"malformed Range header {numbers.shown(header)}; expected bytes=first-last"
+        )
+    first, last = (range_position(header, match.group(i)) for i in (1, 2))
+    if first is None:
+        return ByteRange(None, last)
+    if last is not None and last < first:
         raise RangeNotSatisfiable(f"Range header {header!r}: last byte before first")
-    return ByteRange(int(first), int(last) if last else None)
+    return ByteRange(first, last)
+
+
+def range_position(header: str, text: str) -> int | None:
+    """A byte position of a Range header (None when left out); InvalidRequest naming the
+    header when it is not a bounded integer."""
+    if not text:
+        return None
+    try:
+        return numbers.natural(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"header Range={numbers.shown(header)}: {exc}") from None
 
 
 # -- lean routes ----------------------------------------------------------------------------------
@@ -136,7 +142,9 @@ def integer(query: QueryParams, name: str) -> object:
     try:
         return optional_integer(given)
     except ValueError as exc:
-        raise InvalidRequest(f"query parameter {name}={given!r}: {exc}") from None
+        raise InvalidRequest(
+            f"query parameter {name}={numbers.shown(given or '')}: {exc}"
+        ) from None
 
 
 @dataclass(frozen=True)

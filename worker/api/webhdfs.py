@@ -34,6 +34,7 @@ from ufs.errors import UfsNotFound, UfsOutsideRoots
 from ufs.status import UfsStatus
 from worker import keys
 from worker.api import webhdfs_json as shapes
+from worker.api.body import small_body
 from worker.api.jsonbody import json_response
 from worker.api.locate import pages_answer
 from worker.api.params import Lean
@@ -110,7 +111,7 @@ async def issue_token(service: WorkerService, request: Request) -> Response:
     the client secret is the worker token, and so is the access token. Answered in OAuth2's
     shape (RFC 6749, 5.2), not as a RemoteException."""
     token = (service.config.get(keys.TOKEN) or "").encode()
-    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    form = parse_qs((await small_body(request)).decode("utf-8", "replace"))
     secret = (form.get("client_secret") or [""])[0]
     if token and not hmac.compare_digest(secret.encode(), token):
         body = {"error": "invalid_client", "error_description": "wrong client_secret"}

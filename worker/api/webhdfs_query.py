@@ -8,13 +8,15 @@ import re
 from starlette.datastructures import QueryParams
 
 from config.units import parse_duration
+from worker.api import numbers
 from worker.errors import InvalidRequest
 
 _FSACTION = re.compile(r"^[r-][w-][x-]$")
 
 
 def _invalid(name: str, text: str, expected: str) -> InvalidRequest:
-    return InvalidRequest(f'Invalid value for webhdfs parameter "{name}": {text!r} {expected}')
+    shown = numbers.shown(text)
+    return InvalidRequest(f'Invalid value for webhdfs parameter "{name}": {shown} {expected}')
 
 
 class Query:
@@ -38,9 +40,10 @@ class Query:
         text = self.text(name)
         if text is None:
             return default
-        if not text.isdigit():
-            raise _invalid(name, text, "is not a non-negative whole number")
-        return int(text)
+        try:
+            return numbers.natural(text)
+        except ValueError as exc:
+            raise _invalid(name, text, f"is not a non-negative whole number: {exc}") from None
 
     def optional_long(self, name: str) -> int | None:
         """:meth:`long`, None when not given (a length: to the end)."""

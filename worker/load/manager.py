@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ufs.status import UfsStatus
+from worker.errors import WorkerBusy
 from worker.load.job import JobState, LoadJob
 from worker.load.options import LoadOptions
 from worker.load.work import JobWork
@@ -27,9 +28,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class LoadRejected(Exception):
+RETRY_AFTER_S = 5
+"""What a refused submission is told to wait: a queued job takes seconds at least."""
+
+
+class LoadRejected(WorkerBusy):
     """The worker cannot take another load job now: the queue is full, or it is stopping.
-    Retrying later may succeed (the API answers 503 with ``Retry-After``)."""
+    Retrying later may succeed: every surface answers 503 ``WorkerBusy`` with ``Retry-After``
+    (the error catalogue's row for :class:`WorkerBusy`)."""
 
 
 class LoadManager:
@@ -67,11 +73,14 @@ class LoadManager:
         root = self._service.status(path, self._service.freshness(path, 0))
         with self._cond:
             if self._closed:
-                raise LoadRejected("the worker is stopping; no new load jobs")
+                raise LoadRejected(
+                    "the worker is stopping; no new load jobs", retry_after=RETRY_AFTER_S
+                )
             if len(self._queue) >= self._options.queue_size:
                 raise LoadRejected(
                     f"{len(self._queue)} load jobs are already waiting "
-                    "(dora.worker.load.queue.size); try again later"
+                    "(dora.worker.load.queue.size); try again later",
+                    retry_after=RETRY_AFTER_S,
                 )
             self._prune()
             job = LoadJob(

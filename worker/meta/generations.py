@@ -31,6 +31,7 @@ from pathlib import Path
 
 import xxhash
 
+from pagestore import modes
 from pagestore.layout import GENERATIONS
 from ufs import uri as uris
 
@@ -59,7 +60,7 @@ class GenerationFile:
     def __init__(self, path: Path, buckets: int = DEFAULT_BUCKETS) -> None:
         self.path = path
         size = 8 * (_HEADER_WORDS + buckets)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = modes.create(path, os.O_RDWR | os.O_CLOEXEC, modes.SHARED_FILE)
         try:
             current = os.fstat(fd).st_size
             if current != size or _magic(fd) != MAGIC:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rocksdict import AccessType, Options, Rdict
 
+from pagestore import modes
 from worker.meta.errors import MetastoreBusy, MetastoreOpenError
 from worker.meta.options import RecoverPolicy
 
@@ -81,7 +82,7 @@ def _open_lock_file(path: Path) -> tuple[int, bool]:
     """The lock file's descriptor, and whether this call created it."""
     while True:
         try:
-            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+            return modes.create(path, os.O_RDWR | os.O_EXCL, modes.PRIVATE_FILE), True
         except FileExistsError:
             pass
         try:
@@ -111,7 +112,9 @@ def open_store(path: str, ttl_ms: int, recover: RecoverPolicy) -> tuple[Rdict, D
     where = Path(path)
     _refuse_foreign(where)  # before the lock file is created beside it
     try:
-        where.parent.mkdir(parents=True, exist_ok=True)
+        # Shared: the work directory holds the page directories too, which short-circuit
+        # clients of the worker's group traverse.
+        modes.make_dirs(where.parent, modes.SHARED_DIR)
         lock = DirLock(where)
     except OSError as exc:
         raise MetastoreOpenError(f"cannot lock metastore {path!r}: {exc}") from exc
@@ -166,8 +169,8 @@ def _check_format(path: Path) -> None:
     the cache's directory is of another format or may miss writes."""
     _refuse_foreign(path)  # again, now that the lock is held
     if not path.exists() or not any(path.iterdir()):
-        path.mkdir(parents=True, exist_ok=True)
-        (path / MARKER).write_bytes(MARKER_TEXT)
+        modes.make_dirs(path, modes.PRIVATE_DIR)
+        modes.write_file(path / MARKER, MARKER_TEXT, modes.PRIVATE_FILE)
         return
     if (path / MARKER).read_bytes() != MARKER_TEXT:
         raise _CannotOpen(f"its {MARKER} marker names another format")

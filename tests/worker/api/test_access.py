@@ -10,7 +10,8 @@ import pytest
 
 from tests.worker.conftest import Api
 from ufs.status import file_id
-from worker.api.access import outcome
+from worker.api import webhdfs_errors
+from worker.api.access import loggable_path, outcome
 from worker.service import WorkerService
 
 
@@ -80,3 +81,27 @@ def test_off_by_default(api: Api, caplog: pytest.LogCaptureFixture) -> None:
 def test_the_outcome_of_bytes_from_both_sources_is_partial() -> None:
     served = ({}, {"cache": 1}, {"ufs": 1}, {"cache": 1, "ufs": 1})
     assert [outcome(s) for s in served] == ["-", "hit", "miss", "partial"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "delegation=s3cret",
+        "Delegation=s3cret",
+        "DELEGATION=s3cret",
+        "dElEgAtIoN=s3cret",
+        "%44elegation=s3cret",
+        "%64%65%6c%65%67%61%74%69%6f%6e=s3cret",
+        "op=OPEN&Delegation=s3cret&delegation=s3cret",
+        "Token=s3cret",
+        "ACCESS_TOKEN=s3cret",
+    ],
+)
+def test_every_spelling_of_a_credential_the_surfaces_accept_is_left_out(query: str) -> None:
+    scope = {"path": "/webhdfs/v1/file/x", "query_string": query.encode(), "headers": []}
+    accepted = webhdfs_errors.credential(scope)
+    logged = loggable_path(scope)
+    assert "s3cret" not in logged
+    assert accepted in (None, b"s3cret")
+    if query.startswith("op=OPEN"):
+        assert logged == "/webhdfs/v1/file/x?op=OPEN"

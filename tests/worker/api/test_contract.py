@@ -131,7 +131,8 @@ def test_a_lean_route_answers_bad_parameters_as_the_declared_rules_do(
     assert not_a_number.status_code == 400
     assert (
         not_a_number.json()["message"]
-        == "query parameter offset='x': expected an integer (0-9 only)"
+        == "query parameter offset='x': expected an integer of at most 9223372036854775807 "
+        "(digits 0-9 only)"
     )
     assert negative.status_code == 416
     assert (ranged.status_code, ranged.content) == (206, b"234")

@@ -6,9 +6,11 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * One open page of format 3 ({@code pagestore/pagefile.py} has the layout), in its own page
@@ -66,7 +68,15 @@ final class PageFile implements AutoCloseable {
         this.headerSize = headerSize(pageSize);
         Path file = Paths.get(path);
         try {
+            // Java opens with no O_NONBLOCK: a FIFO put in a page file's place would block the
+            // open until a writer comes. Checked first; only the worker's user may write a page
+            // directory (0750), so no one else can swap one in between.
+            if (!Files.readAttributes(file, BasicFileAttributes.class).isRegularFile()) {
+                throw new Miss(path, "not a regular file");
+            }
             channel = FileChannel.open(file, StandardOpenOption.READ);
+        } catch (Miss e) {
+            throw e;
         } catch (AccessDeniedException | SecurityException e) {
             throw new Miss(path, "may not open it: " + e, true);
         } catch (IOException e) {
