@@ -9,7 +9,7 @@ import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
 from worker import logs, pathconf, pathrules
-from worker.api import alluxio_keys, limits
+from worker.api import alluxio_keys
 from worker.api import keys as api_keys
 from worker.cluster import keys as cluster_keys
 from worker.feeds import keys as feed_keys
@@ -168,4 +168,6 @@ def build_registry() -> Registry:
         alluxio_keys.KEYS,
     ):
         registry.extend(component)
-    return registry.extend(KEYS).extend(pathconf.KEYS).extend(pathrules.KEYS).extend(limits.KEYS)
+    return (
+        registry.extend(KEYS).extend(pathconf.KEYS).extend(pathrules.KEYS).extend(api_keys.LIMITS)
+    )

@@ -23,7 +23,8 @@ from starlette.types import ASGIApp
 from config import Config, ConfigError
 from pagestore import modes
 from worker import keys
-from worker.api import alluxio, alluxio_keys, limits
+from worker.api import alluxio, alluxio_keys
+from worker.api import keys as api_keys
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
 from worker.feeds.runner import Feeds
@@ -110,7 +111,7 @@ def uvicorn_config(app: ASGIApp, config: Config, service: WorkerService) -> uvic
     (``worker.httpproto``), graceful shutdown, no logging of its own."""
     timeouts = service.metrics.idle_timeouts
     policy = SlowClientPolicy(
-        head_timeout=config.get(limits.HEAD_TIMEOUT) / 1000,
+        head_timeout=config.get(api_keys.HEAD_TIMEOUT) / 1000,
         expired=lambda phase: timeouts.labels(phase).inc(),
     )
     return uvicorn.Config(

@@ -35,8 +35,8 @@ from worker import keys
 from worker.api import alluxio, console, events, numbers, rest_v1, webhdfs
 from worker.api.access import AccessLog
 from worker.api.contract import UNAUTHORIZED
-from worker.api.keys import ACCESS_LOG
-from worker.api.limits import BODY_IDLE_TIMEOUT, MAX_UPLOADS, BodyLimits, UploadGauge
+from worker.api.keys import ACCESS_LOG, BODY_IDLE_TIMEOUT, MAX_UPLOADS
+from worker.api.limits import BodyLimits, UploadGauge
 from worker.api.params import Lean
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics

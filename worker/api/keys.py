@@ -12,3 +12,30 @@ ACCESS_LOG: PropertyKey[bool] = PropertyKey(
     "Log one line per request (method, path, status, bytes, duration, cache outcome) to "
     "worker.access.",
 )
+
+HEAD_TIMEOUT: PropertyKey[int] = PropertyKey(
+    "dora.worker.http.head.timeout",
+    KeyType.DURATION,
+    "20s",
+    "Time a client has to send a whole request head, from the connection opening (or, on a "
+    "kept-alive connection, from the head's first byte); past it the connection is closed.",
+    minimum=1,
+)
+BODY_IDLE_TIMEOUT: PropertyKey[int] = PropertyKey(
+    "dora.worker.http.body.idle.timeout",
+    KeyType.DURATION,
+    "30s",
+    "Longest pause in a request body the worker waits out while reading it; past it the "
+    "request is answered 408 and the connection closed.",
+    minimum=1,
+)
+MAX_UPLOADS: PropertyKey[int] = PropertyKey(
+    "dora.worker.http.max.concurrent.uploads",
+    KeyType.INT,
+    "32",
+    "Requests with a body (writes, WebHDFS CREATE, Alluxio page writes) served at once; one "
+    "more is answered 503 with Retry-After.",
+    minimum=1,
+)
+LIMITS = [HEAD_TIMEOUT, BODY_IDLE_TIMEOUT, MAX_UPLOADS]
+"""The slow-client limits (``worker.api.limits``, ``worker.httpproto``)."""

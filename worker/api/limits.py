@@ -18,34 +18,9 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from config.keys import KeyType, PropertyKey
+from worker.api.keys import BODY_IDLE_TIMEOUT, MAX_UPLOADS
 from worker.errors import RequestTimeout, WorkerBusy
 
-HEAD_TIMEOUT: PropertyKey[int] = PropertyKey(
-    "dora.worker.http.head.timeout",
-    KeyType.DURATION,
-    "20s",
-    "Time a client has to send a whole request head, from the connection opening (or, on a "
-    "kept-alive connection, from the head's first byte); past it the connection is closed.",
-    minimum=1,
-)
-BODY_IDLE_TIMEOUT: PropertyKey[int] = PropertyKey(
-    "dora.worker.http.body.idle.timeout",
-    KeyType.DURATION,
-    "30s",
-    "Longest pause in a request body the worker waits out while reading it; past it the "
-    "request is answered 408 and the connection closed.",
-    minimum=1,
-)
-MAX_UPLOADS: PropertyKey[int] = PropertyKey(
-    "dora.worker.http.max.concurrent.uploads",
-    KeyType.INT,
-    "32",
-    "Requests with a body (writes, WebHDFS CREATE, Alluxio page writes) served at once; one "
-    "more is answered 503 with Retry-After.",
-    minimum=1,
-)
-KEYS = [HEAD_TIMEOUT, BODY_IDLE_TIMEOUT, MAX_UPLOADS]
 RETRY_AFTER_S = 1
 """What a refused upload is told to wait: uploads in flight end within seconds or time out."""
 
