@@ -26,6 +26,7 @@ from worker.api import alluxio, alluxio_keys
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
 from worker.service import WorkerService
+from worker.tls.server import ServerTls, plaintext_warning
 
 log = logging.getLogger(__name__)
 OWNER_CHECK_SECONDS = 2.0
@@ -41,7 +42,7 @@ SEND_BUFFER = 256 << 10
 class ProcessOptions:
     """What the process around the service does: where it announces itself and whom it serves.
 
-    ``state_file`` gets ``{"pid", "host", "port", "token", "started_at"}`` once the socket
+    ``state_file`` gets ``{"pid", "host", "port", "scheme", "token", "started_at"}`` once the socket
     listens and is removed at exit; with ``owners_dir`` the worker exits by itself once no
     process whose PID names a file in that directory is alive."""
 
@@ -117,6 +118,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
     try:
         if s3_port:
             extra.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))
+        tls = ServerTls.from_config(config)
         tune_gc()
         service = WorkerService.from_config(config)
     except BaseException:
@@ -138,11 +140,16 @@ def serve(config: Config, options: ProcessOptions) -> int:
             log_config=None,
             loop=loop,
             http=http,
+            ssl_context_factory=None if tls is None else lambda _config, _default: tls.context,
         )
     )
-    log.info("worker listening on http://%s:%d (roots: %s)", host, actual_port,
+    log.info("worker listening on %s://%s:%d (roots: %s)", scheme(tls), host, actual_port,
              ", ".join(service.roots.roots) or "none")  # fmt: skip
-    watchers = [threading.Thread(target=_announce, args=(server, options, host, actual_port))]
+    warning = None if tls is not None else plaintext_warning(config, host, keys.TOKEN.name)
+    if warning:
+        log.warning("%s", warning)
+    announced = (host, actual_port, scheme(tls))
+    watchers = [threading.Thread(target=_announce, args=(server, options, *announced))]
     if options.owners_dir is not None:
         watchers.append(threading.Thread(target=_watch_owners, args=(server, options.owners_dir)))
     for thread in watchers:
@@ -152,9 +159,13 @@ def serve(config: Config, options: ProcessOptions) -> int:
     # handler that was installed before it: make that one a no-op so the flush below runs.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
+    if tls is not None:
+        tls.start()
     try:
         server.run(sockets=[sock, *extra])
     finally:
+        if tls is not None:
+            tls.close()
         log.info("worker stopping: flushing the metastore and page store")
         if node is not None:
             node.close()  # leave the ring first, and persist the feed position
@@ -171,7 +182,14 @@ def _stopping(sig: int, frame: FrameType | None) -> None:
     log.info("worker received %s", signal.Signals(sig).name)
 
 
-def _announce(server: uvicorn.Server, options: ProcessOptions, host: str, port: int) -> None:
+def scheme(tls: ServerTls | None) -> str:
+    """The URL scheme clients reach a worker with this TLS (or none) by."""
+    return "http" if tls is None else "https"
+
+
+def _announce(
+    server: uvicorn.Server, options: ProcessOptions, host: str, port: int, url_scheme: str
+) -> None:
     while not server.started and not server.should_exit:
         time.sleep(0.02)
     if options.state_file is None or server.should_exit:
@@ -180,6 +198,7 @@ def _announce(server: uvicorn.Server, options: ProcessOptions, host: str, port: 
         "pid": os.getpid(),
         "host": host,
         "port": port,
+        "scheme": url_scheme,
         "token": secrets.token_hex(16),
         "started_at": time.time(),
     }

@@ -22,6 +22,7 @@ from worker.client.ring import HashRing
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
+from worker.tls.client import PemFiles, etcd_files
 
 
 def host_and_name(worker: str) -> tuple[str, str]:
@@ -47,7 +48,9 @@ class Locality:
         etcd_endpoints: Sequence[str] = (),
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
+        etcd_tls: PemFiles | None = None,
     ) -> None:
+        self._etcd_tls = etcd_tls
         self._static = tuple(dict.fromkeys(n.strip().rstrip("/") for n in static if n.strip()))
         self._virtual_nodes = virtual_nodes
         self._endpoints = tuple(etcd_endpoints)
@@ -69,6 +72,7 @@ class Locality:
             endpoints,
             config.get(cluster_keys.CLUSTER_NAME),
             config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            etcd_files(config),
         )
 
     def owner(self, canonical_uri: str) -> tuple[str, str] | None:
@@ -92,7 +96,7 @@ class Locality:
     def _membership(self) -> MembershipView:
         with self._lock:
             if self._view is None:
-                self._etcd = Etcd(self._endpoints, self._timeout_s)
+                self._etcd = Etcd(self._endpoints, self._timeout_s, self._etcd_tls)
                 self._view = MembershipView(
                     self._etcd, self._cluster, idle_timeout_s=5 * self._timeout_s
                 ).start()

@@ -12,6 +12,7 @@ from worker.cli.common import config_options, load
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
 from worker.cluster.status import ClusterStatus, cluster_status, format_table
+from worker.tls.client import etcd_files
 
 EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
@@ -38,7 +39,7 @@ def list_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    etcd = Etcd(endpoints, _timeout_s(config))
+    etcd = Etcd(endpoints, _timeout_s(config), etcd_files(config))
     try:
         status = cluster_status(etcd, config.get(cluster_keys.CLUSTER_NAME))
     except (EtcdUnavailable, EtcdError) as exc:

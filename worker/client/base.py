@@ -101,6 +101,9 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         batch_size: int | None = None,
         short_circuit: bool | str | None = None,
         near_cache: bool | str | None = None,
+        tls_ca_file: str | None = None,
+        tls_cert_file: str | None = None,
+        tls_key_file: str | None = None,
     ) -> None:
         super().__init__(asynchronous=asynchronous, loop=loop, batch_size=batch_size)
         if target_options:
@@ -118,6 +121,9 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
             sync_interval=sync_interval,
             fallback_to_ufs=fallback_to_ufs,
             virtual_nodes=virtual_nodes,
+            tls_ca_file=tls_ca_file,
+            tls_cert_file=tls_cert_file,
+            tls_key_file=tls_key_file,
         )
         counters = Counters()
         self.client = WorkerClient(self.options, transport, counters=counters)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -46,6 +47,7 @@ from worker.client.ring import HashRing
 from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.context import REVISION_HEADER
+from worker.tls.client import WorkerNotTrusted, refuse_plaintext, tls_failure
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,7 @@ class WorkerClient:
             options.etcd_endpoints,
             options.cluster_name,
             options.etcd_timeout_s,
+            options.etcd_tls,
         )
         # The newest feed revision seen in an answer: sent with every call, so any worker
         # answers at least as fresh (read-your-writes, monotonic reads across workers).
@@ -144,6 +147,7 @@ class WorkerClient:
         self._sync_transport = None if transport is None else sync_transport(transport)
         self._async_transport = None if transport is None else async_transport(transport)
         self._clock = clock
+        self._verify: ssl.SSLContext | None = None
         self._lock = threading.Lock()
         self._down_until: dict[str, float] = {}
         self._warned: set[str] = set()
@@ -167,14 +171,24 @@ class WorkerClient:
             "headers": {"Authorization": f"Bearer {opts.token}"} if opts.token else {},
             "timeout": httpx.Timeout(opts.timeout_s, connect=opts.connect_timeout_s),
             "limits": httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
+            "verify": self._tls(),
         }
+
+    def _tls(self) -> ssl.SSLContext:
+        # Built once per client (loading a CA bundle costs milliseconds) and shared by its
+        # drivers; two threads racing here build two equal contexts, which is harmless.
+        if self._verify is None:
+            self._verify = self.options.tls.context()
+        return self._verify
 
     def _build_http(self) -> httpx.Client:
         return httpx.Client(transport=self._sync_transport, **self._settings())
 
     def _build_lean(self) -> LeanHttp:
         opts = self.options
-        return LeanHttp(self._settings()["headers"], opts.connect_timeout_s, opts.timeout_s)
+        return LeanHttp(
+            self._settings()["headers"], opts.connect_timeout_s, opts.timeout_s, self._tls()
+        )
 
     def _build_async_http(self) -> httpx.AsyncClient:
         settings = self._settings()
@@ -232,8 +246,15 @@ class WorkerClient:
             # The cut was this worker's one drop: a second one marks it down.
             return (yield from self._answer(worker, pinned, dropped_once=True))
 
+    def url(self, worker: str) -> str:
+        """The base URL of ``worker`` (a ring name): with the scheme it registered in etcd, or
+        the one it was listed with, else plain HTTP."""
+        return self.rings.url(worker) or self._urls.get(worker) or f"http://{worker}"
+
     def _answer(self, worker: str, call: Call, dropped_once: bool = False) -> Flow[httpx.Response]:
-        url = self._urls.get(worker, f"http://{worker}") + call.endpoint
+        url = self.url(worker) + call.endpoint
+        if self.options.token:
+            refuse_plaintext(url, worker, self.options.allow_plaintext)
         attempts = self.options.retry_attempts if call.idempotent else 1
         for attempt in range(1, attempts + 1):
             response = yield from self._request(worker, url, call, dropped_once)
@@ -261,6 +282,7 @@ class WorkerClient:
             # Our own pool is exhausted: not the worker's fault, so no failover.
             raise WorkerUnavailable(f"{call.what}: no free connection to {worker}") from exc
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            _refuse_untrusted(worker, call, exc)
             self._mark_down(worker, exc)
             raise _Unreachable(worker, exc) from exc
         except BodyCut as cut:
@@ -277,6 +299,7 @@ class WorkerClient:
         self, worker: str, url: str, call: Call, exc: httpx.TransportError, dropped_once: bool
     ) -> Flow[httpx.Response]:
         """After ``worker`` dropped ``call``: ask once more if that is safe, else give up on it."""
+        _refuse_untrusted(worker, call, exc)
         if not call.idempotent:
             raise WorkerUnavailable(
                 f"{call.what}: worker {worker} dropped the call ({exc!r}); "
@@ -314,3 +337,10 @@ class WorkerClient:
             self._warned.discard(worker)
         if recovered:
             log.warning("dora worker %s is reachable again", worker)
+
+
+def _refuse_untrusted(worker: str, call: Call, exc: Exception) -> None:
+    """Raise WorkerNotTrusted when TLS is what failed: a setup to fix, not a worker to skip."""
+    reason = tls_failure(exc)
+    if reason is not None:
+        raise WorkerNotTrusted(f"{call.what}: worker {worker}: {reason}", worker=worker) from exc

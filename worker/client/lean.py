@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import http.client
 import select
+import ssl
 import threading
 from collections.abc import Mapping
 from urllib.parse import urlencode
@@ -29,21 +30,29 @@ import httpx
 
 from worker.client.flow import BodyCut, Exchange
 
-_SCHEME = "http://"
+_SCHEMES = ("http://", "https://")
 
 
 class LeanHttp:
-    """Body-less requests to ``http://`` workers over ``http.client`` (see the module
-    docstring). ``headers`` go with every request (the token); ``connect_timeout`` bounds the
-    connect, ``timeout`` every later wait on the socket.
+    """Body-less requests to ``http://`` and ``https://`` workers over ``http.client`` (see the
+    module docstring). ``headers`` go with every request (the token); ``connect_timeout`` bounds
+    the connect, ``timeout`` every later wait on the socket; ``context`` verifies https://
+    workers (and presents the client's certificate).
 
     Thread-safe: each thread has its own connections (:meth:`close` closes them all). Not
     fork-safe by itself: the driver keeps one per process
     (:class:`~worker.client.forksafe.ProcessLocal`).
     """
 
-    def __init__(self, headers: Mapping[str, str], connect_timeout: float, timeout: float) -> None:
+    def __init__(
+        self,
+        headers: Mapping[str, str],
+        connect_timeout: float,
+        timeout: float,
+        context: ssl.SSLContext | None = None,
+    ) -> None:
         self._headers = dict(headers)
+        self._context = context
         self._connect_timeout = connect_timeout
         self._timeout = timeout
         self._local = threading.local()
@@ -52,16 +61,17 @@ class LeanHttp:
 
     @staticmethod
     def takes(request: Exchange) -> bool:
-        """Whether this exchange can carry ``request``: no body, plain HTTP."""
-        return request.body is None and request.url.startswith(_SCHEME)
+        """Whether this exchange can carry ``request``: no body, HTTP or HTTPS."""
+        return request.body is None and request.url.startswith(_SCHEMES)
 
     def exchange(self, request: Exchange) -> httpx.Response:
         """Send ``request`` and read the whole answer (raises as the module docstring says)."""
-        netloc, slash, path = request.url[len(_SCHEME) :].partition("/")
+        scheme, _, rest = request.url.partition("://")
+        netloc, slash, path = rest.partition("/")
         target = slash + path or "/"
         if request.params:
             target += "?" + urlencode(request.params)
-        connection = self._connection(netloc)
+        connection = self._connection(scheme, netloc)
         try:
             connection.request(request.method, target, headers={**self._headers, **request.headers})
             answer = connection.getresponse()
@@ -85,7 +95,8 @@ class LeanHttp:
             self._drop(netloc)
         return httpx.Response(answer.status, headers=headers, content=body)
 
-    def _connection(self, netloc: str) -> http.client.HTTPConnection:
+    def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
+        # Keyed by host:port alone: one worker has one scheme (its listener's).
         connections: dict[str, http.client.HTTPConnection] = self._local.__dict__.setdefault(
             "connections", {}
         )
@@ -94,7 +105,13 @@ class LeanHttp:
             if connection.sock is not None and not _closed_by_peer(connection):
                 return connection
             self._drop(netloc)
-        connection = http.client.HTTPConnection(netloc, timeout=self._connect_timeout)
+        connection = (
+            http.client.HTTPSConnection(
+                netloc, timeout=self._connect_timeout, context=self._context
+            )
+            if scheme == "https"
+            else http.client.HTTPConnection(netloc, timeout=self._connect_timeout)
+        )
         try:
             connection.connect()
         except TimeoutError as exc:

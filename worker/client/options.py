@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from config import Config, Source
 from config.keys import PropertyKey
@@ -14,6 +15,8 @@ from config.units import parse_duration
 from worker import keys
 from worker.cluster import keys as cluster_keys
 from worker.meta.keys import SYNC_INTERVAL
+from worker.tls import keys as tls_keys
+from worker.tls.client import PemFiles, etcd_files, user_files
 
 SyncInterval = int | str
 T = TypeVar("T")
@@ -23,8 +26,10 @@ T = TypeVar("T")
 class ClientOptions:
     """How a client reaches its workers. Immutable.
 
-    ``workers`` are base URLs (``http://host:port``) in the order given, ``ring_names`` the
-    ``host:port`` names the hash ring is keyed by. ``sync_interval`` is the default sent with
+    ``workers`` are base URLs (``http://host:port`` or ``https://``) in the order given,
+    ``ring_names`` the ``host:port`` names the hash ring is keyed by. ``tls`` is what https://
+    workers are verified with and the certificate presented to them; ``allow_plaintext`` lets
+    the token go over http:// beyond loopback. ``sync_interval`` is the default sent with
     metadata and read calls (as the worker parses it), or None to leave the worker's default.
     """
 
@@ -43,6 +48,9 @@ class ClientOptions:
     etcd_endpoints: tuple[str, ...] = ()
     cluster_name: str = ""
     etcd_timeout_s: float = 2.0
+    tls: PemFiles = field(default_factory=PemFiles)
+    allow_plaintext: bool = False
+    etcd_tls: PemFiles = field(default_factory=PemFiles)
 
     @classmethod
     def resolve(
@@ -55,16 +63,20 @@ class ClientOptions:
         sync_interval: SyncInterval | None = None,
         fallback_to_ufs: bool | str | None = None,
         virtual_nodes: int | str | None = None,
+        tls_ca_file: str | None = None,
+        tls_cert_file: str | None = None,
+        tls_key_file: str | None = None,
     ) -> ClientOptions:
         """Options from ``config``, each overridden by the matching argument when it is given.
 
         Every argument may also be given as text (Polars passes ``storage_options`` only as
         strings): ``workers`` comma-separated, ``timeout`` seconds or a duration,
-        ``fallback_to_ufs`` true/false, ``virtual_nodes`` an integer.
+        ``fallback_to_ufs`` true/false, ``virtual_nodes`` an integer. ``tls_*_file`` override
+        ``dora.user.tls.*.file``.
 
         Raises ValueError naming the option for a malformed value.
         """
-        names = _worker_names(workers if workers is not None else config.get(keys.USER_WORKERS))
+        urls = _worker_urls(workers if workers is not None else config.get(keys.USER_WORKERS))
         timeout_s = (
             config.get(keys.USER_CLIENT_TIMEOUT) / 1000
             if timeout is None
@@ -83,8 +95,8 @@ class ClientOptions:
             else bool(_parsed("fallback_to_ufs", fallback_to_ufs, keys.USER_CLIENT_FALLBACK_TO_UFS))
         )
         return cls(
-            workers=tuple(_base_url(name) for name in names),
-            ring_names=names,
+            workers=urls,
+            ring_names=tuple(urlsplit(url).netloc for url in urls),
             token=token if token is not None else config.get(keys.USER_CLIENT_TOKEN) or None,
             timeout_s=timeout_s,
             connect_timeout_s=min(timeout_s, config.get(keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000),
@@ -97,6 +109,9 @@ class ClientOptions:
             etcd_endpoints=_etcd_endpoints(config),
             cluster_name=config.get(cluster_keys.CLUSTER_NAME),
             etcd_timeout_s=config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            tls=user_files(config, tls_ca_file, tls_cert_file, tls_key_file),
+            allow_plaintext=config.get(tls_keys.USER_ALLOW_PLAINTEXT),
+            etcd_tls=etcd_files(config),
         )
 
 
@@ -126,22 +141,21 @@ def _default_sync_interval(config: Config, given: SyncInterval | None) -> str | 
     return sync_interval_param(setting.text)
 
 
-def _worker_names(workers: Sequence[str] | str) -> tuple[str, ...]:
+def _worker_urls(workers: Sequence[str] | str) -> tuple[str, ...]:
+    """Base URLs of ``host:port`` names or ``http(s)://host:port`` URLs, first of each kept."""
     items = workers.split(",") if isinstance(workers, str) else list(workers)
-    names = tuple(dict.fromkeys(item.strip().rstrip("/") for item in items if item.strip()))
+    names = [item.strip().rstrip("/") for item in items if item.strip()]
     if not names:
         raise ValueError("workers: expected at least one worker as host:port")
-    for name in names:
-        _base_url(name)
-    return names
+    return tuple(dict.fromkeys(_base_url(name) for name in names))
 
 
 def _base_url(name: str) -> str:
     """``http://host:port`` for ``host:port`` (an explicit ``http(s)://`` URL is kept)."""
     if "://" in name:
-        scheme = name.split("://", 1)[0]
-        if scheme not in ("http", "https"):
-            raise ValueError(f"workers: {name!r} is not an http(s) URL")
+        parts = urlsplit(name)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
+            raise ValueError(f"workers: {name!r} is not an http(s)://host:port URL")
         return name
     host, sep, port = name.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

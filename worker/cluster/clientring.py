@@ -12,6 +12,7 @@ from worker.client.forksafe import ProcessLocal
 from worker.client.ring import HashRing
 from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
+from worker.tls.client import PemFiles
 
 log = logging.getLogger(__name__)
 
@@ -31,19 +32,21 @@ class ClusterRing:
         etcd_endpoints: Sequence[str] = (),
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
+        etcd_tls: PemFiles | None = None,
     ) -> None:
         self._virtual_nodes = virtual_nodes
         self._static = HashRing(static_names, virtual_nodes)
         self._endpoints = tuple(etcd_endpoints)
         self._cluster = cluster
         self._timeout_s = etcd_timeout_s
+        self._etcd_tls = etcd_tls
         self._view = ProcessLocal(self._build_view) if self._endpoints else None
         self._lock = threading.Lock()
         self._built: tuple[int, HashRing] | None = None
         self._fell_back = False
 
     def _build_view(self) -> MembershipView:
-        etcd = Etcd(self._endpoints, self._timeout_s)
+        etcd = Etcd(self._endpoints, self._timeout_s, self._etcd_tls)
         return MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s).start()
 
     @property
@@ -73,6 +76,11 @@ class ClusterRing:
             ring = HashRing(names, self._virtual_nodes)
             self._built = (view.generation, ring)
             return ring
+
+    def url(self, name: str) -> str | None:
+        """The base URL etcd has for the worker ``name`` (None: not a live worker there)."""
+        view = None if self._view is None else self._view.peek()
+        return None if view is None else view.url(name)
 
     @property
     def etcd_available(self) -> bool | None:

@@ -30,6 +30,8 @@ import requests
 from etcd3gw import exceptions as gw_errors
 from etcd3gw.client import Etcd3Client
 
+from worker.tls.client import PemFiles
+
 log = logging.getLogger(__name__)
 
 
@@ -106,17 +108,21 @@ class Etcd:
     """A client for one etcd cluster given by its endpoints (``http://host:port``).
 
     Every call has the deadline ``timeout_s``; a call an endpoint cannot take goes to the next
-    endpoint, and when none takes it raises :class:`EtcdUnavailable`. Thread-safe (a
+    endpoint, and when none takes it raises :class:`EtcdUnavailable`. ``tls`` verifies
+    ``https://`` endpoints (the system's store without a CA) and presents a client certificate
+    when it has one (etcd's ``--client-cert-auth``). Thread-safe (a
     ``requests.Session`` per endpoint, shared, as ``requests`` allows for plain calls); not
     fork-safe: a forked process builds its own.
     """
 
-    def __init__(self, endpoints: Sequence[str], timeout_s: float) -> None:
+    def __init__(
+        self, endpoints: Sequence[str], timeout_s: float, tls: PemFiles | None = None
+    ) -> None:
         if not endpoints:
             raise ValueError("etcd: at least one endpoint is needed")
         self.endpoints = tuple(endpoints)
         self.timeout_s = timeout_s
-        self._clients = [_client(endpoint, timeout_s) for endpoint in self.endpoints]
+        self._clients = [_client(endpoint, timeout_s, tls) for endpoint in self.endpoints]
         self._lock = threading.Lock()
         self._current = 0
 
@@ -308,7 +314,7 @@ class WatchStream:
         self.close()
 
 
-def _client(endpoint: str, timeout_s: float) -> Etcd3Client:
+def _client(endpoint: str, timeout_s: float, tls: PemFiles | None) -> Etcd3Client:
     parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.port is None:
         raise ValueError(f"etcd endpoint {endpoint!r}: expected http(s)://host:port")
@@ -319,4 +325,7 @@ def _client(endpoint: str, timeout_s: float) -> Etcd3Client:
         protocol=parts.scheme,
         timeout=timeout_s,
         api_path="/v3/",
+        ca_cert=None if tls is None else tls.ca_file,
+        cert_cert=None if tls is None else tls.cert_file,
+        cert_key=None if tls is None else tls.key_file,
     )

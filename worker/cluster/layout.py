@@ -11,8 +11,9 @@ both holding Alluxio's JSON ``WorkerServiceEntity`` (``Identity``, ``ServiceEnti
 ``WorkerNetAddress`` with ``Host`` and ``HttpServerPort``, ``State``, ``GenerationNumber``; the
 clients that read it, Alluxio's and alluxiofs up to 1.0.17, need the identity and the address to
 place the worker on their ring), plus a ``Dora`` object
-with what only doracache has (start time, capacity). Alluxio's Gson reader ignores the extra
-field. The worker id is, as in Alluxio, the MD5 of the worker's main address.
+with what only doracache has (start time, capacity, the URL scheme clients reach it by:
+``http`` or ``https``). Alluxio's Gson reader ignores the extra field. The worker id is, as in
+Alluxio, the MD5 of the worker's main address.
 
 Our own keys live under ``/dora/<cluster>/``: ``feed`` (the invalidation feed, one key whose
 revisions are the events' order) and ``applied/<worker id>`` (the feed revision each worker has
@@ -56,6 +57,7 @@ class WorkerInfo:
     port: int
     started_ms: int
     capacity_bytes: int
+    scheme: str = "http"
 
     @property
     def id(self) -> str:
@@ -65,6 +67,11 @@ class WorkerInfo:
     def name(self) -> str:
         """``host:port``, the name hash rings are keyed by."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The base URL clients reach the worker at."""
+        return f"{self.scheme}://{self.name}"
 
     def encode(self) -> bytes:
         entity: dict[str, Any] = {
@@ -83,7 +90,11 @@ class WorkerInfo:
             },
             "State": "AUTHORIZED",
             "GenerationNumber": -1,
-            "Dora": {"StartTimeMs": self.started_ms, "CapacityBytes": self.capacity_bytes},
+            "Dora": {
+                "StartTimeMs": self.started_ms,
+                "CapacityBytes": self.capacity_bytes,
+                "Scheme": self.scheme,
+            },
         }
         return json.dumps(entity, separators=(",", ":")).encode()
 
@@ -99,9 +110,12 @@ class WorkerInfo:
                 port=int(address["HttpServerPort"]),
                 started_ms=int(extra.get("StartTimeMs", 0)),
                 capacity_bytes=int(extra.get("CapacityBytes", 0)),
+                scheme=str(extra.get("Scheme", "http")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a worker entry: {raw[:80]!r}") from exc
         if not info.host or not 0 < info.port < 65536:
             raise ValueError(f"worker entry without an HTTP address: {raw[:80]!r}")
+        if info.scheme not in ("http", "https"):
+            raise ValueError(f"worker entry with scheme {info.scheme!r}, not http or https")
         return info

@@ -15,6 +15,7 @@ from config.units import format_duration, parse_duration, parse_size
 from ufs import keys as ufs_keys
 from ufs import uri as uris
 from worker.spark.sidecar import ensure_worker
+from worker.tls import keys as tls_keys
 
 if TYPE_CHECKING:
     from worker.client.filesystem import DoraFileSystem
@@ -139,11 +140,15 @@ class ReadOptions:
         if self.workers:
             from worker.client.filesystem import DoraFileSystem
 
+            given = dict(define.split("=", 1) for define in self.defines)
             return DoraFileSystem(
                 workers=list(self.workers),
                 token=self.token,
                 sync_interval=self.sync_interval,
                 fallback_to_ufs=False,
+                tls_ca_file=given.get(tls_keys.USER_CA.name),
+                tls_cert_file=given.get(tls_keys.USER_CERT.name),
+                tls_key_file=given.get(tls_keys.USER_KEY.name),
             )
         return ensure_worker(
             self.defines, state_dir=self.state_dir, sync_interval=self.sync_interval

@@ -1,0 +1,81 @@
+"""The client's TLS options and the rule that a token never travels in clear beyond loopback."""
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from config import Config, ConfigError, load_config
+from tests.worker.tls.certs import CA
+from worker.client.http import Call, WorkerClient
+from worker.client.options import ClientOptions
+from worker.keys import build_registry
+from worker.tls.client import PlaintextRefused, is_loopback, refuse_plaintext
+
+
+def config(*defines: str) -> Config:
+    return load_config(build_registry(), environ={}, defines=list(defines))
+
+
+def test_worker_urls_keep_their_scheme_and_ring_names_do_not() -> None:
+    options = ClientOptions.resolve(config(), workers="https://h1:443, h2:28080")
+    assert options.workers == ("https://h1:443", "http://h2:28080")
+    assert options.ring_names == ("h1:443", "h2:28080")
+    with pytest.raises(ValueError, match="not an http"):
+        ClientOptions.resolve(config(), workers="https://h1:443/path")
+
+
+def test_unusable_files_are_refused_naming_the_key_or_option(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"dora.user.tls.ca.file=.*nope.pem"):
+        ClientOptions.resolve(config(f"dora.user.tls.ca.file={tmp_path}/nope.pem"))
+    (tmp_path / "junk.pem").write_text("junk")
+    with pytest.raises(ConfigError, match="not a PEM CA bundle"):
+        ClientOptions.resolve(config(), tls_ca_file=str(tmp_path / "junk.pem"))
+    pair = CA(tmp_path / "ca").issue("c", client=True)
+    with pytest.raises(ConfigError, match="dora.user.tls.cert.file is set but dora.user.tls.key"):
+        ClientOptions.resolve(config(f"dora.user.tls.cert.file={pair.cert}"))
+    with pytest.raises(ConfigError, match="cannot load the client certificate"):
+        ClientOptions.resolve(config(), tls_cert_file=str(pair.cert), tls_key_file=str(pair.cert))
+    with pytest.raises(ConfigError, match="dora.cluster.etcd.tls.ca.file"):
+        ClientOptions.resolve(config(f"dora.cluster.etcd.tls.ca.file={tmp_path}/junk.pem"))
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [("127.0.0.1", True), ("127.8.0.1", True), ("::1", True), ("[::1]", True),
+     ("localhost", True), ("10.0.0.5", False), ("worker-1.example", False), ("", False)],
+)  # fmt: skip
+def test_loopback_is_told_apart(host: str, local: bool) -> None:
+    assert is_loopback(host) is local
+
+
+def test_a_token_is_not_sent_in_clear_beyond_loopback() -> None:
+    refuse_plaintext("http://127.0.0.1:1/v1/status", "127.0.0.1:1", allowed=False)
+    refuse_plaintext("https://10.0.0.5:1/v1/status", "10.0.0.5:1", allowed=False)
+    refuse_plaintext("http://10.0.0.5:1/v1/status", "10.0.0.5:1", allowed=True)
+    with pytest.raises(PlaintextRefused, match="dora.user.client.token.allow.plaintext=true"):
+        refuse_plaintext("http://10.0.0.5:1/v1/status", "10.0.0.5:1", allowed=False)
+
+
+def answered(*defines: str, workers: str) -> list[str]:
+    """The URLs a client with ``defines`` sent a status call to (over a mock transport)."""
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url.copy_with(query=None)))
+        return httpx.Response(200, json={})
+
+    options = ClientOptions.resolve(config(*defines), workers=workers)
+    client = WorkerClient(options, httpx.MockTransport(handler))
+    client.send(Call("GET", "/v1/status", "s3://b/k", "status s3://b/k"))
+    return seen
+
+
+def test_the_client_refuses_before_sending_and_names_the_key() -> None:
+    token = "dora.user.client.token=t"
+    with pytest.raises(PlaintextRefused, match="worker w1:1: not sending the token in clear"):
+        answered(token, workers="w1:1")
+    assert answered(token, workers="https://w1:1") == ["https://w1:1/v1/status"]
+    assert answered(workers="w1:1") == ["http://w1:1/v1/status"]  # no token, nothing to leak
+    allowed = "dora.user.client.token.allow.plaintext=true"
+    assert answered(token, allowed, workers="w1:1") == ["http://w1:1/v1/status"]
