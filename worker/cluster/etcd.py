@@ -123,6 +123,8 @@ class Etcd:
         self.endpoints = tuple(endpoints)
         self.timeout_s = timeout_s
         self._clients = [_client(endpoint, timeout_s, tls) for endpoint in self.endpoints]
+        # Given with each request: requests lets REQUESTS_CA_BUNDLE override a session's CA.
+        self._verify: dict[str, Any] = {"verify": tls.ca_file} if tls and tls.ca_file else {}
         self._lock = threading.Lock()
         self._current = 0
 
@@ -136,7 +138,8 @@ class Etcd:
             index = (start + step) % len(self._clients)
             client = self._clients[index]
             try:
-                answer = cast(dict[str, Any], client.post(client.get_url(path), json=body))
+                url = client.get_url(path)
+                answer = cast(dict[str, Any], client.post(url, json=body, **self._verify))
             except (gw_errors.ConnectionFailedError, gw_errors.ConnectionTimeoutError) as exc:
                 failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")
                 continue
@@ -217,6 +220,7 @@ class Etcd:
                     json={"create_request": request},
                     stream=True,
                     timeout=(self.timeout_s, idle_timeout_s),
+                    **self._verify,
                 )
             except (requests.RequestException, gw_errors.Etcd3Exception) as exc:
                 failures.append(f"{self.endpoints[index]}: {type(exc).__name__}")

@@ -73,10 +73,12 @@ class CA:
         hosts: tuple[str, ...] = LOCAL_NAMES,
         *,
         client: bool = False,
+        both: bool = False,
         expired: bool = False,
     ) -> Pair:
-        """A certificate for ``hosts`` (a server's) or a client's, in ``<stem>.pem`` and
-        ``<stem>-key.pem``."""
+        """A certificate for ``hosts`` in ``<stem>.pem`` and ``<stem>-key.pem``: a server's, a
+        client's (``client``), or one for both uses (``both``: etcd's grpc-gateway presents its
+        server certificate as a client to etcd itself)."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         start, end = (
@@ -90,7 +92,9 @@ class CA:
                 names.append(x509.IPAddress(ipaddress.ip_address(host)))
             except ValueError:
                 names.append(x509.DNSName(host))
-        usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+        usages = [] if client else [ExtendedKeyUsageOID.SERVER_AUTH]
+        if client or both:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
         serial = x509.random_serial_number()
         builder = (
             x509.CertificateBuilder()
@@ -100,7 +104,7 @@ class CA:
             .serial_number(serial)
             .not_valid_before(start)
             .not_valid_after(end)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         )
         if names:
             builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
