@@ -29,9 +29,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 class TlsEtcd(LocalEtcd):
     """A LocalEtcd that serves clients over TLS and requires their certificates."""
 
-    def __init__(self, data_dir: Path, ca: CA, server: Pair, client: Pair) -> None:
+    def __init__(self, data_dir: Path, tls_ca: CA, server: Pair, client: Pair) -> None:
         super().__init__(data_dir)
-        self.ca, self.server, self.client = ca, server, client
+        self.tls_ca, self.server, self.client = tls_ca, server, client
 
     @property
     def endpoint(self) -> str:
@@ -47,13 +47,13 @@ class TlsEtcd(LocalEtcd):
         secured = [
             f"--cert-file={self.server.cert}",
             f"--key-file={self.server.key}",
-            f"--trusted-ca-file={self.ca.file}",
+            f"--trusted-ca-file={self.tls_ca.file}",
             "--client-cert-auth",
         ]
         super()._launch([*args, *secured], timeout, env, append)
 
     def _ready(self) -> bool:
-        context = ssl.create_default_context(cafile=str(self.ca.file))
+        context = ssl.create_default_context(cafile=str(self.tls_ca.file))
         context.load_cert_chain(str(self.client.cert), str(self.client.key))
         try:
             with urllib.request.urlopen(self.endpoint + "/health", timeout=1, context=context) as a:
@@ -63,20 +63,16 @@ class TlsEtcd(LocalEtcd):
 
 
 @pytest.fixture(scope="module")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
-    return CA(tmp_path_factory.mktemp("ca"))
-
-
-@pytest.fixture(scope="module")
-def client_pair(ca: CA) -> Pair:
-    return ca.issue("etcd-client", ("dora",), client=True)
+def client_pair(tls_ca: CA) -> Pair:
+    return tls_ca.issue("etcd-client", ("dora",), client=True)
 
 
 @pytest.fixture(scope="module")
 def etcd_server(
-    ca: CA, client_pair: Pair, tmp_path_factory: pytest.TempPathFactory
+    tls_ca: CA, client_pair: Pair, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TlsEtcd]:
-    server = TlsEtcd(tmp_path_factory.mktemp("etcd"), ca, ca.issue("etcd", both=True), client_pair)
+    pair = tls_ca.issue("etcd", both=True)
+    server = TlsEtcd(tmp_path_factory.mktemp("etcd"), tls_ca, pair, client_pair)
     server.start()
     yield server
     server.stop()
@@ -85,16 +81,16 @@ def etcd_server(
 def etcd_defines(server: TlsEtcd) -> list[str]:
     return [
         f"dora.cluster.etcd.endpoints={server.endpoint}",
-        f"dora.cluster.etcd.tls.ca.file={server.ca.file}",
+        f"dora.cluster.etcd.tls.ca.file={server.tls_ca.file}",
         f"dora.cluster.etcd.tls.cert.file={server.client.cert}",
         f"dora.cluster.etcd.tls.key.file={server.client.key}",
     ]
 
 
 def test_etcd_takes_calls_only_with_the_client_certificate(
-    etcd_server: TlsEtcd, client_pair: Pair, ca: CA
+    etcd_server: TlsEtcd, client_pair: Pair, tls_ca: CA
 ) -> None:
-    trusted = PemFiles(str(ca.file), str(client_pair.cert), str(client_pair.key))
+    trusted = PemFiles(str(tls_ca.file), str(client_pair.cert), str(client_pair.key))
     etcd = Etcd([etcd_server.endpoint], 2.0, trusted)
     try:
         key = f"/tls-test/{uuid.uuid4().hex}"
@@ -103,14 +99,14 @@ def test_etcd_takes_calls_only_with_the_client_certificate(
         assert found is not None and found.value == b"over tls"
     finally:
         etcd.close()
-    without = Etcd([etcd_server.endpoint], 2.0, PemFiles(str(ca.file)))
+    without = Etcd([etcd_server.endpoint], 2.0, PemFiles(str(tls_ca.file)))
     with pytest.raises(EtcdUnavailable, match=etcd_server.endpoint):
         without.revision()
     without.close()
 
 
 def test_a_client_following_etcd_reaches_an_https_worker_by_its_scheme(
-    etcd_server: TlsEtcd, ca: CA, tmp_path: Path
+    etcd_server: TlsEtcd, tls_ca: CA, tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
     data.mkdir()
@@ -119,11 +115,11 @@ def test_a_client_following_etcd_reaches_an_https_worker_by_its_scheme(
     cluster_defines = [*etcd_defines(etcd_server), f"dora.cluster.name={cluster}"]
     worker = TlsWorker(
         tmp_path / "w", f"dora.worker.ufs.roots=file://{data}",
-        *tls_defines(ca.issue("server")), *cluster_defines,
+        *tls_defines(tls_ca.issue("server")), *cluster_defines,
     )  # fmt: skip
     try:
         pair = etcd_server.client
-        trusted = PemFiles(str(ca.file), str(pair.cert), str(pair.key))
+        trusted = PemFiles(str(tls_ca.file), str(pair.cert), str(pair.key))
         etcd = Etcd([etcd_server.endpoint], 2.0, trusted)
         _, entries = etcd.get_prefix(layout.live_prefix(cluster))
         etcd.close()
@@ -133,7 +129,7 @@ def test_a_client_following_etcd_reaches_an_https_worker_by_its_scheme(
             defines=[*cluster_defines, "dora.user.workers=127.0.0.1:1"],
         )  # fmt: skip
         fs = DoraFileSystem(
-            config=config, tls_ca_file=str(ca.file), fallback_to_ufs=False,
+            config=config, tls_ca_file=str(tls_ca.file), fallback_to_ufs=False,
             skip_instance_cache=True,
         )  # fmt: skip
         assert fs.cat_file(f"file://{data}/f.txt") == b"found through etcd"

@@ -1,6 +1,7 @@
 """Spark's own readers over ``swebhdfs://`` (Hadoop's ``SWebHdfsFileSystem`` from pyspark's
 jars) from a worker serving TLS with a token, trusting only the CA file given to
-``spark_conf``; and Hadoop's ``FsShell`` over the same, with the truststore it made."""
+``spark_conf``; the Python ``dora`` data source over ``https://``; and Hadoop's ``FsShell``
+over ``swebhdfs://``, with the truststore ``spark_conf`` made."""
 
 from __future__ import annotations
 
@@ -26,11 +27,6 @@ TOKEN = "swebhdfs-token"
 
 
 @pytest.fixture(scope="module")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
-    return CA(tmp_path_factory.mktemp("ca"))
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("data")
     table = pa.table({"id": list(range(500)), "name": [f"n{i % 7}" for i in range(500)]})
@@ -39,10 +35,10 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def worker(ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsWorker]:
+def worker(tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsWorker]:
     process = TlsWorker(
         tmp_path_factory.mktemp("w"), f"dora.worker.ufs.roots=file://{data}",
-        *tls_defines(ca.issue("server")), f"dora.worker.security.token={TOKEN}",
+        *tls_defines(tls_ca.issue("server")), f"dora.worker.security.token={TOKEN}",
     )  # fmt: skip
     yield process
     process.stop()
@@ -52,18 +48,37 @@ def address(worker: TlsWorker) -> str:
     return f"localhost:{worker.port}"
 
 
-def test_spark_reads_parquet_over_swebhdfs(ca: CA, worker: TlsWorker, data: Path) -> None:
-    conf = spark_conf(address(worker), TOKEN, short_circuit=False, ca_file=str(ca.file))
-    spark = local_session(1, "doracache-swebhdfs-tests", conf=conf, progress=False)
-    try:
-        url = webhdfs_url(address(worker), f"file://{data}/t.parquet", secure=True)
-        assert url.startswith("swebhdfs://")
-        frame: Any = spark.read.parquet(url)
-        rows = sorted(tuple(row) for row in frame.collect())
-        expected = pq.read_table(data / "t.parquet").to_pylist()
-        assert rows == sorted((row["id"], row["name"]) for row in expected)
-    finally:
-        spark.stop()
+@pytest.fixture(scope="module")
+def spark(tls_ca: CA, worker: TlsWorker) -> Iterator[Any]:
+    conf = spark_conf(address(worker), TOKEN, short_circuit=False, ca_file=str(tls_ca.file))
+    session = local_session(1, "doracache-swebhdfs-tests", conf=conf, progress=False)
+    yield session
+    session.stop()
+
+
+def expected_rows(data: Path) -> list[tuple[Any, ...]]:
+    return sorted((row["id"], row["name"]) for row in pq.read_table(data / "t.parquet").to_pylist())
+
+
+def test_spark_reads_parquet_over_swebhdfs(spark: Any, worker: TlsWorker, data: Path) -> None:
+    url = webhdfs_url(address(worker), f"file://{data}/t.parquet", secure=True)
+    assert url.startswith("swebhdfs://")
+    frame: Any = spark.read.parquet(url)
+    assert sorted(tuple(row) for row in frame.collect()) == expected_rows(data)
+
+
+def test_the_dora_data_source_reads_over_https(
+    spark: Any, tls_ca: CA, worker: TlsWorker, data: Path
+) -> None:
+    frame: Any = (
+        spark.read.format("dora")
+        .option("format", "parquet")
+        .option("workers", worker.url("localhost"))
+        .option("token", TOKEN)
+        .option("dora.user.tls.ca.file", str(tls_ca.file))
+        .load(f"file://{data}/t.parquet")
+    )
+    assert sorted(tuple(row) for row in frame.collect()) == expected_rows(data)
 
 
 def fs_shell(
@@ -85,9 +100,9 @@ def fs_shell(
 
 
 def test_fs_shell_lists_and_reads_over_swebhdfs(
-    ca: CA, worker: TlsWorker, data: Path, tmp_path: Path
+    tls_ca: CA, worker: TlsWorker, data: Path, tmp_path: Path
 ) -> None:
-    conf = spark_conf(address(worker), TOKEN, short_circuit=False, ca_file=str(ca.file))
+    conf = spark_conf(address(worker), TOKEN, short_circuit=False, ca_file=str(tls_ca.file))
     trusting = conf["spark.driver.extraJavaOptions"]
     root = webhdfs_url(address(worker), f"file://{data}", secure=True)
     listed = fs_shell(worker, tmp_path, trusting, "-ls", root)

@@ -27,11 +27,6 @@ TOKEN = "tls-test-token"
 
 
 @pytest.fixture(scope="module")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
-    return CA(tmp_path_factory.mktemp("ca"))
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("data")
     (path / "a.bin").write_bytes(os.urandom(3 << 20))
@@ -43,8 +38,8 @@ def start(work: Path, data: Path, *defines: str) -> TlsWorker:
 
 
 @pytest.fixture(scope="module")
-def worker(ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsWorker]:
-    pair = ca.issue("server")
+def worker(tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsWorker]:
+    pair = tls_ca.issue("server")
     process = start(
         tmp_path_factory.mktemp("w"), data, *tls_defines(pair),
         f"dora.worker.security.token={TOKEN}",
@@ -53,16 +48,16 @@ def worker(ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     process.stop()
 
 
-def client(ca: CA, worker: TlsWorker, **options: object) -> DoraFileSystem:
+def client(tls_ca: CA, worker: TlsWorker, **options: object) -> DoraFileSystem:
     return DoraFileSystem(
-        workers=[worker.url()], token=TOKEN, tls_ca_file=str(ca.file), skip_instance_cache=True,
+        workers=[worker.url()], token=TOKEN, tls_ca_file=str(tls_ca.file), skip_instance_cache=True,
         **options,
     )  # fmt: skip
 
 
-def test_every_surface_answers_over_https(ca: CA, worker: TlsWorker, data: Path) -> None:
+def test_every_surface_answers_over_https(tls_ca: CA, worker: TlsWorker, data: Path) -> None:
     uri = f"file://{data}/a.bin"
-    context = ssl.create_default_context(cafile=str(ca.file))
+    context = ssl.create_default_context(cafile=str(tls_ca.file))
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=worker.url(), verify=context, headers=headers) as http:
         for probe in ("/healthz", "/readyz", "/metrics"):
@@ -78,8 +73,10 @@ def test_every_surface_answers_over_https(ca: CA, worker: TlsWorker, data: Path)
         httpx.get(f"http://127.0.0.1:{worker.port}/healthz")
 
 
-def test_fsspec_client_reads_and_writes_over_https(ca: CA, worker: TlsWorker, data: Path) -> None:
-    fs = client(ca, worker)
+def test_fsspec_client_reads_and_writes_over_https(
+    tls_ca: CA, worker: TlsWorker, data: Path
+) -> None:
+    fs = client(tls_ca, worker)
     expected = (data / "a.bin").read_bytes()
     assert fs.info(f"file://{data}/a.bin")["size"] == len(expected)  # the lean driver
     assert fs.cat_file(f"file://{data}/a.bin") == expected  # chunks in parallel
@@ -90,10 +87,10 @@ def test_fsspec_client_reads_and_writes_over_https(ca: CA, worker: TlsWorker, da
     }
 
 
-def test_dora_fs_reads_over_https(ca: CA, worker: TlsWorker, data: Path) -> None:
+def test_dora_fs_reads_over_https(tls_ca: CA, worker: TlsWorker, data: Path) -> None:
     done = subprocess.run(
         [DORA, "fs", "cat", f"file://{data}/a.bin", "--worker", worker.url(),
-         f"-Ddora.user.tls.ca.file={ca.file}", f"-Ddora.user.client.token={TOKEN}"],
+         f"-Ddora.user.tls.ca.file={tls_ca.file}", f"-Ddora.user.client.token={TOKEN}"],
         capture_output=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -121,12 +118,12 @@ def test_another_ca_is_refused_with_the_worker_and_reason(
     ],
 )
 def test_expired_or_misnamed_certificates_are_refused(
-    ca: CA, data: Path, tmp_path: Path, issued: dict[str, object], reason: str
+    tls_ca: CA, data: Path, tmp_path: Path, issued: dict[str, object], reason: str
 ) -> None:
-    pair = ca.issue("bad", **issued)  # type: ignore[arg-type]
+    pair = tls_ca.issue("bad", **issued)  # type: ignore[arg-type]
     process = start(tmp_path / "w", data, *tls_defines(pair))
     try:
-        fs = client(ca, process)
+        fs = client(tls_ca, process)
         with pytest.raises(WorkerNotTrusted, match=reason) as refused:
             fs.cat_file(f"file://{data}/a.bin")
         assert f"worker 127.0.0.1:{process.port}" in str(refused.value)
@@ -134,29 +131,29 @@ def test_expired_or_misnamed_certificates_are_refused(
         process.stop()
 
 
-def test_mutual_tls_takes_signed_clients_only(ca: CA, data: Path, tmp_path: Path) -> None:
+def test_mutual_tls_takes_signed_clients_only(tls_ca: CA, data: Path, tmp_path: Path) -> None:
     clients = CA(tmp_path / "clients")
-    process = start(tmp_path / "w", data, *tls_defines(ca.issue("server"), clients))
+    process = start(tmp_path / "w", data, *tls_defines(tls_ca.issue("server"), clients))
     try:
         signed = clients.issue("client", ("dora-client",), client=True)
-        fs = client(ca, process, tls_cert_file=str(signed.cert), tls_key_file=str(signed.key))
+        fs = client(tls_ca, process, tls_cert_file=str(signed.cert), tls_key_file=str(signed.key))
         assert fs.info(f"file://{data}/a.bin")["size"] == 3 << 20
         # asyncio closes a refused handshake without sending TLS's alert, so the client sees
         # the worker hang up: refused, named, but without the reason.
         with pytest.raises(WorkerUnavailable, match=f"127.0.0.1:{process.port}"):
-            client(ca, process, fallback_to_ufs=False).info(f"file://{data}/a.bin")
+            client(tls_ca, process, fallback_to_ufs=False).info(f"file://{data}/a.bin")
         stranger = CA(tmp_path / "stranger", "stranger CA").issue("client", ("x",), client=True)
         with pytest.raises(WorkerUnavailable, match=f"127.0.0.1:{process.port}"):
             client(
-                ca, process, tls_cert_file=str(stranger.cert), tls_key_file=str(stranger.key),
+                tls_ca, process, tls_cert_file=str(stranger.cert), tls_key_file=str(stranger.key),
                 fallback_to_ufs=False,
             ).info(f"file://{data}/a.bin")  # fmt: skip
     finally:
         process.stop()
 
 
-def served_serial(port: int, ca: CA) -> int:
-    context = ssl.create_default_context(cafile=str(ca.file))
+def served_serial(port: int, tls_ca: CA) -> int:
+    context = ssl.create_default_context(cafile=str(tls_ca.file))
     with (
         socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
         context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
@@ -166,9 +163,9 @@ def served_serial(port: int, ca: CA) -> int:
     return x509.load_der_x509_certificate(der).serial_number
 
 
-def wait_for_serial(port: int, ca: CA, serial: int) -> None:
+def wait_for_serial(port: int, tls_ca: CA, serial: int) -> None:
     deadline = time.monotonic() + 30
-    while served_serial(port, ca) != serial:
+    while served_serial(port, tls_ca) != serial:
         assert time.monotonic() < deadline, "the worker did not take the replaced certificate"
         time.sleep(0.05)
 
@@ -182,26 +179,26 @@ def replace(pair: Pair, live: Pair) -> None:
 
 
 def test_replaced_certificate_serves_new_connections_without_restart(
-    ca: CA, data: Path, tmp_path: Path
+    tls_ca: CA, data: Path, tmp_path: Path
 ) -> None:
-    live = ca.issue("live")
+    live = tls_ca.issue("live")
     process = start(
         tmp_path / "w", data, *tls_defines(live), "dora.worker.tls.reload.interval=50ms"
     )
     try:
-        fs = client(ca, process)
+        fs = client(tls_ca, process)
         expected = (data / "a.bin").read_bytes()
         assert fs.cat_file(f"file://{data}/a.bin") == expected
-        rotated = ca.issue("rotated")
+        rotated = tls_ca.issue("rotated")
         replace(rotated, live)
-        wait_for_serial(process.port, ca, rotated.serial)
+        wait_for_serial(process.port, tls_ca, rotated.serial)
         assert fs.cat_file(f"file://{data}/a.bin") == expected  # the running client reads on
         live.cert.write_text("not a certificate")
         deadline = time.monotonic() + 30
         while "keeping the certificate in use" not in process.log():
             assert time.monotonic() < deadline, process.log()
             time.sleep(0.05)
-        assert served_serial(process.port, ca) == rotated.serial
+        assert served_serial(process.port, tls_ca) == rotated.serial
         assert fs.info(f"file://{data}/a.bin")["size"] == len(expected)
     finally:
         process.stop()
