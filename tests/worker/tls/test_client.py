@@ -1,5 +1,6 @@
 """The client's TLS options and the rule that a token never travels in clear beyond loopback."""
 
+import json
 from pathlib import Path
 
 import httpx
@@ -9,6 +10,7 @@ from config import Config, ConfigError, load_config
 from tests.worker.tls.certs import CA
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
+from worker.cluster.layout import WorkerInfo
 from worker.keys import build_registry
 from worker.tls.client import PlaintextRefused, is_loopback, refuse_plaintext
 
@@ -79,3 +81,14 @@ def test_the_client_refuses_before_sending_and_names_the_key() -> None:
     assert answered(workers="w1:1") == ["http://w1:1/v1/status"]  # no token, nothing to leak
     allowed = "dora.user.client.token.allow.plaintext=true"
     assert answered(token, allowed, workers="w1:1") == ["http://w1:1/v1/status"]
+
+
+def test_a_member_entry_carries_its_scheme() -> None:
+    info = WorkerInfo("w1", 28080, 1, 2, "https")
+    assert WorkerInfo.decode(info.encode()).url == "https://w1:28080"
+    older = json.loads(info.encode())
+    del older["Dora"]["Scheme"]  # an entry of a worker from before TLS
+    assert WorkerInfo.decode(json.dumps(older).encode()).url == "http://w1:28080"
+    older["Dora"]["Scheme"] = "ftp"
+    with pytest.raises(ValueError, match="scheme 'ftp', not http or https"):
+        WorkerInfo.decode(json.dumps(older).encode())
