@@ -253,7 +253,9 @@ class WorkerClient:
 
     def _answer(self, worker: str, call: Call, dropped_once: bool = False) -> Flow[httpx.Response]:
         url = self.url(worker) + call.endpoint
-        if self.options.token:
+        # An injected transport (in-process ASGI, a test's mock) decides where bytes go, not
+        # the URL's host: the rule is about the network.
+        if self.options.token and self.transport is None:
             refuse_plaintext(url, worker, self.options.allow_plaintext)
         attempts = self.options.retry_attempts if call.idempotent else 1
         for attempt in range(1, attempts + 1):

@@ -377,9 +377,7 @@ def test_token_and_params_are_sent(send: Send) -> None:
         captured.append(request)
         return httpx.Response(200, content=json.dumps({}).encode())
 
-    client, _, _ = make_client(
-        script, "dora.user.client.token=s3cret", "dora.user.client.token.allow.plaintext=true"
-    )
+    client, _, _ = make_client(script, "dora.user.client.token=s3cret")
     send(client, status_call())
     assert captured[0].headers["Authorization"] == "Bearer s3cret"
     assert captured[0].url.params["path"] == KEY

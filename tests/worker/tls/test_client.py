@@ -3,12 +3,11 @@
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 
 from config import Config, ConfigError, load_config
 from tests.worker.tls.certs import CA
-from worker.client.http import Call, WorkerClient
+from worker.client.http import Call, NoWorkerReachable, WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.layout import WorkerInfo
 from worker.keys import build_registry
@@ -59,28 +58,23 @@ def test_a_token_is_not_sent_in_clear_beyond_loopback() -> None:
         refuse_plaintext("http://10.0.0.5:1/v1/status", "10.0.0.5:1", allowed=False)
 
 
-def answered(*defines: str, workers: str) -> list[str]:
-    """The URLs a client with ``defines`` sent a status call to (over a mock transport)."""
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(str(request.url.copy_with(query=None)))
-        return httpx.Response(200, json={})
-
-    options = ClientOptions.resolve(config(*defines), workers=workers)
-    client = WorkerClient(options, httpx.MockTransport(handler))
-    client.send(Call("GET", "/v1/status", "s3://b/k", "status s3://b/k"))
-    return seen
+def status(*defines: str, workers: str) -> None:
+    """A status call from a client with ``defines`` that connects for 200 ms at most."""
+    limits = ("dora.user.client.connect.timeout=200ms", "dora.user.client.fallback.to.ufs=false")
+    options = ClientOptions.resolve(config(*defines, *limits), workers=workers)
+    WorkerClient(options).send(Call("GET", "/v1/status", "s3://b/k", "status s3://b/k"))
 
 
-def test_the_client_refuses_before_sending_and_names_the_key() -> None:
+def test_the_client_refuses_before_connecting_and_names_the_key() -> None:
     token = "dora.user.client.token=t"
-    with pytest.raises(PlaintextRefused, match="worker w1:1: not sending the token in clear"):
-        answered(token, workers="w1:1")
-    assert answered(token, workers="https://w1:1") == ["https://w1:1/v1/status"]
-    assert answered(workers="w1:1") == ["http://w1:1/v1/status"]  # no token, nothing to leak
+    # 192.0.2.1 is TEST-NET-1: nothing answers there, and a refusal comes before any connect.
+    with pytest.raises(PlaintextRefused, match="worker 192.0.2.1:9: not sending the token"):
+        status(token, workers="192.0.2.1:9")
     allowed = "dora.user.client.token.allow.plaintext=true"
-    assert answered(token, allowed, workers="w1:1") == ["http://w1:1/v1/status"]
+    with pytest.raises(NoWorkerReachable, match="192.0.2.1:9"):
+        status(token, allowed, workers="192.0.2.1:9")
+    with pytest.raises(NoWorkerReachable, match="192.0.2.1:9"):
+        status(workers="192.0.2.1:9")  # no token, nothing to leak
 
 
 def test_a_member_entry_carries_its_scheme() -> None:
