@@ -26,7 +26,7 @@ from worker.api import alluxio, alluxio_keys
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
 from worker.service import WorkerService
-from worker.tls.server import ServerTls, plaintext_warning
+from worker.tls.server import ServerTls, reloading, warn_plaintext
 
 log = logging.getLogger(__name__)
 OWNER_CHECK_SECONDS = 2.0
@@ -145,9 +145,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
     )
     log.info("worker listening on %s://%s:%d (roots: %s)", scheme(tls), host, actual_port,
              ", ".join(service.roots.roots) or "none")  # fmt: skip
-    warning = None if tls is not None else plaintext_warning(config, host, keys.TOKEN.name)
-    if warning:
-        log.warning("%s", warning)
+    warn_plaintext(config, host, tls, keys.TOKEN.name)
     announced = (host, actual_port, scheme(tls))
     watchers = [threading.Thread(target=_announce, args=(server, options, *announced))]
     if options.owners_dir is not None:
@@ -159,13 +157,10 @@ def serve(config: Config, options: ProcessOptions) -> int:
     # handler that was installed before it: make that one a no-op so the flush below runs.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
-    if tls is not None:
-        tls.start()
     try:
-        server.run(sockets=[sock, *extra])
+        with reloading(tls):
+            server.run(sockets=[sock, *extra])
     finally:
-        if tls is not None:
-            tls.close()
         log.info("worker stopping: flushing the metastore and page store")
         if node is not None:
             node.close()  # leave the ring first, and persist the feed position

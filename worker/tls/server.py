@@ -16,6 +16,8 @@ import logging
 import ssl
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,3 +193,23 @@ def plaintext_warning(config: Config, host: str, token_key: str) -> str | None:
         f"TLS; set {keys.WORKER_CERT.name} and {keys.WORKER_KEY.name}, or "
         f"{keys.WORKER_ALLOW_PLAINTEXT.name}=true on a trusted network"
     )
+
+
+def warn_plaintext(config: Config, host: str, tls: ServerTls | None, token_key: str) -> None:
+    """Log :func:`plaintext_warning`'s warning for a worker without TLS, if it has one."""
+    warning = None if tls is not None else plaintext_warning(config, host, token_key)
+    if warning:
+        log.warning("%s", warning)
+
+
+@contextmanager
+def reloading(tls: ServerTls | None) -> Iterator[None]:
+    """Check ``tls``'s files for a replacement while the block runs (nothing without TLS)."""
+    if tls is None:
+        yield
+        return
+    tls.start()
+    try:
+        yield
+    finally:
+        tls.close()
