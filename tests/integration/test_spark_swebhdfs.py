@@ -1,7 +1,8 @@
 """Spark's own readers over ``swebhdfs://`` (Hadoop's ``SWebHdfsFileSystem`` from pyspark's
 jars) from a worker serving TLS with a token, trusting only the CA file given to
-``spark_conf``; the Python ``dora`` data source over ``https://``; and Hadoop's ``FsShell``
-over ``swebhdfs://``, with the truststore ``spark_conf`` made."""
+``spark_conf`` (on the driver and on executors in JVMs of their own); the Python ``dora`` data
+source over ``https://``; and Hadoop's ``FsShell`` over ``swebhdfs://``, with the truststore
+``spark_conf`` made."""
 
 from __future__ import annotations
 
@@ -51,7 +52,10 @@ def address(worker: TlsWorker) -> str:
 @pytest.fixture(scope="module")
 def spark(tls_ca: CA, worker: TlsWorker) -> Iterator[Any]:
     conf = spark_conf(address(worker), TOKEN, short_circuit=False, ca_file=str(tls_ca.file))
-    session = local_session(1, "doracache-swebhdfs-tests", conf=conf, progress=False)
+    # Executors in JVMs of their own: their truststore comes through spark.files.
+    session = local_session(
+        2, "doracache-swebhdfs-tests", conf=conf, progress=False, master="local-cluster[2,1,1024]"
+    )
     yield session
     session.stop()
 
