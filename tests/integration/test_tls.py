@@ -139,9 +139,10 @@ def test_mutual_tls_takes_signed_clients_only(tls_ca: CA, data: Path, tmp_path: 
         fs = client(tls_ca, process, tls_cert_file=str(signed.cert), tls_key_file=str(signed.key))
         assert fs.info(f"file://{data}/a.bin")["size"] == 3 << 20
         # asyncio closes a refused handshake without sending TLS's alert, so the client sees
-        # the worker hang up: refused, named, but without the reason.
-        with pytest.raises(WorkerUnavailable, match=f"127.0.0.1:{process.port}"):
+        # the worker hang up: refused and named, the reason a hint.
+        with pytest.raises(WorkerUnavailable, match=f"127.0.0.1:{process.port}") as refused:
             client(tls_ca, process, fallback_to_ufs=False).info(f"file://{data}/a.bin")
+        assert "may require a client certificate" in str(refused.value)
         stranger = CA(tmp_path / "stranger", "stranger CA").issue("client", ("x",), client=True)
         with pytest.raises(WorkerUnavailable, match=f"127.0.0.1:{process.port}"):
             client(

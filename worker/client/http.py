@@ -93,9 +93,17 @@ class Answer:
 
 
 class _Unreachable(Exception):
-    def __init__(self, worker: str, cause: Exception) -> None:
-        super().__init__(f"{worker}: {type(cause).__name__}: {cause}")
+    def __init__(self, worker: str, cause: Exception, hint: str = "") -> None:
+        super().__init__(f"{worker}: {type(cause).__name__}: {cause}{hint}")
         self.worker = worker
+
+
+# A worker that requires client certificates closes a connection whose certificate it refuses
+# without TLS's alert (asyncio's server does not send it), so the client sees only a hang-up.
+_CLIENT_CERT_HINT = (
+    " (an https worker that hangs up before answering may require a client certificate it "
+    "accepts: dora.user.tls.cert.file, dora.user.tls.key.file)"
+)
 
 
 class _CutRead(Exception):
@@ -310,7 +318,8 @@ class WorkerClient:
         if not dropped_once:
             return (yield from self._request(worker, url, call, dropped_once=True))
         self._mark_down(worker, exc)
-        raise _Unreachable(worker, exc) from exc
+        hung_up = url.startswith("https://") and isinstance(exc, httpx.RemoteProtocolError)
+        raise _Unreachable(worker, exc, _CLIENT_CERT_HINT if hung_up else "") from exc
 
     def _saw(self, response: httpx.Response) -> None:
         seen = response.headers.get(REVISION_HEADER, "")
