@@ -15,6 +15,7 @@ from worker.cluster import keys as cluster_keys
 from worker.feeds import keys as feed_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
+from worker.tls import keys as tls_keys
 
 BIND_HOST: PropertyKey[str] = PropertyKey(
     "dora.worker.http.bind.host", KeyType.STRING, "127.0.0.1", "Address the REST API listens on."
@@ -166,6 +167,7 @@ def build_registry() -> Registry:
         cluster_keys.KEYS,
         feed_keys.KEYS,
         alluxio_keys.KEYS,
+        tls_keys.KEYS,
     ):
         registry.extend(component)
     return (

@@ -30,6 +30,7 @@ from worker.cluster.node import ClusterNode
 from worker.feeds.runner import Feeds
 from worker.httpproto import SlowClientPolicy, protocol_class
 from worker.service import WorkerService
+from worker.tls.server import ServerTls, reloading, warn_plaintext
 
 log = logging.getLogger(__name__)
 OWNER_CHECK_SECONDS = 2.0
@@ -45,7 +46,7 @@ SEND_BUFFER = 256 << 10
 class ProcessOptions:
     """What the process around the service does: where it announces itself and whom it serves.
 
-    ``state_file`` gets ``{"pid", "host", "port", "token", "started_at"}`` once the socket
+    ``state_file`` gets ``{"pid", "host", "port", "scheme", "token", "started_at"}`` once the socket
     listens and is removed at exit; with ``owners_dir`` the worker exits by itself once no
     process whose PID names a file in that directory is alive."""
 
@@ -105,10 +106,13 @@ def event_loop() -> str:
     return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
 
 
-def uvicorn_config(app: ASGIApp, config: Config, service: WorkerService) -> uvicorn.Config:
+def uvicorn_config(
+    app: ASGIApp, config: Config, service: WorkerService, tls: ServerTls | None = None
+) -> uvicorn.Config:
     """How uvicorn serves ``app``: httptools' parser (a dependency: C, several times the
     request rate of h11) with the worker's deadlines against slow clients
-    (``worker.httpproto``), graceful shutdown, no logging of its own."""
+    (``worker.httpproto``), over ``tls``'s context when given (one the worker reloads in place
+    when its files are replaced), graceful shutdown, no logging of its own."""
     timeouts = service.metrics.idle_timeouts
     policy = SlowClientPolicy(
         head_timeout=config.get(api_keys.HEAD_TIMEOUT) / 1000,
@@ -123,6 +127,7 @@ def uvicorn_config(app: ASGIApp, config: Config, service: WorkerService) -> uvic
         log_config=None,
         loop=event_loop(),
         http=protocol_class(policy),
+        ssl_context_factory=None if tls is None else lambda _config, _default: tls.context,
     )
 
 
@@ -139,6 +144,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
     try:
         if s3_port:
             extra.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))
+        tls = ServerTls.from_config(config)
         tune_gc()
         service = WorkerService.from_config(config)
     except BaseException:
@@ -151,11 +157,13 @@ def serve(config: Config, options: ProcessOptions) -> int:
     if s3_port:
         app = alluxio.objects_on_port(app, s3_port)
     server = uvicorn.Server(
-        uvicorn_config(app if node is None else node.wrap(app), config, service)
+        uvicorn_config(app if node is None else node.wrap(app), config, service, tls)
     )
-    log.info("worker listening on http://%s:%d (roots: %s)", host, actual_port,
+    log.info("worker listening on %s://%s:%d (roots: %s)", scheme(tls), host, actual_port,
              ", ".join(service.roots.roots) or "none")  # fmt: skip
-    watchers = [threading.Thread(target=_announce, args=(server, options, host, actual_port))]
+    warn_plaintext(config, host, tls, keys.TOKEN.name)
+    announced = (host, actual_port, scheme(tls))
+    watchers = [threading.Thread(target=_announce, args=(server, options, *announced))]
     if options.owners_dir is not None:
         watchers.append(threading.Thread(target=_watch_owners, args=(server, options.owners_dir)))
     for thread in watchers:
@@ -166,7 +174,8 @@ def serve(config: Config, options: ProcessOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
     try:
-        server.run(sockets=[sock, *extra])
+        with reloading(tls):
+            server.run(sockets=[sock, *extra])
     finally:
         log.info("worker stopping: flushing the metastore and page store")
         if feeds is not None:
@@ -186,7 +195,14 @@ def _stopping(sig: int, frame: FrameType | None) -> None:
     log.info("worker received %s", signal.Signals(sig).name)
 
 
-def _announce(server: uvicorn.Server, options: ProcessOptions, host: str, port: int) -> None:
+def scheme(tls: ServerTls | None) -> str:
+    """The URL scheme clients reach a worker with this TLS (or none) by."""
+    return "http" if tls is None else "https"
+
+
+def _announce(
+    server: uvicorn.Server, options: ProcessOptions, host: str, port: int, url_scheme: str
+) -> None:
     while not server.started and not server.should_exit:
         time.sleep(0.02)
     if options.state_file is None or server.should_exit:
@@ -195,6 +211,7 @@ def _announce(server: uvicorn.Server, options: ProcessOptions, host: str, port: 
         "pid": os.getpid(),
         "host": host,
         "port": port,
+        "scheme": url_scheme,
         "token": secrets.token_hex(16),
         "started_at": time.time(),
     }

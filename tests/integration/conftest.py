@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import s3fs
 
+from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
@@ -69,3 +70,9 @@ def frozen(server: LocalS3) -> Iterator[None]:
         yield
     finally:
         os.killpg(server.process.pid, signal.SIGCONT)
+
+
+@pytest.fixture(scope="module")
+def tls_ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
+    """A throwaway certificate authority for a module's TLS tests."""
+    return CA(tmp_path_factory.mktemp("ca"))

@@ -28,6 +28,7 @@ from worker.cluster import keys as cluster_keys
 from worker.cluster.credentials import Credentials
 from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
+from worker.tls.client import PemFiles, etcd_files
 
 
 def host_and_name(worker: str) -> tuple[str, str]:
@@ -54,7 +55,9 @@ class Locality:
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
         etcd_credentials: Credentials | None = None,
+        etcd_tls: PemFiles | None = None,
     ) -> None:
+        self._etcd_tls = etcd_tls
         self._static = tuple(dict.fromkeys(n.strip().rstrip("/") for n in static if n.strip()))
         self._virtual_nodes = virtual_nodes
         self._endpoints = tuple(etcd_endpoints)
@@ -78,6 +81,7 @@ class Locality:
             config.get(cluster_keys.CLUSTER_NAME),
             config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
             Credentials.from_config(config),
+            etcd_files(config),
         )
 
     def owner(self, canonical_uri: str) -> tuple[str, str] | None:
@@ -108,7 +112,9 @@ class Locality:
     def _membership(self) -> MembershipView:
         with self._lock:
             if self._view is None:
-                self._etcd = Etcd(self._endpoints, self._timeout_s, self._credentials)
+                self._etcd = Etcd(
+                    self._endpoints, self._timeout_s, self._credentials, self._etcd_tls
+                )
                 self._view = MembershipView(
                     self._etcd, self._cluster, idle_timeout_s=5 * self._timeout_s
                 ).start()

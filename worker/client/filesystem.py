@@ -60,9 +60,11 @@ class DoraFileSystem(DoraFileSystemBase):
     ``-1`` or ``0``; unset leaves the worker's default), ``token``, ``timeout`` (seconds or a
     duration), ``fallback_to_ufs``, ``virtual_nodes``, ``short_circuit`` and ``near_cache`` (the
     same-host fast path, on by default where it can take effect), each of these also as a string;
-    ``transport`` (an httpx transport, e.g. ``httpx.ASGITransport`` in tests)
-    and ``config`` (a :class:`config.Config`, instead of loading one from the environment);
-    fsspec's ``asynchronous``, ``loop`` and ``batch_size``.
+    ``tls_ca_file``, ``tls_cert_file`` and ``tls_key_file`` (over ``dora.user.tls.*.file``: the
+    CA that ``https://`` workers are verified with, the system's store by default, and a client
+    certificate for workers that require one); ``transport`` (an httpx transport, e.g.
+    ``httpx.ASGITransport`` in tests) and ``config`` (a :class:`config.Config`, instead of
+    loading one from the environment); fsspec's ``asynchronous``, ``loop`` and ``batch_size``.
     ``info``, ``ls``, ``open`` and ``cat_file`` also take ``sync_interval=`` and ``version=``
     per call.
 

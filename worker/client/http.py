@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -51,6 +52,7 @@ from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.context import REVISION_HEADER
 from worker.cluster.credentials import Credentials
+from worker.tls.client import WorkerNotTrusted, refuse_plaintext, tls_failure
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +98,17 @@ class Answer:
 
 
 class _Unreachable(Exception):
-    def __init__(self, worker: str, cause: Exception) -> None:
-        super().__init__(f"{worker}: {type(cause).__name__}: {cause}")
+    def __init__(self, worker: str, cause: Exception, hint: str = "") -> None:
+        super().__init__(f"{worker}: {type(cause).__name__}: {cause}{hint}")
         self.worker = worker
+
+
+# A worker that requires client certificates closes a connection whose certificate it refuses
+# without TLS's alert (asyncio's server does not send it), so the client sees only a hang-up.
+_CLIENT_CERT_HINT = (
+    " (an https worker that hangs up before answering may require a client certificate it "
+    "accepts: dora.user.tls.cert.file, dora.user.tls.key.file)"
+)
 
 
 class _CutRead(Exception):
@@ -142,6 +152,7 @@ class WorkerClient:
             Credentials(options.etcd_user, options.etcd_password or "")
             if options.etcd_user
             else None,
+            options.etcd_tls,
         )
         # The newest feed revision seen in an answer: sent with every call, so any worker
         # answers at least as fresh (read-your-writes, monotonic reads across workers).
@@ -152,6 +163,7 @@ class WorkerClient:
         self._sync_transport = None if transport is None else sync_transport(transport)
         self._async_transport = None if transport is None else async_transport(transport)
         self._clock = clock
+        self._verify: ssl.SSLContext | None = None
         self._lock = threading.Lock()
         self._down_until: dict[str, float] = {}
         self._warned: set[str] = set()
@@ -176,14 +188,24 @@ class WorkerClient:
             "headers": {"Authorization": f"Bearer {opts.token}"} if opts.token else {},
             "timeout": httpx.Timeout(opts.timeout_s, connect=opts.connect_timeout_s),
             "limits": httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
+            "verify": self._tls(),
         }
+
+    def _tls(self) -> ssl.SSLContext:
+        # Built once per client (loading a CA bundle costs milliseconds) and shared by its
+        # drivers; two threads racing here build two equal contexts, which is harmless.
+        if self._verify is None:
+            self._verify = self.options.tls.context()
+        return self._verify
 
     def _build_http(self) -> httpx.Client:
         return httpx.Client(transport=self._sync_transport, **self._settings())
 
     def _build_lean(self) -> LeanHttp:
         opts = self.options
-        return LeanHttp(self._settings()["headers"], opts.connect_timeout_s, opts.timeout_s)
+        return LeanHttp(
+            self._settings()["headers"], opts.connect_timeout_s, opts.timeout_s, self._tls()
+        )
 
     def _build_async_http(self) -> httpx.AsyncClient:
         settings = self._settings()
@@ -241,8 +263,17 @@ class WorkerClient:
             # The cut was this worker's one drop: a second one marks it down.
             return (yield from self._answer(worker, pinned, dropped_once=True))
 
+    def url(self, worker: str) -> str:
+        """The base URL of ``worker`` (a ring name): with the scheme it registered in etcd, or
+        the one it was listed with, else plain HTTP."""
+        return self.rings.url(worker) or self._urls.get(worker) or f"http://{worker}"
+
     def _answer(self, worker: str, call: Call, dropped_once: bool = False) -> Flow[httpx.Response]:
-        url = self._urls.get(worker, f"http://{worker}") + call.endpoint
+        url = self.url(worker) + call.endpoint
+        # An injected transport (in-process ASGI, a test's mock) decides where bytes go, not
+        # the URL's host: the rule is about the network.
+        if self.options.token and self.transport is None:
+            refuse_plaintext(url, worker, self.options.allow_plaintext)
         attempts = self.options.retry_attempts if call.idempotent else 1
         for attempt in range(1, attempts + 1):
             response = yield from self._request(worker, url, call, dropped_once)
@@ -270,6 +301,7 @@ class WorkerClient:
             # Our own pool is exhausted: not the worker's fault, so no failover.
             raise WorkerUnavailable(f"{call.what}: no free connection to {worker}") from exc
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            _refuse_untrusted(worker, call, exc)
             self._mark_down(worker, exc)
             raise _Unreachable(worker, exc) from exc
         except BodyCut as cut:
@@ -289,6 +321,7 @@ class WorkerClient:
         self, worker: str, url: str, call: Call, exc: httpx.TransportError, dropped_once: bool
     ) -> Flow[httpx.Response]:
         """After ``worker`` dropped ``call``: ask once more if that is safe, else give up on it."""
+        _refuse_untrusted(worker, call, exc)
         if not call.idempotent:
             raise WorkerUnavailable(
                 f"{call.what}: worker {worker} dropped the call ({exc!r}); "
@@ -297,7 +330,8 @@ class WorkerClient:
         if not dropped_once:
             return (yield from self._request(worker, url, call, dropped_once=True))
         self._mark_down(worker, exc)
-        raise _Unreachable(worker, exc) from exc
+        hung_up = url.startswith("https://") and isinstance(exc, httpx.RemoteProtocolError)
+        raise _Unreachable(worker, exc, _CLIENT_CERT_HINT if hung_up else "") from exc
 
     def _saw(self, response: httpx.Response) -> None:
         seen = response.headers.get(REVISION_HEADER, "")
@@ -326,3 +360,10 @@ class WorkerClient:
             self._warned.discard(worker)
         if recovered:
             log.warning("dora worker %s is reachable again", worker)
+
+
+def _refuse_untrusted(worker: str, call: Call, exc: Exception) -> None:
+    """Raise WorkerNotTrusted when TLS is what failed: a setup to fix, not a worker to skip."""
+    reason = tls_failure(exc)
+    if reason is not None:
+        raise WorkerNotTrusted(f"{call.what}: worker {worker}: {reason}", worker=worker) from exc

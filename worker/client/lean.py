@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import http.client
 import select
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -36,23 +37,31 @@ import httpx
 from worker.client.flow import BodyCut, Exchange
 from worker.client.liveness import Unresponsive, alive
 
-_SCHEME = "http://"
+_SCHEMES = ("http://", "https://")
 # Kept connections idle longer than this are replaced before use (httpcore's keep-alive expiry).
 IDLE_S = 5.0
 
 
 class LeanHttp:
-    """Body-less requests to ``http://`` workers over ``http.client`` (see the module
-    docstring). ``headers`` go with every request (the token); ``connect_timeout`` bounds the
-    connect, ``timeout`` every later wait on the socket.
+    """Body-less requests to ``http://`` and ``https://`` workers over ``http.client`` (see the
+    module docstring). ``headers`` go with every request (the token); ``connect_timeout`` bounds
+    the connect, ``timeout`` every later wait on the socket; ``context`` verifies https://
+    workers (and presents the client's certificate).
 
     Thread-safe: each thread has its own connections (:meth:`close` closes them all). Not
     fork-safe by itself: the driver keeps one per process
     (:class:`~worker.client.forksafe.ProcessLocal`).
     """
 
-    def __init__(self, headers: Mapping[str, str], connect_timeout: float, timeout: float) -> None:
+    def __init__(
+        self,
+        headers: Mapping[str, str],
+        connect_timeout: float,
+        timeout: float,
+        context: ssl.SSLContext | None = None,
+    ) -> None:
         self._headers = dict(headers)
+        self._context = context
         self._connect_timeout = connect_timeout
         self._timeout = timeout
         self._local = threading.local()
@@ -61,19 +70,20 @@ class LeanHttp:
 
     @staticmethod
     def takes(request: Exchange) -> bool:
-        """Whether this exchange can carry ``request``: no body, plain HTTP."""
-        return request.body is None and request.url.startswith(_SCHEME)
+        """Whether this exchange can carry ``request``: no body, HTTP or HTTPS."""
+        return request.body is None and request.url.startswith(_SCHEMES)
 
     def exchange(self, request: Exchange) -> httpx.Response:
         """Send ``request`` and read the whole answer (raises as the module docstring says)."""
-        netloc, slash, path = request.url[len(_SCHEME) :].partition("/")
+        scheme, _, rest = request.url.partition("://")
+        netloc, slash, path = rest.partition("/")
         target = slash + path or "/"
         if request.params:
             target += "?" + urlencode(request.params)
-        connection = self._connection(netloc)
+        connection = self._connection(scheme, netloc)
         try:
             connection.request(request.method, target, headers={**self._headers, **request.headers})
-            self._await_answer(connection, netloc)
+            self._await_answer(connection, scheme, netloc)
             answer = connection.getresponse()
         except Unresponsive:
             self._drop(netloc)
@@ -100,10 +110,13 @@ class LeanHttp:
             self._local.used[netloc] = time.monotonic()
         return httpx.Response(answer.status, headers=headers, content=body)
 
-    def _await_answer(self, connection: http.client.HTTPConnection, netloc: str) -> None:
+    def _await_answer(
+        self, connection: http.client.HTTPConnection, scheme: str, netloc: str
+    ) -> None:
         """Return once the answer has begun (or the socket closed or failed: reading tells
         which); raise TimeoutError past the read timeout, :class:`Unresponsive` as soon as a
-        liveness probe goes unanswered (see the module docstring)."""
+        liveness probe goes unanswered (see the module docstring). The probe speaks plain
+        HTTP: a TLS worker is waited for up to the read timeout."""
         assert connection.sock is not None
         poller = select.poll()
         poller.register(connection.sock, select.POLLIN)
@@ -115,10 +128,11 @@ class LeanHttp:
                 return
             if wait >= remaining:
                 raise TimeoutError
-            if not alive(netloc, self._connect_timeout):
+            if scheme == "http" and not alive(netloc, self._connect_timeout):
                 raise Unresponsive(netloc, self._connect_timeout)
 
-    def _connection(self, netloc: str) -> http.client.HTTPConnection:
+    def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
+        # Keyed by host:port alone: one worker has one scheme (its listener's).
         connections: dict[str, http.client.HTTPConnection] = self._local.__dict__.setdefault(
             "connections", {}
         )
@@ -129,7 +143,13 @@ class LeanHttp:
             if connection.sock is not None and idle < IDLE_S and not _closed_by_peer(connection):
                 return connection
             self._drop(netloc)
-        connection = http.client.HTTPConnection(netloc, timeout=self._connect_timeout)
+        connection = (
+            http.client.HTTPSConnection(
+                netloc, timeout=self._connect_timeout, context=self._context
+            )
+            if scheme == "https"
+            else http.client.HTTPConnection(netloc, timeout=self._connect_timeout)
+        )
         try:
             connection.connect()
         except TimeoutError as exc:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from config import Config, ConfigError, Source
 from config.keys import PropertyKey
@@ -23,6 +24,8 @@ from worker import keys
 from worker.cluster import keys as cluster_keys
 from worker.meta.keys import SYNC_INTERVAL
 from worker.pathconf import READ_TYPE
+from worker.tls import keys as tls_keys
+from worker.tls.client import PemFiles, etcd_files, user_files
 
 SyncInterval = int | str
 T = TypeVar("T")
@@ -32,8 +35,10 @@ T = TypeVar("T")
 class ClientOptions:
     """How a client reaches its workers. Immutable.
 
-    ``workers`` are base URLs (``http://host:port``) in the order given, ``ring_names`` the
-    ``host:port`` names the hash ring is keyed by. ``sync_interval`` is the default sent with
+    ``workers`` are base URLs (``http://host:port`` or ``https://``) in the order given,
+    ``ring_names`` the ``host:port`` names the hash ring is keyed by. ``tls`` is what https://
+    workers are verified with and the certificate presented to them; ``allow_plaintext`` lets
+    the token go over http:// beyond loopback. ``sync_interval`` is the default sent with
     metadata and read calls (as the worker parses it), or None to leave the worker's default.
     """
 
@@ -54,6 +59,9 @@ class ClientOptions:
     etcd_timeout_s: float = 2.0
     etcd_user: str | None = None
     etcd_password: str | None = field(default=None, repr=False)
+    tls: PemFiles = field(default_factory=PemFiles)
+    allow_plaintext: bool = False
+    etcd_tls: PemFiles = field(default_factory=PemFiles)
 
     @classmethod
     def resolve(
@@ -71,11 +79,13 @@ class ClientOptions:
 
         Every argument may also be given as text (Polars passes ``storage_options`` only as
         strings): ``workers`` comma-separated, ``timeout`` seconds or a duration,
-        ``fallback_to_ufs`` true/false, ``virtual_nodes`` an integer.
+        ``fallback_to_ufs`` true/false, ``virtual_nodes`` an integer. The TLS files are the
+        ``dora.user.tls.*.file`` keys (storage options ``tls_ca_file``, ``tls_cert_file``,
+        ``tls_key_file`` set them like any other).
 
         Raises ValueError naming the option for a malformed value.
         """
-        names = _worker_names(workers if workers is not None else config.get(keys.USER_WORKERS))
+        urls = _worker_urls(workers if workers is not None else config.get(keys.USER_WORKERS))
         timeout_s = (
             config.get(keys.USER_CLIENT_TIMEOUT) / 1000
             if timeout is None
@@ -94,8 +104,8 @@ class ClientOptions:
             else bool(_parsed("fallback_to_ufs", fallback_to_ufs, keys.USER_CLIENT_FALLBACK_TO_UFS))
         )
         return cls(
-            workers=tuple(_base_url(name) for name in names),
-            ring_names=names,
+            workers=urls,
+            ring_names=tuple(urlsplit(url).netloc for url in urls),
             token=token if token is not None else config.get(keys.USER_CLIENT_TOKEN) or None,
             timeout_s=timeout_s,
             connect_timeout_s=min(timeout_s, config.get(keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000),
@@ -110,6 +120,9 @@ class ClientOptions:
             etcd_timeout_s=config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
             etcd_user=config.get(cluster_keys.ETCD_USER),
             etcd_password=config.get(cluster_keys.ETCD_PASSWORD),
+            tls=user_files(config),
+            allow_plaintext=config.get(tls_keys.USER_ALLOW_PLAINTEXT),
+            etcd_tls=etcd_files(config),
         )
 
 
@@ -210,22 +223,21 @@ def _default_sync_interval(config: Config, given: SyncInterval | None) -> str | 
     return sync_interval_param(setting.text)
 
 
-def _worker_names(workers: Sequence[str] | str) -> tuple[str, ...]:
+def _worker_urls(workers: Sequence[str] | str) -> tuple[str, ...]:
+    """Base URLs of ``host:port`` names or ``http(s)://host:port`` URLs, first of each kept."""
     items = workers.split(",") if isinstance(workers, str) else list(workers)
-    names = tuple(dict.fromkeys(item.strip().rstrip("/") for item in items if item.strip()))
+    names = [item.strip().rstrip("/") for item in items if item.strip()]
     if not names:
         raise ValueError("workers: expected at least one worker as host:port")
-    for name in names:
-        _base_url(name)
-    return names
+    return tuple(dict.fromkeys(_base_url(name) for name in names))
 
 
 def _base_url(name: str) -> str:
     """``http://host:port`` for ``host:port`` (an explicit ``http(s)://`` URL is kept)."""
     if "://" in name:
-        scheme = name.split("://", 1)[0]
-        if scheme not in ("http", "https"):
-            raise ValueError(f"workers: {name!r} is not an http(s) URL")
+        parts = urlsplit(name)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
+            raise ValueError(f"workers: {name!r} is not an http(s)://host:port URL")
         return name
     host, sep, port = name.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

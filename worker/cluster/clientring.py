@@ -15,6 +15,7 @@ from worker.client.ring import HashRing
 if TYPE_CHECKING:
     from worker.cluster.credentials import Credentials
     from worker.cluster.members import MembershipView
+    from worker.tls.client import PemFiles
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ class ClusterRing:
         cluster: str = "",
         etcd_timeout_s: float = 2.0,
         etcd_credentials: Credentials | None = None,
+        etcd_tls: PemFiles | None = None,
     ) -> None:
         self._virtual_nodes = virtual_nodes
         self._static = HashRing(static_names, virtual_nodes)
@@ -42,6 +44,7 @@ class ClusterRing:
         self._cluster = cluster
         self._timeout_s = etcd_timeout_s
         self._credentials = etcd_credentials
+        self._etcd_tls = etcd_tls
         self._view = ProcessLocal(self._build_view) if self._endpoints else None
         self._lock = threading.Lock()
         self._built: tuple[int, HashRing] | None = None
@@ -52,7 +55,7 @@ class ClusterRing:
         from worker.cluster.etcd import Etcd
         from worker.cluster.members import MembershipView
 
-        etcd = Etcd(self._endpoints, self._timeout_s, self._credentials)
+        etcd = Etcd(self._endpoints, self._timeout_s, self._credentials, self._etcd_tls)
         return MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s).start()
 
     @property
@@ -82,6 +85,11 @@ class ClusterRing:
             ring = HashRing(names, self._virtual_nodes)
             self._built = (view.generation, ring)
             return ring
+
+    def url(self, name: str) -> str | None:
+        """The base URL etcd has for the worker ``name`` (None: not a live worker there)."""
+        view = None if self._view is None else self._view.peek()
+        return None if view is None else view.url(name)
 
     @property
     def etcd_available(self) -> bool | None:

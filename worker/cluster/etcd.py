@@ -38,6 +38,7 @@ from etcd3gw.client import Etcd3Client
 from config import Config
 from worker.cluster import keys as cluster_keys
 from worker.cluster.credentials import Credentials
+from worker.tls.client import PemFiles, etcd_files
 
 log = logging.getLogger(__name__)
 
@@ -124,20 +125,28 @@ class Etcd:
     Every call has the deadline ``timeout_s``; a call an endpoint cannot take goes to the next
     endpoint, and when none takes it raises :class:`EtcdUnavailable`. With ``credentials``,
     calls carry a token (see the module docstring); a refused authentication is
-    :class:`EtcdError`. Thread-safe (a ``requests.Session`` per endpoint, shared, as
-    ``requests`` allows for plain calls; a token is swapped in one assignment); not fork-safe:
-    a forked process builds its own.
+    :class:`EtcdError`. ``tls`` verifies ``https://`` endpoints (the system's store without a
+    CA) and presents a client certificate when it has one (etcd's ``--client-cert-auth``).
+    Thread-safe (a ``requests.Session`` per endpoint, shared, as ``requests`` allows for plain
+    calls; a token is swapped in one assignment); not fork-safe: a forked process builds its
+    own.
     """
 
     def __init__(
-        self, endpoints: Sequence[str], timeout_s: float, credentials: Credentials | None = None
+        self,
+        endpoints: Sequence[str],
+        timeout_s: float,
+        credentials: Credentials | None = None,
+        tls: PemFiles | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("etcd: at least one endpoint is needed")
         self.endpoints = tuple(endpoints)
         self.timeout_s = timeout_s
         self._credentials = credentials
-        self._clients = [_client(endpoint, timeout_s) for endpoint in self.endpoints]
+        self._clients = [_client(endpoint, timeout_s, tls) for endpoint in self.endpoints]
+        # Given with each request: requests lets REQUESTS_CA_BUNDLE override a session's CA.
+        self._verify: dict[str, Any] = {"verify": tls.ca_file} if tls and tls.ca_file else {}
         self._lock = threading.Lock()
         self._current = 0
 
@@ -149,6 +158,7 @@ class Etcd:
             endpoints,
             config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
             Credentials.from_config(config),
+            etcd_files(config),
         )
 
     # -- authentication ------------------------------------------------------------------------
@@ -162,7 +172,10 @@ class Etcd:
         try:
             # Without the old token: etcd checks a token sent even to this call.
             answer = client.post(
-                client.get_url("/auth/authenticate"), json=body, headers={"Authorization": None}
+                client.get_url("/auth/authenticate"),
+                json=body,
+                headers={"Authorization": None},
+                **self._verify,
             )
         except (gw_errors.ConnectionFailedError, gw_errors.ConnectionTimeoutError):
             raise
@@ -175,12 +188,14 @@ class Etcd:
         if self._credentials is not None and "Authorization" not in client.session.headers:
             self._authenticate(index)
         try:
-            return cast(dict[str, Any], client.post(client.get_url(path), json=body))
+            return cast(
+                dict[str, Any], client.post(client.get_url(path), json=body, **self._verify)
+            )
         except gw_errors.Etcd3Exception as exc:
             if self._credentials is None or _grpc_code(exc) != _UNAUTHENTICATED:
                 raise
         self._authenticate(index)  # the token lapsed, or etcd restarted: a new one, once
-        return cast(dict[str, Any], client.post(client.get_url(path), json=body))
+        return cast(dict[str, Any], client.post(client.get_url(path), json=body, **self._verify))
 
     # -- plain calls ---------------------------------------------------------------------------
 
@@ -297,6 +312,7 @@ class Etcd:
                 json={"create_request": request},
                 stream=True,
                 timeout=(self.timeout_s, idle_timeout_s),
+                **self._verify,
             )
             if response.status_code != 200:
                 response.close()
@@ -430,7 +446,7 @@ def _grpc_code(exc: gw_errors.Etcd3Exception) -> int | None:
     return code if isinstance(code, int) else None
 
 
-def _client(endpoint: str, timeout_s: float) -> Etcd3Client:
+def _client(endpoint: str, timeout_s: float, tls: PemFiles | None) -> Etcd3Client:
     parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.port is None:
         raise ValueError(f"etcd endpoint {endpoint!r}: expected http(s)://host:port")
@@ -441,4 +457,7 @@ def _client(endpoint: str, timeout_s: float) -> Etcd3Client:
         protocol=parts.scheme,
         timeout=timeout_s,
         api_path="/v3/",
+        ca_cert=None if tls is None else tls.ca_file,
+        cert_cert=None if tls is None else tls.cert_file,
+        cert_key=None if tls is None else tls.key_file,
     )

@@ -11,8 +11,9 @@ both holding Alluxio's JSON ``WorkerServiceEntity`` (``Identity``, ``ServiceEnti
 ``WorkerNetAddress`` with ``Host`` and ``HttpServerPort``, ``State``, ``GenerationNumber``; the
 clients that read it, Alluxio's and alluxiofs up to 1.0.17, need the identity and the address to
 place the worker on their ring), plus a ``Dora`` object
-with what only doracache has (start time, capacity). Alluxio's Gson reader ignores the extra
-field. The worker id is, as in Alluxio, the MD5 of the worker's main address.
+with what only doracache has (start time, capacity, the URL scheme clients reach it by:
+``http`` or ``https``). Alluxio's Gson reader ignores the extra field. The worker id is, as in
+Alluxio, the MD5 of the worker's main address.
 
 Our own keys live under ``/dora/<cluster>/``: ``feed`` (the invalidation feed, one key whose
 revisions are the events' order) and ``applied/<worker id>`` (the feed revision each worker has
@@ -67,6 +68,7 @@ class WorkerInfo:
     port: int
     started_ms: int
     capacity_bytes: int
+    scheme: str = "http"
 
     @property
     def id(self) -> str:
@@ -76,6 +78,11 @@ class WorkerInfo:
     def name(self) -> str:
         """``host:port``, the name hash rings are keyed by."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The base URL clients reach the worker at."""
+        return f"{self.scheme}://{self.name}"
 
     def encode(self) -> bytes:
         entity: dict[str, Any] = {
@@ -94,7 +101,11 @@ class WorkerInfo:
             },
             "State": "AUTHORIZED",
             "GenerationNumber": -1,
-            "Dora": {"StartTimeMs": self.started_ms, "CapacityBytes": self.capacity_bytes},
+            "Dora": {
+                "StartTimeMs": self.started_ms,
+                "CapacityBytes": self.capacity_bytes,
+                "Scheme": self.scheme,
+            },
         }
         return json.dumps(entity, separators=(",", ":")).encode()
 
@@ -110,7 +121,16 @@ class WorkerInfo:
             port=entries.integer(address.get("HttpServerPort"), "worker HttpServerPort", 1, 65535),
             started_ms=entries.integer(extra.get("StartTimeMs", 0), "worker StartTimeMs"),
             capacity_bytes=entries.integer(extra.get("CapacityBytes", 0), "worker CapacityBytes"),
+            scheme=_scheme(extra.get("Scheme", "http")),
         )
+
+
+def _scheme(value: object) -> str:
+    """A member's URL scheme (entries written before TLS carry none: http)."""
+    scheme = entries.text(value, "worker Scheme", 5)
+    if scheme not in ("http", "https"):
+        raise BadEntry(f"worker Scheme: expected http or https, got {scheme!r}")
+    return scheme
 
 
 def valid_host(host: str) -> str:

@@ -169,6 +169,13 @@ class MembershipView:
         """The live workers' ``host:port``, sorted."""
         return tuple(sorted(info.name for info in self.members.values()))
 
+    def url(self, name: str) -> str | None:
+        """The base URL of the live worker ``host:port`` (with the scheme it registered)."""
+        for info in self.members.values():
+            if info.name == name:
+                return info.url
+        return None
+
     def _relist(self) -> bool:
         try:
             revision, members = live_members(self._etcd, self._cluster)

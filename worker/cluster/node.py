@@ -23,6 +23,7 @@ from worker.cluster.follower import Follower
 from worker.cluster.http import ASGIApp, RevisionMiddleware
 from worker.cluster.members import Registration
 from worker.cluster.publisher import Publisher, PublisherOptions
+from worker.tls import keys as tls_keys
 
 if TYPE_CHECKING:
     from pagestore.api import PageStore
@@ -92,7 +93,9 @@ class ClusterNode:
         self.read_wait_s = config.get(cluster_keys.READ_WAIT) / 1000
         self.etcd = Etcd.from_config(config)
         started_ms = int(time.time() * 1000)
-        self.info = layout.WorkerInfo(host, port, started_ms, service.pages.capacity_bytes)
+        scheme = "https" if config.get(tls_keys.WORKER_CERT) else "http"
+        capacity = service.pages.capacity_bytes
+        self.info = layout.WorkerInfo(host, port, started_ms, capacity, scheme)
         self.publisher = Publisher(
             self.etcd,
             PublisherOptions(

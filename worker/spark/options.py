@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from config.units import format_duration, parse_duration, parse_size
 from ufs import keys as ufs_keys
 from ufs import uri as uris
 from worker.spark.sidecar import ensure_worker
+from worker.tls import keys as tls_keys
 
 if TYPE_CHECKING:
     from worker.client.filesystem import DoraFileSystem
@@ -139,11 +140,16 @@ class ReadOptions:
         if self.workers:
             from worker.client.filesystem import DoraFileSystem
 
+            given = dict(define.split("=", 1) for define in self.defines)
+            files = (tls_keys.USER_CA, tls_keys.USER_CERT, tls_keys.USER_KEY)
+            # Storage options by the keys' full names (any name a site file takes).
+            tls: dict[str, Any] = {key.name: given[key.name] for key in files if key.name in given}
             return DoraFileSystem(
                 workers=list(self.workers),
                 token=self.token,
                 sync_interval=self.sync_interval,
                 fallback_to_ufs=False,
+                **tls,
             )
         return ensure_worker(
             self.defines, state_dir=self.state_dir, sync_interval=self.sync_interval

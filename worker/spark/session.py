@@ -42,9 +42,13 @@ def local_session(
 
     from worker.spark.datasource import register
 
-    _jvm_with_class_path((conf or {}).get("spark.driver.extraClassPath"))
+    conf = dict(conf or {})
+    java_options = conf.get("spark.driver.extraJavaOptions")
+    _jvm_with_class_path(conf.get("spark.driver.extraClassPath"), _truststore(java_options))
     log_config = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
     log_config.write_text(_LOG4J2)
+    logging_option = f"-Dlog4j2.configurationFile=file:{log_config}"
+    conf["spark.driver.extraJavaOptions"] = f"{logging_option} {java_options or ''}".strip()
     builder = (
         SparkSession.builder.master(master or f"local[{cores}]")
         .appName(app_name)
@@ -54,30 +58,46 @@ def local_session(
         .config("spark.sql.session.timeZone", "UTC")
         # Lets the dora source take Spark's filters (its filterPushdown option).
         .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
     )
-    for key, value in (conf or {}).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)
     return spark
 
 
-def _jvm_with_class_path(wanted: str | None) -> None:
-    """A driver class path (such as :func:`worker.spark.webhdfs.spark_conf`'s jar) takes
-    effect only in a JVM that starts with it, and pyspark keeps the JVM of a stopped session
-    for the next one: a JVM this process started without ``wanted`` is stopped (by PID), so the
-    new session starts its own. Raises ValueError while a session runs in it."""
+def _truststore(java_options: str | None) -> str | None:
+    """The ``javax.net.ssl.trustStore`` that JVM options set, if any."""
+    for option in (java_options or "").split():
+        if option.startswith(_TRUSTSTORE):
+            return option[len(_TRUSTSTORE) :]
+    return None
+
+
+_TRUSTSTORE = "-Djavax.net.ssl.trustStore="
+
+
+def _jvm_with_class_path(wanted: str | None, truststore: str | None = None) -> None:
+    """A driver class path (such as :func:`worker.spark.webhdfs.spark_conf`'s jar) and a
+    truststore take effect only in a JVM that starts with them, and pyspark keeps the JVM of a
+    stopped session for the next one: a JVM this process started without ``wanted`` (or with
+    another ``truststore``) is stopped (by PID), so the new session starts its own. Raises
+    ValueError while a session runs in it."""
     from pyspark import SparkContext
 
     gateway, jvm = SparkContext._gateway, SparkContext._jvm
-    if not wanted or gateway is None or jvm is None:
+    if not (wanted or truststore) or gateway is None or jvm is None:
         return
-    if wanted in str(jvm.java.lang.System.getProperty("java.class.path")).split(os.pathsep):
+    system = jvm.java.lang.System
+    has_path = not wanted or wanted in str(system.getProperty("java.class.path")).split(os.pathsep)
+    if has_path and (
+        not truststore or system.getProperty("javax.net.ssl.trustStore") == truststore
+    ):
         return
     if SparkContext._active_spark_context is not None:
         raise ValueError(
-            f"a SparkSession runs in this process without {wanted} on its class path: stop it"
+            f"a SparkSession runs in this process without {wanted or truststore} in its JVM: "
+            "stop it"
         )
     process = getattr(gateway, "proc", None)
     gateway.shutdown()

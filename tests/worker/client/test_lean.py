@@ -340,10 +340,10 @@ def test_a_body_cut_after_the_headers_is_a_body_cut_carrying_them(
     assert isinstance(cut.cause, httpx.ReadError)
 
 
-def test_only_plain_http_without_a_body_takes_the_lean_exchange() -> None:
+def test_only_requests_without_a_body_take_the_lean_exchange() -> None:
     assert LeanHttp.takes(Exchange("GET", "http://h:1/v1/read"))
+    assert LeanHttp.takes(Exchange("GET", "https://h:1/v1/read"))
     assert not LeanHttp.takes(Exchange("PUT", "http://h:1/v1/write", body=lambda: b"x"))
-    assert not LeanHttp.takes(Exchange("GET", "https://h:1/v1/read"))
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from worker.cli.fs.progress import progress_line
 from worker.cli.fs.session import Session, uri
 from worker.client.errors import WorkerUnavailable, error_from_response
 from worker.client.options import ClientOptions
+from worker.tls.client import refuse_plaintext
 
 POLL_S = 0.3
 
@@ -26,8 +27,13 @@ class LoadJobs:
         options = ClientOptions.resolve(session.config, workers=[worker])
         headers = {"Authorization": f"Bearer {options.token}"} if options.token else {}
         self.worker = worker
+        if options.token:
+            refuse_plaintext(options.workers[0], worker, options.allow_plaintext)
         self.http = httpx.Client(
-            base_url=options.workers[0], headers=headers, timeout=options.timeout_s
+            base_url=options.workers[0],
+            headers=headers,
+            timeout=options.timeout_s,
+            verify=options.tls.context(),
         )
 
     def call(self, method: str, route: str, params: dict[str, str] | None = None) -> Any:

@@ -1,0 +1,112 @@
+"""What TLS costs (issue 25): warm read throughput and status latency through the dora client
+against the same worker setup over HTTP and over HTTPS, side by side in one run, plus warm
+reads with the same-host short-circuit on (which reads cached pages from the page files and
+asks the worker over HTTP(S) only for their locations).
+
+    .venv/bin/python -m bench.tls_bench --mb 64 --reps 3
+
+Two worker processes over one local directory (no object store in the figures), one plain and
+one with a throwaway certificate (ECDSA P-256, made with ``cryptography``); the two alternate
+within every repetition, so they share the machine's state. Figures: median (min-max) of the
+repetitions; each repetition's figure is the median of its own rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.integration.tls_support import TlsWorker, tls_defines
+from tests.worker.tls.certs import CA
+from worker.client.filesystem import DoraFileSystem
+
+MB = 1 << 20
+STATUS_CALLS = 2000
+
+
+def client(worker: TlsWorker, ca: CA, short_circuit: bool) -> DoraFileSystem:
+    return DoraFileSystem(
+        workers=[worker.url()], tls_ca_file=str(ca.file), short_circuit=short_circuit,
+        near_cache=False, sync_interval=-1, skip_instance_cache=True,
+    )  # fmt: skip
+
+
+def read_rate(fs: DoraFileSystem, uri: str, size: int, rounds: int = 5) -> float:
+    """MB/s of whole-file warm reads: the median of ``rounds``."""
+    rates = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        data = fs.cat_file(uri)
+        rates.append(size / MB / (time.perf_counter() - start))
+        assert len(data) == size
+    return statistics.median(rates)
+
+
+def status_ms(fs: DoraFileSystem, uri: str) -> float:
+    """The median latency of a warm status call, in ms."""
+    times = []
+    for _ in range(STATUS_CALLS):
+        start = time.perf_counter()
+        fs.info(uri)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):,.3g} ({min(values):,.3g}-{max(values):,.3g})"
+
+
+def measure(workers: dict[str, TlsWorker], ca: CA, uri: str, size: int, reps: int) -> None:
+    figures: dict[tuple[str, str], list[float]] = {}
+    probes: dict[str, Callable[[str], float]] = {
+        "warm read, MB/s": lambda s: read_rate(clients[s, False], uri, size),
+        "warm read with short-circuit, MB/s": lambda s: read_rate(clients[s, True], uri, size),
+        "status p50, ms": lambda s: status_ms(clients[s, False], uri),
+    }
+    clients = {(s, sc): client(w, ca, sc) for s, w in workers.items() for sc in (False, True)}
+    for fs in clients.values():
+        fs.cat_file(uri)  # fills the cache, opens the connections
+    for _ in range(reps):
+        for probe, run in probes.items():
+            for scheme in workers:
+                figures.setdefault((probe, scheme), []).append(run(scheme))
+    print("| measure | HTTP | HTTPS | HTTPS / HTTP |")
+    print("|---|---|---|---|")
+    for probe in probes:
+        http, https = figures[probe, "http"], figures[probe, "https"]
+        ratio = statistics.median(https) / statistics.median(http)
+        print(f"| {probe} | {summary(http)} | {summary(https)} | {ratio:.2f}x |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=64, help="size of the file read")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (at least 3)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dora-tls-bench-") as scratch:
+        root = Path(scratch)
+        data = root / "data"
+        data.mkdir()
+        size = args.mb * MB
+        (data / "f.bin").write_bytes(os.urandom(size))
+        ca = CA(root / "ca")
+        common = [f"dora.worker.ufs.roots=file://{data}", "dora.worker.page.store.sizes=2GB"]
+        workers = {
+            "http": TlsWorker(root / "http", *common),
+            "https": TlsWorker(root / "https", *common, *tls_defines(ca.issue("server"))),
+        }
+        try:
+            print(f"{args.mb} MB file, {args.reps} repetitions, load {os.getloadavg()[0]:.1f}")
+            measure(workers, ca, f"file://{data}/f.bin", size, max(3, args.reps))
+        finally:
+            for worker in workers.values():
+                worker.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""A real worker process over HTTPS: every surface, the dora clients (fsspec, ``dora fs``),
+refusals that name the worker and the reason (unknown CA, expired, another host's name, a
+missing client certificate), mutual TLS, and a certificate replaced under a running client."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography import x509
+
+from tests.integration.tls_support import DORA, TlsWorker, tls_defines
+from tests.worker.tls.certs import CA, Pair
+from worker.client.errors import WorkerUnavailable
+from worker.client.filesystem import DoraFileSystem
+from worker.tls.client import WorkerNotTrusted
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+TOKEN = "tls-test-token"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data")
+    (path / "a.bin").write_bytes(os.urandom(3 << 20))
+    return path
+
+
+def start(work: Path, data: Path, *defines: str) -> TlsWorker:
+    return TlsWorker(work, f"dora.worker.ufs.roots=file://{data}", *defines)
+
+
+@pytest.fixture(scope="module")
+def worker(tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsWorker]:
+    pair = tls_ca.issue("server")
+    process = start(
+        tmp_path_factory.mktemp("w"), data, *tls_defines(pair),
+        f"dora.worker.security.token={TOKEN}",
+    )  # fmt: skip
+    yield process
+    process.stop()
+
+
+def client(tls_ca: CA, worker: TlsWorker, **options: object) -> DoraFileSystem:
+    return DoraFileSystem(
+        workers=[worker.url()], token=TOKEN, tls_ca_file=str(tls_ca.file), skip_instance_cache=True,
+        **options,
+    )  # fmt: skip
+
+
+def test_every_surface_answers_over_https(tls_ca: CA, worker: TlsWorker, data: Path) -> None:
+    uri = f"file://{data}/a.bin"
+    context = ssl.create_default_context(cafile=str(tls_ca.file))
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=worker.url(), verify=context, headers=headers) as http:
+        for probe in ("/healthz", "/readyz", "/metrics"):
+            assert http.get(probe).status_code == 200, probe
+        assert http.get("/v1/status", params={"path": uri}).json()["size"] == 3 << 20
+        read = http.get("/v1/read", params={"path": uri, "offset": 5, "length": 10})
+        assert read.content == (data / "a.bin").read_bytes()[5:15]
+        hdfs = http.get(f"/webhdfs/v1/file{data}/a.bin", params={"op": "GETFILESTATUS"})
+        assert hdfs.json()["FileStatus"]["length"] == 3 << 20
+        alluxio = http.get("/v1/info", params={"path": uri})
+        assert alluxio.json()[0]["mLength"] == 3 << 20
+    with pytest.raises(httpx.RemoteProtocolError):  # the listener speaks only TLS
+        httpx.get(f"http://127.0.0.1:{worker.port}/healthz")
+
+
+def test_fsspec_client_reads_and_writes_over_https(
+    tls_ca: CA, worker: TlsWorker, data: Path
+) -> None:
+    fs = client(tls_ca, worker)
+    expected = (data / "a.bin").read_bytes()
+    assert fs.info(f"file://{data}/a.bin")["size"] == len(expected)  # the lean driver
+    assert fs.cat_file(f"file://{data}/a.bin") == expected  # chunks in parallel
+    assert fs.cat_file(f"file://{data}/a.bin", start=7, end=9) == expected[7:9]  # short-circuit
+    fs.pipe_file(f"file://{data}/written.txt", b"over tls")  # a body: httpx
+    assert fs.cat([f"file://{data}/written.txt"]) == {  # fsspec's event loop: the async driver
+        f"file://{data}/written.txt": b"over tls"
+    }
+
+
+def test_dora_fs_reads_over_https(tls_ca: CA, worker: TlsWorker, data: Path) -> None:
+    done = subprocess.run(
+        [DORA, "fs", "cat", f"file://{data}/a.bin", "--worker", worker.url(),
+         f"-Ddora.user.tls.ca.file={tls_ca.file}", f"-Ddora.user.client.token={TOKEN}"],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (data / "a.bin").read_bytes()
+
+
+def test_another_ca_is_refused_with_the_worker_and_reason(
+    worker: TlsWorker, data: Path, tmp_path: Path
+) -> None:
+    other = CA(tmp_path / "other", "another CA")
+    fs = client(other, worker, fallback_to_ufs=True)
+    with pytest.raises(WorkerNotTrusted) as refused:
+        fs.info(f"file://{data}/a.bin")
+    assert f"worker 127.0.0.1:{worker.port}" in str(refused.value)
+    assert "certificate is not trusted: unable to get local issuer certificate" in str(
+        refused.value
+    )
+
+
+@pytest.mark.parametrize(
+    ("issued", "reason"),
+    [
+        ({"expired": True}, "certificate has expired"),
+        ({"hosts": ("elsewhere.example",)}, "mismatch, certificate is not valid for"),
+    ],
+)
+def test_expired_or_misnamed_certificates_are_refused(
+    tls_ca: CA, data: Path, tmp_path: Path, issued: dict[str, object], reason: str
+) -> None:
+    pair = tls_ca.issue("bad", **issued)  # type: ignore[arg-type]
+    process = start(tmp_path / "w", data, *tls_defines(pair))
+    try:
+        fs = client(tls_ca, process)
+        with pytest.raises(WorkerNotTrusted, match=reason) as refused:
+            fs.cat_file(f"file://{data}/a.bin")
+        assert f"worker 127.0.0.1:{process.port}" in str(refused.value)
+    finally:
+        process.stop()
+
+
+def test_mutual_tls_takes_signed_clients_only(tls_ca: CA, data: Path, tmp_path: Path) -> None:
+    clients = CA(tmp_path / "clients")
+    process = start(tmp_path / "w", data, *tls_defines(tls_ca.issue("server"), clients))
+    try:
+        signed = clients.issue("client", ("dora-client",), client=True)
+        fs = client(tls_ca, process, tls_cert_file=str(signed.cert), tls_key_file=str(signed.key))
+        assert fs.info(f"file://{data}/a.bin")["size"] == 3 << 20
+        # asyncio closes a refused handshake without sending TLS's alert, so the client sees
+        # the worker hang up: refused and named, the reason a hint.
+        with pytest.raises(WorkerUnavailable, match=f"127.0.0.1:{process.port}") as refused:
+            client(tls_ca, process, fallback_to_ufs=False).info(f"file://{data}/a.bin")
+        assert "may require a client certificate" in str(refused.value)
+        stranger = CA(tmp_path / "stranger", "stranger CA").issue("client", ("x",), client=True)
+        with pytest.raises(WorkerUnavailable, match=f"127.0.0.1:{process.port}"):
+            client(
+                tls_ca, process, tls_cert_file=str(stranger.cert), tls_key_file=str(stranger.key),
+                fallback_to_ufs=False,
+            ).info(f"file://{data}/a.bin")  # fmt: skip
+    finally:
+        process.stop()
+
+
+def served_serial(port: int, tls_ca: CA) -> int:
+    context = ssl.create_default_context(cafile=str(tls_ca.file))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+def wait_for_serial(port: int, tls_ca: CA, serial: int) -> None:
+    deadline = time.monotonic() + 30
+    while served_serial(port, tls_ca) != serial:
+        assert time.monotonic() < deadline, "the worker did not take the replaced certificate"
+        time.sleep(0.05)
+
+
+def replace(pair: Pair, live: Pair) -> None:
+    """Put ``pair`` where the worker reads ``live`` from, as a Secret volume does: by rename."""
+    for source, target in ((pair.key, live.key), (pair.cert, live.cert)):
+        temp = target.with_suffix(".new")
+        temp.write_bytes(source.read_bytes())
+        temp.replace(target)
+
+
+def test_replaced_certificate_serves_new_connections_without_restart(
+    tls_ca: CA, data: Path, tmp_path: Path
+) -> None:
+    live = tls_ca.issue("live")
+    process = start(
+        tmp_path / "w", data, *tls_defines(live), "dora.worker.tls.reload.interval=50ms"
+    )
+    try:
+        fs = client(tls_ca, process)
+        expected = (data / "a.bin").read_bytes()
+        assert fs.cat_file(f"file://{data}/a.bin") == expected
+        rotated = tls_ca.issue("rotated")
+        replace(rotated, live)
+        wait_for_serial(process.port, tls_ca, rotated.serial)
+        assert fs.cat_file(f"file://{data}/a.bin") == expected  # the running client reads on
+        live.cert.write_text("not a certificate")
+        deadline = time.monotonic() + 30
+        while "keeping the certificate in use" not in process.log():
+            assert time.monotonic() < deadline, process.log()
+            time.sleep(0.05)
+        assert served_serial(process.port, tls_ca) == rotated.serial
+        assert fs.info(f"file://{data}/a.bin")["size"] == len(expected)
+    finally:
+        process.stop()
