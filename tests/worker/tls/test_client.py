@@ -7,7 +7,7 @@ import pytest
 
 from config import Config, ConfigError, load_config
 from tests.worker.tls.certs import CA
-from worker.client.http import Call, NoWorkerReachable, WorkerClient
+from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.layout import WorkerInfo
 from worker.keys import build_registry
@@ -69,14 +69,11 @@ def status(*defines: str, workers: str) -> None:
 
 def test_the_client_refuses_before_connecting_and_names_the_key() -> None:
     token = "dora.user.client.token=t"
-    # 192.0.2.1 is TEST-NET-1: nothing answers there, and a refusal comes before any connect.
+    # The refusal comes before any connection is tried: no packet leaves for 192.0.2.1
+    # (TEST-NET-1). What the allowance and a token-less client do is checked above, without
+    # sending anything beyond loopback.
     with pytest.raises(PlaintextRefused, match="worker 192.0.2.1:9: not sending the token"):
         status(token, workers="192.0.2.1:9")
-    allowed = "dora.user.client.token.allow.plaintext=true"
-    with pytest.raises(NoWorkerReachable, match="192.0.2.1:9"):
-        status(token, allowed, workers="192.0.2.1:9")
-    with pytest.raises(NoWorkerReachable, match="192.0.2.1:9"):
-        status(workers="192.0.2.1:9")  # no token, nothing to leak
 
 
 def test_a_member_entry_carries_its_scheme() -> None:
@@ -86,5 +83,5 @@ def test_a_member_entry_carries_its_scheme() -> None:
     del older["Dora"]["Scheme"]  # an entry of a worker from before TLS
     assert WorkerInfo.decode(json.dumps(older).encode()).url == "http://w1:28080"
     older["Dora"]["Scheme"] = "ftp"
-    with pytest.raises(ValueError, match="scheme 'ftp', not http or https"):
+    with pytest.raises(ValueError, match="expected http or https, got 'ftp'"):
         WorkerInfo.decode(json.dumps(older).encode())
