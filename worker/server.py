@@ -3,6 +3,7 @@ gracefully (stop accepting, finish in-flight requests, flush the metastore)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import importlib.util
 import json
@@ -95,13 +96,17 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def fast_protocols() -> tuple[str, str]:
-    """uvicorn's event loop and HTTP parser: uvloop and httptools (C, several times the
+def fast_protocols() -> tuple[str, type[asyncio.Protocol] | str]:
+    """uvicorn's event loop and HTTP protocol: uvloop and httptools (C, several times the
     request rate of asyncio's loop and the pure-Python h11) where installed, else the pure
-    Python ones, which behave the same."""
+    Python ones. The httptools protocol is :class:`Utf8TargetProtocol`, which also accepts
+    the raw UTF-8 paths Hadoop's client sends."""
     uvloop = importlib.util.find_spec("uvloop") is not None
-    httptools = importlib.util.find_spec("httptools") is not None
-    return ("uvloop" if uvloop else "asyncio"), ("httptools" if httptools else "h11")
+    if importlib.util.find_spec("httptools") is None:
+        return ("uvloop" if uvloop else "asyncio"), "h11"
+    from worker.http_target import Utf8TargetProtocol
+
+    return ("uvloop" if uvloop else "asyncio"), Utf8TargetProtocol
 
 
 def serve(config: Config, options: ProcessOptions) -> int:

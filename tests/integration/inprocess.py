@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import uvicorn
 
 from worker.api.app import create_app
-from worker.server import bind
+from worker.server import bind, fast_protocols
 from worker.service import WorkerService
 
 
@@ -19,7 +19,10 @@ from worker.service import WorkerService
 def serving(service: WorkerService) -> Iterator[int]:
     """Serve ``service`` on a free loopback port (yielded) until the block ends."""
     sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(create_app(service), log_level="warning", lifespan="off")
+    loop, http = fast_protocols()
+    config = uvicorn.Config(
+        create_app(service), log_level="warning", lifespan="off", loop=loop, http=http
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -37,8 +37,9 @@ from worker.api.jsonbody import json_response
 from worker.api.locate import pages_answer
 from worker.api.params import Lean
 from worker.api.surface import Route, Surface
-from worker.api.webhdfs_data import create_file, open_file, status_or_none
+from worker.api.webhdfs_data import append_file, create_file, open_file, status_or_none
 from worker.api.webhdfs_errors import CREDENTIAL_HINT, credential, json_answer, render_error
+from worker.api.webhdfs_listing import ListingPages
 from worker.api.webhdfs_locality import Locality, host_and_name
 from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
 from worker.api.webhdfs_query import Query
@@ -46,19 +47,22 @@ from worker.errors import InvalidRequest, IsADirectory, UnsupportedOperation
 from worker.service import WorkerService
 
 TOKEN_LIFETIME_S = 3600
-BATCH_SIZE = 1000
 Op = Callable[["WebHdfs", Request, Query, str], Awaitable[Response]]
-# Operations of the WebHDFS API this surface does not offer: answered as such, not as unknown.
+# Operations of the WebHDFS API (Hadoop 3.5's GetOpParam, PutOpParam, PostOpParam and
+# DeleteOpParam) this surface does not offer: answered as such, not as unknown.
 UNSUPPORTED = frozenset(
     {
-        *("APPEND", "CONCAT", "TRUNCATE", "CREATESYMLINK", "SETREPLICATION", "SETOWNER"),
-        *("SETPERMISSION", "SETTIMES", "GETDELEGATIONTOKEN", "RENEWDELEGATIONTOKEN"),
-        *("CANCELDELEGATIONTOKEN", "GETACLSTATUS", "SETACL", "MODIFYACLENTRIES"),
-        *("REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "GETXATTRS", "SETXATTR"),
-        *("REMOVEXATTR", "LISTXATTRS", "CREATESNAPSHOT", "DELETESNAPSHOT", "RENAMESNAPSHOT"),
-        *("GETSNAPSHOTDIFF", "GETTRASHROOT", "GETSTATUS", "GETSERVERDEFAULTS"),
-        *("GETQUOTAUSAGE", "SETQUOTA", "GETFILELINKSTATUS", "GETLINKTARGET"),
-        *("GETSTORAGEPOLICY", "SETSTORAGEPOLICY"),
+        *("GETQUOTAUSAGE", "GETDELEGATIONTOKEN", "GET_BLOCK_LOCATIONS", "GETACLSTATUS"),
+        *("GETXATTRS", "LISTXATTRS", "GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETECPOLICY"),
+        *("GETSNAPSHOTDIFF", "GETSNAPSHOTDIFFLISTING", "GETSNAPSHOTTABLEDIRECTORYLIST"),
+        *("GETLINKTARGET", "GETFILELINKSTATUS", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"),
+        *("GETSNAPSHOTLIST", "CREATESYMLINK", "SETREPLICATION", "SETOWNER", "SETPERMISSION"),
+        *("SETTIMES", "RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN", "MODIFYACLENTRIES"),
+        *("REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SATISFYSTORAGEPOLICY", "SETACL"),
+        *("SETXATTR", "REMOVEXATTR", "ENABLEECPOLICY", "DISABLEECPOLICY", "SETECPOLICY"),
+        *("ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "CREATESNAPSHOT", "RENAMESNAPSHOT"),
+        *("SETSTORAGEPOLICY", "SETQUOTA", "SETQUOTABYSTORAGETYPE", "CONCAT", "TRUNCATE"),
+        *("UNSETECPOLICY", "UNSETSTORAGEPOLICY", "DELETESNAPSHOT"),
     }
 )
 
@@ -129,6 +133,7 @@ class WebHdfs:
         self.service = service
         self.namespace = Namespace(service.roots)
         self.locality = Locality.from_config(service.config)
+        self.listings = ListingPages()
 
     # -- metadata ------------------------------------------------------------------------------
 
@@ -166,12 +171,21 @@ class WebHdfs:
         return json_answer(shapes.statuses(await self._entries(query, path)))
 
     async def list_status_batch(self, request: Request, query: Query, path: str) -> Response:
-        entries = await self._entries(query, path)
         after = query.text("startafter")
-        if after is not None:
-            entries = [e for e in entries if e["pathSuffix"] > after]
-        batch = entries[:BATCH_SIZE]
-        return json_answer(shapes.directory_listing(batch, len(entries) - len(batch)))
+        if self._virtual(path):
+            names = [
+                name for name in self.namespace.children(path) if after is None or name > after
+            ]
+            return json_answer(shapes.directory_listing([shapes.directory(n) for n in names], 0))
+        uri, interval = self._uri(path), query.sync_interval()
+
+        def work() -> dict[str, Any]:
+            status = self.service.status(uri, interval)
+            if not status.is_dir:
+                return shapes.directory_listing([shapes.file_status(status, "")], 0)
+            return self.listings.page(status.uri, after, lambda: self.service.list(uri, interval))
+
+        return json_answer(await run_in_threadpool(work))
 
     async def block_locations(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
@@ -237,6 +251,17 @@ class WebHdfs:
     async def home_directory(self, request: Request, query: Query, path: str) -> Response:
         return json_answer(shapes.path_answer(self.namespace.home()))
 
+    async def trash_root(self, request: Request, query: Query, path: str) -> Response:
+        """Where HDFS keeps the caller's trash: ``.Trash`` in the home directory. Nothing is
+        moved there (``GETSERVERDEFAULTS`` says trash is off)."""
+        return json_answer(shapes.path_answer(self.namespace.home().rstrip("/") + "/.Trash"))
+
+    async def server_defaults(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.server_defaults())
+
+    async def fs_status(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.fs_status())
+
     async def check_access(self, request: Request, query: Query, path: str) -> Response:
         query.fsaction()
         if not self._virtual(path):
@@ -279,6 +304,10 @@ class WebHdfs:
     async def create(self, request: Request, query: Query, path: str) -> Response:
         self._refuse_virtual(path, "create a file")
         return await create_file(self.service, request, query, self._uri(path), path)
+
+    async def append(self, request: Request, query: Query, path: str) -> Response:
+        self._refuse_virtual(path, "append to a file")
+        return await append_file(self.service, request, query, self._uri(path))
 
     # -- mutations -----------------------------------------------------------------------------
 
@@ -362,8 +391,12 @@ OPS: dict[tuple[str, str], Op] = {
     ("GET", "GETFILECHECKSUM"): WebHdfs.checksum,
     ("GET", "GETHOMEDIRECTORY"): WebHdfs.home_directory,
     ("GET", "CHECKACCESS"): WebHdfs.check_access,
+    ("GET", "GETTRASHROOT"): WebHdfs.trash_root,
+    ("GET", "GETSERVERDEFAULTS"): WebHdfs.server_defaults,
+    ("GET", "GETSTATUS"): WebHdfs.fs_status,
     ("GET", "GETPAGELOCATIONS"): WebHdfs.page_locations,
     ("PUT", "CREATE"): WebHdfs.create,
+    ("POST", "APPEND"): WebHdfs.append,
     ("PUT", "MKDIRS"): WebHdfs.mkdirs,
     ("PUT", "RENAME"): WebHdfs.rename,
     ("DELETE", "DELETE"): WebHdfs.delete,

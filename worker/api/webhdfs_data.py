@@ -15,8 +15,9 @@ body (up to ``dora.worker.http.max.write.size``) and writes it through the servi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from urllib.parse import quote, urlencode
 
 from anyio.lowlevel import checkpoint
 from starlette.concurrency import run_in_threadpool
@@ -74,7 +75,10 @@ async def open_file(service: WorkerService, request: Request, query: Query, uri:
 async def create_file(
     service: WorkerService, request: Request, query: Query, uri: str, path: str
 ) -> Response:
-    """``CREATE``: the redirect to the data URL, then the body written through."""
+    """``CREATE``: the redirect to the data URL, then the body written through. The path is
+    checked against the mount roots before the redirect, so a client is never sent on to
+    upload a body that would then be refused."""
+    uri = await run_in_threadpool(service.roots.check, uri)
     # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
     fresh = 0
     if not query.boolean("overwrite") and (
@@ -83,13 +87,37 @@ async def create_file(
         raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
     if not query.boolean("data"):
         return _redirect(request, query, {"data": "true"})
+    await _body_to(service.write, service, request, uri)
+    location = f"webhdfs://{request.url.netloc}{quote(path)}"
+    return Response(b"", 201, {"Location": location})
+
+
+async def append_file(service: WorkerService, request: Request, query: Query, uri: str) -> Response:
+    """``APPEND``: the redirect to the data URL once the file is known to be one, then the
+    body appended through (:meth:`WorkerService.append`)."""
+    if not query.boolean("data"):
+        # Re-checked against the UFS, as for CREATE: the append itself looks again anyway.
+        status = await run_in_threadpool(service.status, uri, 0)
+        if status.is_dir:
+            raise IsADirectory(f"Path is not a file: {request.url.path}")
+        return _redirect(request, query, {"data": "true"})
+    await _body_to(service.append, service, request, uri)
+    return Response(b"", 200)
+
+
+async def _body_to(
+    write: Callable[[str, Iterable[bytes]], object],
+    service: WorkerService,
+    request: Request,
+    uri: str,
+) -> None:
+    """The request's body, spooled (up to ``dora.worker.http.max.write.size``), then passed to
+    ``write`` in a thread."""
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        await run_in_threadpool(service.write, uri, file_chunks(spool))
+        await run_in_threadpool(write, uri, file_chunks(spool))
     finally:
         spool.close()
-    location = f"webhdfs://{request.url.netloc}{path}"
-    return Response(b"", 201, {"Location": location})
 
 
 def status_or_none(service: WorkerService, uri: str, interval: int | None) -> UfsStatus | None:
@@ -100,10 +128,20 @@ def status_or_none(service: WorkerService, uri: str, interval: int | None) -> Uf
         return None
 
 
+def data_location(request: Request, extra: dict[str, str]) -> str:
+    """The URL of the data step: this request's URL with ``extra`` parameters (replacing any of
+    the same name, whatever their case). Percent-encoded whole, path and query: a client
+    follows a ``Location`` as it is (Java's does), and a header carries no raw space or
+    non-ASCII character."""
+    params = [(k, v) for k, v in request.query_params.multi_items() if k.lower() not in extra]
+    query = urlencode([*params, *extra.items()], quote_via=quote)
+    base = f"{request.url.scheme}://{request.url.netloc}"
+    return f"{base}{quote(request.scope['path'])}?{query}"
+
+
 def _redirect(request: Request, query: Query, extra: dict[str, str]) -> Response:
-    """307 to this URL with ``extra`` parameters, or the location as JSON for noredirect."""
-    params = {k: v for k, v in request.query_params.items() if k.lower() not in extra}
-    location = str(request.url.replace_query_params(**params, **extra))
+    """307 to the data step's URL, or the location as JSON for noredirect."""
+    location = data_location(request, extra)
     if query.boolean("noredirect"):
         return json_answer({"Location": location})
     return Response(b"", 307, {"Location": location})
