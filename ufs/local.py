@@ -242,7 +242,10 @@ def _append(uri: str, data: Iterable[bytes], version: str) -> os.stat_result:
                 while view:
                     view = view[os.write(fd, view) :]
         except BaseException:
+            # Size and time back as they were: the file keeps its version, so what is
+            # cached of it stays valid.
             os.ftruncate(fd, before.st_size)
+            os.utime(fd, ns=(before.st_atime_ns, before.st_mtime_ns))
             raise
         return os.fstat(fd)
     finally:

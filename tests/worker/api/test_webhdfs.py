@@ -4,7 +4,7 @@ rules."""
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,20 +30,6 @@ STATUS_FIELDS = {
     "replication": int,
     "type": str,
 }
-
-
-@pytest.fixture
-def web(service: WorkerService, data_dir: Path) -> Iterator[Callable[..., httpx.Response]]:
-    """``web(method, path under data_dir, op, **params)``."""
-    client = Api(service)
-    base = f"/webhdfs/v1/file{data_dir}"
-
-    def call(method: str, path: str, op: str, **params: Any) -> httpx.Response:
-        content = params.pop("content", None)
-        return client.request(method, base + path, params={"op": op, **params}, content=content)
-
-    yield call
-    client.close()
 
 
 def body(answer: httpx.Response) -> Any:
