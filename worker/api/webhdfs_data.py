@@ -1,4 +1,5 @@
-"""WebHDFS ``OPEN`` and ``CREATE``: the two-step calls, as a NameNode and DataNode make them.
+"""WebHDFS ``OPEN``, ``CREATE`` and ``APPEND``: the two-step calls, as a NameNode and DataNode
+make them.
 
 A first call without ``data=true`` is answered ``307`` to the same URL with ``data=true`` (and,
 for ``OPEN``, ``version=`` of the status it just resolved; ``noredirect=true`` gets the
@@ -9,8 +10,9 @@ stream at offset 0 that the client would abandon to seek to the footer.
 The data call streams from ``offset`` to the end (the client sends no ``length`` and hangs up
 when it has what it needs) through :meth:`WorkerService.read_span` with ``ramp``: only pages the
 client consumes are filled, plus a read-ahead that starts at one page, and the body is closed as
-soon as the client disconnects, which cancels the fills not yet started. ``CREATE`` spools the
-body (up to ``dora.worker.http.max.write.size``) and writes it through the service.
+soon as the client disconnects, which cancels the fills not yet started. ``CREATE`` and
+``APPEND`` spool the body (up to ``dora.worker.http.max.write.size``) and write it through the
+service. Every location handed out is percent-encoded (:func:`data_location`).
 """
 
 from __future__ import annotations
