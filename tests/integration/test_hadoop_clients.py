@@ -159,6 +159,7 @@ def test_hadoop_fs_shell(lake: Lake, tmp_path: Path) -> None:
         ["-rm", p("städte/rm me.txt")],
         ["-rm", "-r", p("gone ä")],
         ["-chmod", "600", p("plain/empty")],
+        ["-df", p("")],
     ]
     ran = iter(hadoop_fs(lake, tmp_path, *commands))
     assert next(ran).rc == 0
@@ -180,7 +181,7 @@ def test_hadoop_fs_shell(lake: Lake, tmp_path: Path) -> None:
         checksum = next(ran)
         assert checksum.rc == 0 and "MD5-of-0MD5-of-0CRC32C" in checksum.out
         assert [next(ran).rc for _ in range(3)] == [0, 0, 1], d
-    put_gone, put_rm, listing, du, count, mv, cp, rm, rm_r, chmod = ran
+    put_gone, put_rm, listing, du, count, mv, cp, rm, rm_r, chmod, df = ran
     assert put_gone.rc == put_rm.rc == 0
     assert listing.rc == 0
     for name in ("städte/日本/multi ü.bin", "with space/text.txt", "plain/empty"):
@@ -200,6 +201,8 @@ def test_hadoop_fs_shell(lake: Lake, tmp_path: Path) -> None:
     # An operation the worker does not offer: one line, no Java stack trace.
     assert chmod.rc == 1 and "SETPERMISSION is not supported" in chmod.err
     assert "\tat " not in chmod.err
+    # GETSTATUS: a store with no capacity to report, as S3A reports one.
+    assert df.rc == 0 and df.out.splitlines()[1].split()[1:3] == [str((1 << 63) - 1), "0"]
     assert "Traceback" not in lake.log()
 
 
