@@ -27,6 +27,7 @@ FULL = (
     ["bench.load_bench"],
     ["bench.spark_bench"],
     ["bench.console_bench"],
+    ["bench.webhdfs_listing_bench"],
 )
 QUICK = (["bench.side", "--quick", "--render"],)
 

@@ -221,6 +221,18 @@ class Ufs:
         stream = partial(backend.write_stream, uri, iter(data), self._deadline)
         return self._call("write", uri, lambda _: stream(), retry=False)
 
+    def append(self, uri: str, data: Iterable[bytes]) -> UfsStatus:
+        """Append the chunks of ``data`` to file ``uri`` as it is now (:meth:`UfsBackend.append`:
+        in place on a local directory, a version-pinned rewrite of at most
+        ``dora.ufs.append.rewrite.max.size`` on S3, refused elsewhere); the new status. A
+        change by someone else between the look and the append raises UfsVersionChanged; a
+        failed append leaves the file as it was. Chunks are read once, so it is not retried."""
+        status = self.status(uri)
+        if status.is_dir:
+            raise UfsIsADirectory(f"cannot append to {uri!r}: it is a directory")
+        backend = self._of(uri)
+        return self._call("append", uri, partial(backend.append, status, data), retry=False)
+
     def delete(self, uri: str, recursive: bool = False) -> None:
         """Delete a file, or a directory (its contents too only with ``recursive``)."""
         status = self.status(uri)

@@ -8,7 +8,7 @@ suite (``tests/ufs/contract.py``) runs over every backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from fsspec.spec import AbstractFileSystem
@@ -75,6 +75,13 @@ class UfsBackend(Protocol):
         """Like :meth:`write`, from chunks of any size read once. ``step`` (seconds) bounds
         each request of the upload rather than the whole, so a long healthy upload succeeds
         while one that stops making progress fails within ``step``."""
+        ...
+
+    def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:
+        """Append the chunks of ``data`` to the file ``status`` describes, only while it is
+        still at that version (else UfsVersionChanged); the status after. A failed append
+        leaves the file as it was. Where the storage has no append, it is emulated only
+        where the result is exact, else refused (UfsUnsupported)."""
         ...
 
     def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:

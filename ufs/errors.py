@@ -36,6 +36,15 @@ class UfsIsADirectory(UfsError, IsADirectoryError):
     """A file operation named a directory."""
 
 
+class UfsUnsupported(UfsError):
+    """The storage cannot do the operation asked of it (such as an append where no exact
+    emulation exists)."""
+
+
+class UfsTooLarge(UfsError):
+    """The operation would move more bytes than a configured bound allows."""
+
+
 class UfsUnavailable(UfsError):
     """The UFS could not be reached or failed on its side (connection refused, timeout, 5xx),
     after bounded retries. ``retry_after`` is a hint in seconds for callers."""

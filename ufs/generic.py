@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -24,7 +24,7 @@ from fsspec.spec import AbstractFileSystem
 from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK
 from ufs.deadline import Deadline, ThreadRunner, run_coroutine
-from ufs.errors import UfsInvalidPath, UfsNotADirectory
+from ufs.errors import UfsInvalidPath, UfsNotADirectory, UfsUnsupported
 from ufs.status import UfsStatus, dir_status, file_status
 
 T = TypeVar("T")
@@ -75,7 +75,7 @@ class FsspecBackend:
         # A name ending in "/" is a directory marker (a 0-byte "dir/" object; SeaweedFS lists an
         # emptied directory as one), never a file: no key of a file the cache serves ends so.
         if info.get("type") == "directory" or name.endswith("/"):
-            return dir_status(uri, uris.name(uri))
+            return dir_status(uri, uris.name(uri), _mtime_ns(info))
         etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
         return file_status(uri, int(info.get("size") or 0), _mtime_ns(info), unquoted_etag(etag))
 
@@ -153,6 +153,14 @@ class FsspecBackend:
             self._threads.spawn(out.discard)
             raise
         return self.written(uri, size, None, time.time_ns(), Deadline(step))
+
+    def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:
+        """Refused: fsspec offers no write conditional on a version, so a rewrite could undo
+        a change made meanwhile."""
+        raise UfsUnsupported(
+            f"cannot append to {status.uri}: {self.scheme} has no append and no conditional "
+            "write to emulate one exactly"
+        )
 
     def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:
         self.call(deadline, "rm", self.path(uri), recursive=recursive)

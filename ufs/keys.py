@@ -57,6 +57,16 @@ CALL_DEADLINE: PropertyKey[int] = PropertyKey(
     minimum=1,
 )
 
+APPEND_REWRITE_MAX: PropertyKey[int] = PropertyKey(
+    "dora.ufs.append.rewrite.max.size",
+    KeyType.SIZE,
+    "64MB",
+    "Largest file an append may produce on an object store, which has no append: each "
+    "append there reads the whole object and writes it back, pinned to the version read.",
+    minimum=0,
+    maximum=5 << 30,
+)
+
 KEYS: list[PropertyKey[Any]] = [
     ROOTS,
     S3_ENDPOINT,
@@ -69,4 +79,5 @@ KEYS: list[PropertyKey[Any]] = [
     CONNECT_TIMEOUT,
     READ_TIMEOUT,
     CALL_DEADLINE,
+    APPEND_REWRITE_MAX,
 ]

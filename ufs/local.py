@@ -13,7 +13,7 @@ import secrets
 import shutil
 import stat
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import suppress
 from functools import partial
 
@@ -169,6 +169,11 @@ class LocalBackend:
             raise
         return _status(uri, written)
 
+    def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:
+        """In place (``O_APPEND``); cut back to the old size if the write fails."""
+        appended = self._threads.run(partial(_append, status.uri, data, status.version), deadline)
+        return _status(status.uri, appended)
+
     def delete(self, uri: str, recursive: bool, deadline: Deadline) -> None:
         self._threads.run(partial(_delete, path_of(uri), recursive), deadline)
 
@@ -181,7 +186,7 @@ class LocalBackend:
 
 def _status(uri: str, st: os.stat_result) -> UfsStatus:
     if stat.S_ISDIR(st.st_mode):
-        return dir_status(uri, uris.name(uri))
+        return dir_status(uri, uris.name(uri), st.st_mtime_ns)
     return file_status(uri, st.st_size, st.st_mtime_ns)
 
 
@@ -220,6 +225,29 @@ def _pread(uri: str, offset: int, length: int, version: str | None) -> bytes:
         # Written to in place while read: the bytes may mix versions.
         _check_version(uri, os.fstat(fd), version)
         return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _append(uri: str, data: Iterable[bytes], version: str) -> os.stat_result:
+    fd = os.open(path_of(uri), os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise UfsInvalidPath(f"cannot append to {uri!r}: not a regular file")
+        _check_version(uri, before, version)
+        try:
+            for chunk in data:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
+        except BaseException:
+            # Size and time back as they were: the file keeps its version, so what is
+            # cached of it stays valid.
+            os.ftruncate(fd, before.st_size)
+            os.utime(fd, ns=(before.st_atime_ns, before.st_mtime_ns))
+            raise
+        return os.fstat(fd)
     finally:
         os.close(fd)
 

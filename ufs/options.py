@@ -22,6 +22,7 @@ class UfsOptions:
     connect_timeout_ms: int = 5000
     read_timeout_ms: int = 60000
     call_deadline_ms: int = 10000
+    append_rewrite_max_bytes: int = 64 << 20
 
     @classmethod
     def from_config(cls, config: Config) -> UfsOptions:
@@ -36,4 +37,5 @@ class UfsOptions:
             connect_timeout_ms=config.get(keys.CONNECT_TIMEOUT),
             read_timeout_ms=config.get(keys.READ_TIMEOUT),
             call_deadline_ms=config.get(keys.CALL_DEADLINE),
+            append_rewrite_max_bytes=config.get(keys.APPEND_REWRITE_MAX),
         )

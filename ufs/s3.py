@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import Any
@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from ufs.backend import WRITE_CHUNK
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsVersionChanged
+from ufs.errors import UfsTooLarge, UfsVersionChanged
 from ufs.generic import FsspecBackend, unquoted_etag
 from ufs.options import UfsOptions
 from ufs.status import UfsStatus
@@ -59,6 +59,7 @@ class S3Backend(FsspecBackend):
     pins_versions = True
 
     def __init__(self, scheme: str, options: UfsOptions, threads: ThreadRunner) -> None:
+        self._append_max = options.append_rewrite_max_bytes
         filesystem = s3fs.S3FileSystem(**storage_options(options))
         # s3fs retries some errors itself (5 times); ours are the bounded ones.
         filesystem.retries = 1
@@ -109,9 +110,39 @@ class S3Backend(FsspecBackend):
         upload is aborted, so nothing of it becomes visible."""
         return self._upload(uri, chunks, lambda: Deadline(step))
 
-    def _put(self, uri: str, data: bytes) -> Callable[[], Coroutine[Any, Any, Any]]:
+    def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:
+        """Emulated, as S3 has no append: the object is read at the version seen and written
+        back with ``data`` after it by a PUT with ``If-Match`` on that version, so a change
+        made meanwhile fails the append (UfsVersionChanged) rather than being undone, and a
+        failed PUT leaves the old object. It moves the whole object twice, so it is refused
+        (UfsTooLarge) past ``dora.ufs.append.rewrite.max.size``."""
+        added = bytearray()
+        for chunk in data:
+            added += chunk
+            if status.size + len(added) > self._append_max:
+                raise UfsTooLarge(
+                    f"cannot append to {status.uri}: S3 has no append, and rewriting the "
+                    f"object would make it larger than dora.ufs.append.rewrite.max.size "
+                    f"({self._append_max} bytes)"
+                )
+        old = b""
+        if status.size:
+            old = self.read(status.uri, 0, status.size, status.version, deadline)
+        total = status.size + len(added)
+        put = self._put(status.uri, old + added, IfMatch=f'"{status.version}"')
+        try:
+            response = self.run(put, deadline)
+        except OSError as exc:
+            if _precondition_failed(exc):
+                raise UfsVersionChanged(status.uri, status.version, None) from exc
+            raise
+        return self._written(status.uri, total, response, deadline)
+
+    def _put(
+        self, uri: str, data: bytes, **conditions: str
+    ) -> Callable[[], Coroutine[Any, Any, Any]]:
         bucket, _, key = self.path(uri).partition("/")
-        return self.s3("put_object", Bucket=bucket, Key=key, Body=data)
+        return self.s3("put_object", Bucket=bucket, Key=key, Body=data, **conditions)
 
     def _upload(
         self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]

@@ -62,9 +62,11 @@ def file_id(uri: str) -> str:
     return hashlib.sha256(uri.encode("utf-8")).hexdigest()
 
 
-def dir_status(uri: str, name: str) -> UfsStatus:
-    """The status of directory ``uri`` (named ``name``)."""
-    return UfsStatus(uri, name, True, 0, 0, DIR_VERSION, None)
+def dir_status(uri: str, name: str, mtime_ns: int = 0) -> UfsStatus:
+    """The status of directory ``uri`` (named ``name``), modified at ``mtime_ns`` where the
+    storage tells (0: it does not; an object store's prefix has no time). A directory's
+    version never changes: its time is shown, not compared."""
+    return UfsStatus(uri, name, True, 0, mtime_ns, DIR_VERSION, None)
 
 
 def file_status(uri: str, size: int, mtime_ns: int, etag: str | None = None) -> UfsStatus:

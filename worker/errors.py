@@ -156,7 +156,6 @@ _IAE = "java.lang.IllegalArgumentException"
 _ACE = "org.apache.hadoop.security.AccessControlException"
 _FNF = "java.io.FileNotFoundException"
 _IOE = "java.io.IOException"
-_UOE = "java.lang.UnsupportedOperationException"
 
 
 @dataclass(frozen=True)
@@ -185,7 +184,17 @@ class ErrorKind:
 CATALOGUE: tuple[ErrorKind, ...] = (
     ErrorKind("BadRequest", 400, InvalidRequest, _IAE, (InvalidRequest, ConfigError)),
     ErrorKind("InvalidPath", 400, InvalidRequest, _IAE, (ufs.UfsInvalidPath,)),
-    ErrorKind("UnsupportedOperation", 400, InvalidRequest, _UOE, (UnsupportedOperation,)),
+    # Not java.lang.UnsupportedOperationException: Hadoop's client rethrows that one unchecked
+    # (FsShell prints its stack trace), where IllegalArgumentException is what a NameNode
+    # answers for an op it does not have, which the client shows as one line and, where it
+    # can, falls back from.
+    ErrorKind(
+        "UnsupportedOperation",
+        400,
+        InvalidRequest,
+        _IAE,
+        (UnsupportedOperation, ufs.UfsUnsupported),
+    ),
     ErrorKind(
         "NotADirectory",
         400,
@@ -200,8 +209,8 @@ CATALOGUE: tuple[ErrorKind, ...] = (
     ErrorKind("PermissionDenied", 403, AccessDenied, _ACE, (ufs.UfsPermissionDenied,)),
     ErrorKind("NotFound", 404, NotFound, _FNF, (ufs.UfsNotFound, NotFound)),
     # No route answers this path: not a missing file, so the client must not say "not found".
-    ErrorKind("NoSuchRoute", 404, WorkerFailure, _UOE),
-    ErrorKind("MethodNotAllowed", 405, WorkerFailure, _UOE),
+    ErrorKind("NoSuchRoute", 404, WorkerFailure, _IAE),
+    ErrorKind("MethodNotAllowed", 405, WorkerFailure, _IAE),
     ErrorKind(
         "AlreadyExists",
         409,
@@ -217,7 +226,7 @@ CATALOGUE: tuple[ErrorKind, ...] = (
         (meta.VersionMismatch, ufs.UfsVersionChanged),
     ),
     ErrorKind("RequestTimeout", 408, RequestTimeout, _IOE, (RequestTimeout,)),
-    ErrorKind("PayloadTooLarge", 413, PayloadTooLarge, _IOE, (PayloadTooLarge,)),
+    ErrorKind("PayloadTooLarge", 413, PayloadTooLarge, _IOE, (PayloadTooLarge, ufs.UfsTooLarge)),
     ErrorKind(
         "RangeNotSatisfiable",
         416,

@@ -32,6 +32,8 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from worker.http_target import Utf8TargetProtocol
+
 MAX_HEAD_BYTES = 64 << 10
 """The largest request head taken (request line and headers): the worker's own clients send
 under 2 KB, Hadoop's a little more; h11's default bound is 16 KB."""
@@ -49,7 +51,9 @@ class SlowClientPolicy:
 
 def protocol_class(policy: SlowClientPolicy) -> type[asyncio.Protocol]:
     """The protocol class to give uvicorn (``uvicorn.Config(http=...)``) for ``policy``."""
-    return type("SlowClientGuard", (SlowClientGuard,), {"policy": policy})
+    # Over the protocol that takes Hadoop's raw UTF-8 request lines (worker.http_target): the
+    # guard counts and times what arrives, then that protocol quotes it for the parser.
+    return type("SlowClientGuard", (SlowClientGuard, Utf8TargetProtocol), {"policy": policy})
 
 
 class SlowClientGuard(HttpToolsProtocol):

@@ -424,6 +424,14 @@ class WorkerService:
         self._changed(Event(Op.CREATED if created else Op.UPDATED, uri, status.version))
         return status, created
 
+    def append(self, uri: str, data: Iterable[bytes]) -> UfsStatus:
+        """Append through to the UFS (:meth:`Ufs.append`); the file's new status."""
+        uri = self.roots.check(uri)
+        status = self.ufs.append(uri, data)
+        self.meta.record_write(uri, status, Operation.UPDATED)
+        self._changed(Event(Op.UPDATED, uri, status.version))
+        return status
+
     def _exists(self, uri: str) -> bool:
         try:
             self.meta.get_status(uri, sync_interval=0)

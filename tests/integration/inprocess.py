@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import uvicorn
 
 from worker.api.app import create_app
-from worker.server import bind
+from worker.server import bind, uvicorn_config
 from worker.service import WorkerService
 
 
@@ -19,8 +19,8 @@ from worker.service import WorkerService
 def serving(service: WorkerService) -> Iterator[int]:
     """Serve ``service`` on a free loopback port (yielded) until the block ends."""
     sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(create_app(service), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
+    # As the worker process serves: its protocol (deadlines, raw UTF-8 request lines).
+    server = uvicorn.Server(uvicorn_config(create_app(service), service.config, service))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

@@ -14,6 +14,7 @@ from ufs.errors import (
     UfsIsADirectory,
     UfsNotADirectory,
     UfsNotFound,
+    UfsUnsupported,
     UfsVersionChanged,
 )
 
@@ -60,6 +61,32 @@ class UfsContract:
             ufs.write(f"{root}/keep.bin", body())
         assert ufs.status(f"{root}/keep.bin") == old
         assert ufs.read(f"{root}/keep.bin", 0, 10) == b"old"
+
+    def test_an_append_is_exact_or_refused_and_a_failed_one_changes_nothing(
+        self, ufs: Ufs, root: str
+    ) -> None:
+        uri = f"{root}/log.txt"
+        ufs.write(uri, b"one")
+        try:
+            appended = ufs.append(uri, iter([b"two", b"three"]))
+        except UfsUnsupported:
+            assert ufs.read(uri, 0, 100) == b"one"  # a store with no exact way refuses
+            return
+        assert appended == ufs.status(uri) and appended.size == 11
+        assert ufs.read(uri, 0, 100) == b"onetwothree"
+
+        def body() -> Iterator[bytes]:
+            yield b"four"
+            raise ConnectionResetError("the client went away")
+
+        with pytest.raises(UfsError):
+            ufs.append(uri, body())
+        assert ufs.status(uri) == appended
+        assert ufs.read(uri, 0, 100) == b"onetwothree"
+        ufs.write(f"{root}/empty", b"")
+        assert ufs.append(f"{root}/empty", iter([b"x"])).size == 1
+        with pytest.raises(UfsNotFound):
+            ufs.append(f"{root}/missing", iter([b"x"]))
 
     def test_list_gives_children_with_full_status(self, ufs: Ufs, root: str) -> None:
         ufs.write(f"{root}/d/x.txt", b"xx")

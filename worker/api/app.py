@@ -8,6 +8,8 @@
   (``worker.errors``) and written in the shape of the surface that owns the path; an unknown
   exception is a bug, logged and answered 500 without internals; unknown paths and methods get
   the catalogue's NoSuchRoute / MethodNotAllowed;
+- errors raised after an answer started cut the body short with a one-line log
+  (:class:`CutShort`);
 - request latency and error metrics;
 - the access log (``dora.worker.http.access.log``), outermost, so refusals are logged too.
 """
@@ -91,6 +93,7 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
             )
     app.openapi = lambda: _contract(app)  # type: ignore[method-assign]
     _limit_bodies(app, service, surfaces)  # inside the token check: refused callers take no place
+    app.add_middleware(CutShort)
     if token:
         app.add_middleware(TokenCheck, token=token, surfaces=surfaces, metrics=service.metrics)
     if service.config.get(ACCESS_LOG):
@@ -255,6 +258,26 @@ def _unrouted(
         return owner(surfaces, request.url.path).render_error(kind, message, headers)
 
     return handle
+
+
+class CutShort:
+    """Pure ASGI middleware for errors raised once an answer has started (a file that changed
+    under a stream pinned to its version, a UFS that failed mid-body): they can no longer be
+    answered, and the server closes the connection short of the Content-Length, so the client
+    sees a cut body, never mixed bytes. A catalogued error is the UFS's doing, not a bug: it is
+    logged as one line, and only an unknown one keeps its traceback. (Errors raised before an
+    answer started never get here: each route answers them.) Stateless."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except Exception as exc:
+            if catalogue.kind_of(exc) is None:
+                raise
+            log.warning("%s %s: answer cut short: %s", scope.get("method"), scope["path"], exc)
 
 
 class TokenCheck:

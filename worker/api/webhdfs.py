@@ -4,10 +4,13 @@ cache: ``spark.read.parquet("webhdfs://worker:28080/s3/bucket/table")``.
 
 Paths map to URIs by ``/<scheme>/<rest>`` (:mod:`worker.api.webhdfs_paths`). Freshness and
 caching per path come from ``dora.worker.path.conf``, which the service applies, or from a
-``sync_interval`` parameter for callers that can send one. ``OPEN`` and ``CREATE`` redirect to
-themselves with ``data=true`` as a NameNode redirects to a DataNode (:mod:`worker.api.
-webhdfs_data`). Every JSON answer goes out without a Content-Type header, errors included
-(:mod:`worker.api.webhdfs_errors`).
+``sync_interval`` parameter for callers that can send one. ``OPEN``, ``CREATE`` and ``APPEND``
+redirect to themselves with ``data=true`` as a NameNode redirects to a DataNode (:mod:`worker.
+api.webhdfs_data`). Every JSON answer goes out without a Content-Type header, errors included
+(:mod:`worker.api.webhdfs_errors`). What the shell and Spark ask of a NameNode besides files
+(server defaults, trash root, file system status) is answered as HDFS would with trash off;
+operations the worker does not offer are refused as a NameNode refuses one it lacks
+(README, "Hadoop's and Python's own WebHDFS clients").
 
 Auth, when ``dora.worker.security.token`` is set, is the app's token check with this surface's
 credential: ``Authorization: Bearer <token>``, which the Hadoop client sends with its OAuth2
@@ -39,8 +42,9 @@ from worker.api.jsonbody import json_response
 from worker.api.locate import pages_answer
 from worker.api.params import Lean
 from worker.api.surface import Route, Surface
-from worker.api.webhdfs_data import create_file, open_file, status_or_none
+from worker.api.webhdfs_data import append_file, create_file, open_file, status_or_none
 from worker.api.webhdfs_errors import CREDENTIAL_HINT, credential, json_answer, render_error
+from worker.api.webhdfs_listing import ListingPages
 from worker.api.webhdfs_locality import Locality, host_and_name
 from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
 from worker.api.webhdfs_query import Query
@@ -49,19 +53,22 @@ from worker.freshness import Freshness
 from worker.service import WorkerService
 
 TOKEN_LIFETIME_S = 3600
-BATCH_SIZE = 1000
 Op = Callable[["WebHdfs", Request, Query, str], Awaitable[Response]]
-# Operations of the WebHDFS API this surface does not offer: answered as such, not as unknown.
+# Operations of the WebHDFS API (Hadoop 3.5's GetOpParam, PutOpParam, PostOpParam and
+# DeleteOpParam) this surface does not offer: answered as such, not as unknown.
 UNSUPPORTED = frozenset(
     {
-        *("APPEND", "CONCAT", "TRUNCATE", "CREATESYMLINK", "SETREPLICATION", "SETOWNER"),
-        *("SETPERMISSION", "SETTIMES", "GETDELEGATIONTOKEN", "RENEWDELEGATIONTOKEN"),
-        *("CANCELDELEGATIONTOKEN", "GETACLSTATUS", "SETACL", "MODIFYACLENTRIES"),
-        *("REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "GETXATTRS", "SETXATTR"),
-        *("REMOVEXATTR", "LISTXATTRS", "CREATESNAPSHOT", "DELETESNAPSHOT", "RENAMESNAPSHOT"),
-        *("GETSNAPSHOTDIFF", "GETTRASHROOT", "GETSTATUS", "GETSERVERDEFAULTS"),
-        *("GETQUOTAUSAGE", "SETQUOTA", "GETFILELINKSTATUS", "GETLINKTARGET"),
-        *("GETSTORAGEPOLICY", "SETSTORAGEPOLICY"),
+        *("GETQUOTAUSAGE", "GETDELEGATIONTOKEN", "GET_BLOCK_LOCATIONS", "GETACLSTATUS"),
+        *("GETXATTRS", "LISTXATTRS", "GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETECPOLICY"),
+        *("GETSNAPSHOTDIFF", "GETSNAPSHOTDIFFLISTING", "GETSNAPSHOTTABLEDIRECTORYLIST"),
+        *("GETLINKTARGET", "GETFILELINKSTATUS", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"),
+        *("GETSNAPSHOTLIST", "CREATESYMLINK", "SETREPLICATION", "SETOWNER", "SETPERMISSION"),
+        *("SETTIMES", "RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN", "MODIFYACLENTRIES"),
+        *("REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SATISFYSTORAGEPOLICY", "SETACL"),
+        *("SETXATTR", "REMOVEXATTR", "ENABLEECPOLICY", "DISABLEECPOLICY", "SETECPOLICY"),
+        *("ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "CREATESNAPSHOT", "RENAMESNAPSHOT"),
+        *("SETSTORAGEPOLICY", "SETQUOTA", "SETQUOTABYSTORAGETYPE", "CONCAT", "TRUNCATE"),
+        *("UNSETECPOLICY", "UNSETSTORAGEPOLICY", "DELETESNAPSHOT"),
     }
 )
 
@@ -132,6 +139,7 @@ class WebHdfs:
         self.service = service
         self.namespace = Namespace(service.roots)
         self.locality = Locality.from_config(service.config)
+        self.listings = ListingPages()
 
     # -- metadata ------------------------------------------------------------------------------
 
@@ -173,12 +181,22 @@ class WebHdfs:
         return json_answer(shapes.statuses(await self._entries(query, path)))
 
     async def list_status_batch(self, request: Request, query: Query, path: str) -> Response:
-        entries = await self._entries(query, path)
         after = query.text("startafter")
-        if after is not None:
-            entries = [e for e in entries if e["pathSuffix"] > after]
-        batch = entries[:BATCH_SIZE]
-        return json_answer(shapes.directory_listing(batch, len(entries) - len(batch)))
+        if self._virtual(path):
+            names = [
+                name for name in self.namespace.children(path) if after is None or name > after
+            ]
+            return json_answer(shapes.directory_listing([shapes.directory(n) for n in names], 0))
+        uri = self._uri(path)
+        fresh = self.service.freshness(uri, query.sync_interval())
+
+        def work() -> dict[str, Any]:
+            status = self.service.status(uri, fresh)
+            if not status.is_dir:
+                return shapes.directory_listing([shapes.file_status(status, "")], 0)
+            return self.listings.page(status.uri, after, lambda: self.service.list(uri, fresh))
+
+        return json_answer(await run_in_threadpool(work))
 
     async def block_locations(self, request: Request, query: Query, path: str) -> Response:
         uri = self._uri(path)
@@ -247,6 +265,17 @@ class WebHdfs:
     async def home_directory(self, request: Request, query: Query, path: str) -> Response:
         return json_answer(shapes.path_answer(self.namespace.home()))
 
+    async def trash_root(self, request: Request, query: Query, path: str) -> Response:
+        """Where HDFS keeps the caller's trash: ``.Trash`` in the home directory. Nothing is
+        moved there (``GETSERVERDEFAULTS`` says trash is off)."""
+        return json_answer(shapes.path_answer(self.namespace.home().rstrip("/") + "/.Trash"))
+
+    async def server_defaults(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.server_defaults())
+
+    async def fs_status(self, request: Request, query: Query, path: str) -> Response:
+        return json_answer(shapes.fs_status())
+
     async def check_access(self, request: Request, query: Query, path: str) -> Response:
         query.fsaction()
         if not self._virtual(path):
@@ -292,6 +321,10 @@ class WebHdfs:
     async def create(self, request: Request, query: Query, path: str) -> Response:
         self._refuse_virtual(path, "create a file")
         return await create_file(self.service, request, query, self._uri(path), path)
+
+    async def append(self, request: Request, query: Query, path: str) -> Response:
+        self._refuse_virtual(path, "append to a file")
+        return await append_file(self.service, request, query, self._uri(path))
 
     # -- mutations -----------------------------------------------------------------------------
 
@@ -378,8 +411,12 @@ OPS: dict[tuple[str, str], Op] = {
     ("GET", "GETFILECHECKSUM"): WebHdfs.checksum,
     ("GET", "GETHOMEDIRECTORY"): WebHdfs.home_directory,
     ("GET", "CHECKACCESS"): WebHdfs.check_access,
+    ("GET", "GETTRASHROOT"): WebHdfs.trash_root,
+    ("GET", "GETSERVERDEFAULTS"): WebHdfs.server_defaults,
+    ("GET", "GETSTATUS"): WebHdfs.fs_status,
     ("GET", "GETPAGELOCATIONS"): WebHdfs.page_locations,
     ("PUT", "CREATE"): WebHdfs.create,
+    ("POST", "APPEND"): WebHdfs.append,
     ("PUT", "MKDIRS"): WebHdfs.mkdirs,
     ("PUT", "RENAME"): WebHdfs.rename,
     ("DELETE", "DELETE"): WebHdfs.delete,

@@ -1,4 +1,5 @@
-"""WebHDFS ``OPEN`` and ``CREATE``: the two-step calls, as a NameNode and DataNode make them.
+"""WebHDFS ``OPEN``, ``CREATE`` and ``APPEND``: the two-step calls, as a NameNode and DataNode
+make them.
 
 A first call without ``data=true`` is answered ``307`` to the same URL with ``data=true`` (and,
 for ``OPEN``, ``version=`` of the status it just resolved; ``noredirect=true`` gets the
@@ -9,14 +10,16 @@ stream at offset 0 that the client would abandon to seek to the footer.
 The data call streams from ``offset`` to the end (the client sends no ``length`` and hangs up
 when it has what it needs) through :meth:`WorkerService.read_span` with ``ramp``: only pages the
 client consumes are filled, plus a read-ahead that starts at one page, and the body is closed as
-soon as the client disconnects, which cancels the fills not yet started. ``CREATE`` spools the
-body (up to ``dora.worker.http.max.write.size``) and writes it through the service.
+soon as the client disconnects, which cancels the fills not yet started. ``CREATE`` and
+``APPEND`` spool the body (up to ``dora.worker.http.max.write.size``) and write it through the
+service. Every location handed out is percent-encoded (:func:`data_location`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from urllib.parse import quote, urlencode
 
 from anyio.lowlevel import checkpoint
 from starlette.concurrency import run_in_threadpool
@@ -84,7 +87,10 @@ async def open_file(
 async def create_file(
     service: WorkerService, request: Request, query: Query, uri: str, path: str
 ) -> Response:
-    """``CREATE``: the redirect to the data URL, then the body written through."""
+    """``CREATE``: the redirect to the data URL, then the body written through. The path is
+    checked against the mount roots before the redirect, so a client is never sent on to
+    upload a body that would then be refused."""
+    uri = await run_in_threadpool(service.roots.check, uri)
     # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
     fresh = service.freshness(uri, 0)
     if not query.boolean("overwrite") and (
@@ -93,13 +99,37 @@ async def create_file(
         raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
     if not query.boolean("data"):
         return _redirect(request, query, {"data": "true"})
+    await _body_to(service.write, service, request, uri)
+    location = f"webhdfs://{request.url.netloc}{quote(path)}"
+    return Response(b"", 201, {"Location": location})
+
+
+async def append_file(service: WorkerService, request: Request, query: Query, uri: str) -> Response:
+    """``APPEND``: the redirect to the data URL once the file is known to be one, then the
+    body appended through (:meth:`WorkerService.append`)."""
+    if not query.boolean("data"):
+        # Re-checked against the UFS, as for CREATE: the append itself looks again anyway.
+        status = await run_in_threadpool(service.status, uri, service.freshness(uri, 0))
+        if status.is_dir:
+            raise IsADirectory(f"Path is not a file: {request.url.path}")
+        return _redirect(request, query, {"data": "true"})
+    await _body_to(service.append, service, request, uri)
+    return Response(b"", 200)
+
+
+async def _body_to(
+    write: Callable[[str, Iterable[bytes]], object],
+    service: WorkerService,
+    request: Request,
+    uri: str,
+) -> None:
+    """The request's body, spooled (up to ``dora.worker.http.max.write.size``), then passed to
+    ``write`` in a thread."""
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        await run_in_threadpool(service.write, uri, file_chunks(spool))
+        await run_in_threadpool(write, uri, file_chunks(spool))
     finally:
         spool.close()
-    location = f"webhdfs://{request.url.netloc}{path}"
-    return Response(b"", 201, {"Location": location})
 
 
 def status_or_none(service: WorkerService, uri: str, fresh: Freshness) -> UfsStatus | None:
@@ -110,14 +140,23 @@ def status_or_none(service: WorkerService, uri: str, fresh: Freshness) -> UfsSta
         return None
 
 
+def data_location(request: Request, extra: dict[str, str], netloc: str | None = None) -> str:
+    """The URL of the data step: this request's URL (at ``netloc`` if given: the file's owner)
+    with ``extra`` parameters (replacing any of the same name, whatever their case).
+    Percent-encoded whole, path and query: a client follows a ``Location`` as it is (Java's
+    does), and a header carries no raw space or non-ASCII character."""
+    params = [(k, v) for k, v in request.query_params.multi_items() if k.lower() not in extra]
+    query = urlencode([*params, *extra.items()], quote_via=quote)
+    base = f"{request.url.scheme}://{netloc or request.url.netloc}"
+    return f"{base}{quote(request.scope['path'])}?{query}"
+
+
 def _redirect(
     request: Request, query: Query, extra: dict[str, str], netloc: str | None = None
 ) -> Response:
-    """307 to this URL (at ``netloc`` if given) with ``extra`` parameters, or the location as
-    JSON for noredirect."""
-    params = {k: v for k, v in request.query_params.items() if k.lower() not in extra}
-    url = request.url if netloc is None else request.url.replace(netloc=netloc)
-    location = str(url.replace_query_params(**params, **extra))
+    """307 to the data step's URL (at ``netloc`` if given), or the location as JSON for
+    noredirect."""
+    location = data_location(request, extra, netloc)
     if query.boolean("noredirect"):
         return json_answer({"Location": location})
     return Response(b"", 307, {"Location": location})

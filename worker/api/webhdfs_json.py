@@ -126,6 +126,33 @@ def block_locations(
     return {"BlockLocations": {"BlockLocation": blocks}}
 
 
+def server_defaults() -> dict[str, Any]:
+    """``FsServerDefaults`` as an HDFS NameNode answers with its defaults, but for
+    ``trashInterval`` 0: the worker keeps no trash, so ``hadoop fs -rm`` deletes at once, as
+    it does against a NameNode with trash off (``checksumType`` 2 is CRC32C)."""
+    return {
+        "FsServerDefaults": {
+            "blockSize": BLOCK_SIZE,
+            "bytesPerChecksum": 512,
+            "writePacketSize": 64 << 10,
+            "replication": 1,
+            "fileBufferSize": 4096,
+            "encryptDataTransfer": False,
+            "trashInterval": 0,
+            "checksumType": 2,
+            "keyProviderUri": "",
+            "defaultStoragePolicyId": 7,
+        }
+    }
+
+
+def fs_status() -> dict[str, Any]:
+    """``FsStatus`` of a store with no capacity to report, as Hadoop's ``FileSystem`` answers
+    for one (S3A's too): unbounded capacity and space left, nothing used."""
+    unbounded = (1 << 63) - 1
+    return {"FsStatus": {"capacity": unbounded, "used": 0, "remaining": unbounded}}
+
+
 def path_answer(path: str) -> dict[str, Any]:
     return {"Path": path}
 

@@ -93,7 +93,7 @@ def test_each_surface_answers_errors_in_its_own_shape(service: WorkerService) ->
     try:
         assert api.get("/other/missing").text == "FileNotFoundException: no such thing"
         assert api.get("/other/nope").status_code == 404
-        assert api.get("/other/nope").text.startswith("UnsupportedOperationException: ")
+        assert api.get("/other/nope").text.startswith("IllegalArgumentException: ")
         assert json.loads(api.get("/v1/nope").text)["error"] == "NoSuchRoute"
         buggy = api.get("/other/buggy")
         assert buggy.status_code == 500

@@ -1,6 +1,7 @@
 """``dora fs ls``, ``stat``, ``du`` and ``find`` in process: what they print for directories,
 files and patterns, and their failures."""
 
+import datetime
 import json
 from pathlib import Path
 
@@ -42,7 +43,12 @@ def test_ls_long_form_shows_kind_size_share_cached_and_human_sizes(
     assert cli("ls", "-h", f"{root}/t/sub") == 0
     b_line, deeper_line = capsys.readouterr().out.splitlines()
     assert b_line.split()[:4] == ["-", "68.4", "KiB", "100%"]
-    assert deeper_line.split() == ["d", "-", f"{root}/t/sub/deeper"]
+    # A local directory has a modification time of its own, shown as a file's is.
+    kind, size, date, _, name = deeper_line.split()
+    assert (kind, size, name) == ("d", "-", f"{root}/t/sub/deeper")
+    assert date == datetime.datetime.fromtimestamp((tree / "sub/deeper").stat().st_mtime).strftime(
+        "%Y-%m-%d"
+    )
 
 
 def test_stat_prints_each_status_as_json(
