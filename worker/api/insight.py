@@ -1,8 +1,9 @@
 """The operator's view as JSON, part of REST v1: what the console draws, for any dashboard too.
 
 - ``GET /v1/overview``: version, uptime, configuration sources, mount roots, readiness and
-  restore, UFS health (latency quantiles, the last unavailability), security, the page store
-  per directory and the metadata tiers;
+  restore, UFS health (latency quantiles, the last unavailability), security (token, TLS),
+  the UFS change feeds and what they applied, the page store per directory and the metadata
+  tiers;
 - ``GET /v1/history``: the counters sampled every few seconds over the last hour;
 - ``GET /v1/files/top``: the files read most through this worker, with how much is cached;
 - ``GET /v1/jobs``: every load job the worker remembers;
@@ -30,8 +31,10 @@ from worker.api.surface import Route
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
 from worker.cluster.status import cluster_status
+from worker.feeds import keys as feed_keys
 from worker.insight import histogram_quantiles
 from worker.service import WorkerService
+from worker.tls import keys as tls_keys
 
 PEER_TIMEOUT_S = 2.0
 """How long ``/v1/cluster`` waits for each worker's own counters."""
@@ -44,6 +47,7 @@ async def overview(service: WorkerService) -> Response:
 def describe(service: WorkerService) -> dict[str, Any]:
     """What ``/v1/overview`` answers."""
     page_stats = service.pages.stats()
+    feeds: list[str] = service.config.get(feed_keys.FEEDS)
     return {
         "version": metadata.version("doracache"),
         "started_at": service.started_at,
@@ -57,7 +61,15 @@ def describe(service: WorkerService) -> dict[str, Any]:
             "restore_seconds": round(page_stats.restore_seconds, 3),
         },
         "ufs": _ufs_health(service),
-        "security": {"token": bool(service.config.get(keys.TOKEN))},
+        "security": {
+            "token": bool(service.config.get(keys.TOKEN)),
+            "tls": bool(service.config.get(tls_keys.WORKER_CERT)),
+            "mutual_tls": bool(service.config.get(tls_keys.WORKER_CLIENT_CA)),
+        },
+        "feeds": {
+            "sources": feeds,
+            **service.changes.counters.snapshot(),
+        },
         "page_store": {
             "pages": page_stats.pages,
             "files": sum(d.files for d in page_stats.dirs),

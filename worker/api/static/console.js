@@ -118,6 +118,10 @@ async function showOverview() {
     return [dt, dd];
   }));
   $("sources").textContent = o.config_sources;
+  const f = o.feeds;
+  $("feeds").textContent = f.sources.length
+    ? `${f.sources.join(", ")}: ${f.received} events received, ${f.applied} applied, ${f.unchanged} already current, ${f.gaps} gaps (each a re-check of what was cached)`
+    : "none (outside writes are seen when a sync interval re-checks)";
 }
 
 function perInterval(samples, pick) {
