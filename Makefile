@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk alluxiofs-venvs
+.PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk lab-tools alluxiofs-venvs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml
 etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
+
+# The many-host lab (worker/lab) makes network namespaces and veths with iproute2's ip; nsenter,
+# unshare and mount come with util-linux, which every Debian has.
+lab-tools:
+	@command -v ip >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; }
 
 # Spark's short-circuit client (worker/spark/java) is compiled on first use against pyspark's
 # jars (worker/spark/hadoopjar.py): a machine with a Java 17 runtime alone gets Debian's JDK.
@@ -39,7 +45,7 @@ typecheck: $(STAMP)
 
 # Three test processes (most tests wait on servers and subprocesses, not on the 2 CPUs); the
 # reliability scenarios after them, alone, since they load the machine on purpose.
-test: etcd jdk alluxiofs-venvs lint typecheck
+test: etcd jdk lab-tools alluxiofs-venvs lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --durations=25 -m "not reliability"
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m reliability
 

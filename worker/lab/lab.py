@@ -112,6 +112,12 @@ class LabWorker:
             self.process.kill()
             self.process.wait()
 
+    def served(self) -> float:
+        """Bytes this worker has served to readers (from its cache and from the UFS)."""
+        return sum(
+            self.metric("dora_bytes_served_total", f'{{source="{s}"}}') for s in ("cache", "ufs")
+        )
+
     def metric(self, name: str, labels: str = "") -> float:
         """A sample of the worker's /metrics (0 when absent)."""
         for line in self.http.get("/metrics").text.splitlines():
@@ -187,7 +193,12 @@ class Lab:
         return [worker.address for worker in self.workers]
 
     def worker(self, host: str) -> LabWorker:
+        """The worker on lab host ``host``."""
         return next(w for w in self.workers if w.host.name == host)
+
+    def worker_at(self, address: str) -> LabWorker:
+        """The worker at ``address`` (``host:port``, as the ring names it)."""
+        return next(w for w in self.workers if w.address == address)
 
     def run(
         self, host: str, argv: Sequence[str], timeout: float = 120
