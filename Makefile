@@ -19,11 +19,11 @@ etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
 
-# The many-host lab (worker/lab) makes network namespaces and veths with iproute2's ip; nsenter,
-# unshare and mount come with util-linux, which every Debian has.
+# The many-host lab (worker/lab) makes network namespaces and veths with iproute2's ip and cuts
+# links between two hosts with iptables; nsenter, unshare and mount come with util-linux.
 lab-tools:
-	@command -v ip >/dev/null || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; }
+	@{ command -v ip && command -v iptables; } >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; }
 
 # Spark's short-circuit client (worker/spark/java) is compiled on first use against pyspark's
 # jars (worker/spark/hadoopjar.py): a machine with a Java 17 runtime alone gets Debian's JDK.

@@ -29,7 +29,7 @@ STATE_DIR = Path("/run/dlab")
 SUBNET = "10.203.{}.{}"
 # The controlling process (tests, the demo's driver of the lab) reaches the hosts from here.
 GATEWAY_OCTET = 1
-_TOOLS = ("ip", "nsenter", "unshare", "mount", "umount")
+_TOOLS = ("ip", "iptables", "nsenter", "unshare", "mount", "umount")
 
 
 class LabUnavailable(RuntimeError):
@@ -42,7 +42,7 @@ def unavailable_reason() -> str | None:
         return "the lab needs root (network and mount namespaces)"
     missing = [tool for tool in _TOOLS if shutil.which(tool) is None]
     if missing:
-        return f"the lab needs {', '.join(missing)} (iproute2, util-linux) on PATH"
+        return f"the lab needs {', '.join(missing)} (iproute2, iptables, util-linux) on PATH"
     return None
 
 
@@ -168,6 +168,15 @@ class Network:
     def link(self, host: str, up: bool) -> None:
         """Set ``host``'s link up or down (down: no packet reaches it or leaves it)."""
         _run("ip", "link", "set", self.hosts[host].veth, "up" if up else "down")
+
+    def partition(self, host: str, peer: str, cut: bool) -> None:
+        """Cut (or heal) ``host`` off from ``peer`` alone: ``peer``'s firewall drops every
+        packet between them, silently, as a lost route does; both keep every other link."""
+        action = "-A" if cut else "-D"
+        address = self.hosts[host].address
+        firewall = ("ip", "netns", "exec", self.hosts[peer].netns, "iptables", action)
+        _run(*firewall, "INPUT", "-s", address, "-j", "DROP")
+        _run(*firewall, "OUTPUT", "-d", address, "-j", "DROP")
 
     def destroy(self) -> None:
         """Stop what still runs in the lab's namespaces (by PID), remove the namespaces, links,

@@ -4,8 +4,9 @@ names, as a client process on that host would, and prints one JSON line of answe
 The request is ``{"defines": [...client -D settings...], "ops": [...]}``; each op is one of
 - ``{"op": "owners", "uris": [...]}``: the ring (from etcd) and each URI's owner;
 - ``{"op": "read", "uri": u}``: a read routed by the ring with failover (which worker served it);
-- ``{"op": "get", "worker": w, "path": p, "params": {...}}``: one HTTP GET to one worker;
-- ``{"op": "write", "uri": u, "text": t}``: a write routed by the ring;
+- ``{"op": "get", "worker": w, "path": p, "params": {...}, "headers": {...}}``: one HTTP GET
+  to one worker, its status, time and ``X-Dora-Revision`` answered too;
+- ``{"op": "write", "uri": u, "text": t}``: a write routed by the ring (or sent to ``worker``);
 - ``{"op": "cat", "uri": u}``: a read through the fsspec filesystem (``dora::``), fast path
   included.
 Bytes are answered as their SHA-256 and size; a failure as its status or error.
@@ -54,14 +55,25 @@ class Probe:
 
     def get(self, op: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
-        response = httpx.get(f"http://{op['worker']}{op['path']}", params=op["params"], timeout=60)
+        url = f"http://{op['worker']}{op['path']}"
+        headers = op.get("headers", {})
+        response = httpx.get(url, params=op["params"], headers=headers, timeout=60)
         took = time.monotonic() - started
-        return {"status": response.status_code, "seconds": took, **_digest(response.content)}
+        revision = response.headers.get("X-Dora-Revision")
+        return {
+            "status": response.status_code,
+            "seconds": took,
+            "revision": revision,
+            **_digest(response.content),
+        }
 
     def write(self, op: dict[str, Any]) -> dict[str, Any]:
         data = op["text"].encode()
         params = {"path": op["uri"]}
         call = Call("PUT", "/v1/write", op["uri"], "write", params, False, lambda: data)
+        if "worker" in op:
+            self.client.send_to(op["worker"], call)
+            return {"worker": op["worker"], "revision": self.client.revision}
         answer = self.client.send(call)
         return {"worker": answer.worker, "revision": self.client.revision}
 
