@@ -53,8 +53,9 @@ test: etcd jdk lab-tools alluxiofs-venvs lint typecheck
 test-fast: jdk lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 -m "not integration and not reliability and not slow"
 
-# `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
-demo: etcd jdk $(STAMP)
+# `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd;
+# DEMO_ARGS="--hosts 3" runs the pipeline on Spark standalone across three emulated hosts.
+demo: etcd jdk lab-tools $(STAMP)
 	$(BIN)/dora demo $(DEMO_ARGS)
 
 # Figures to stdout; the side-by-side suite writes bench/results/*.json and renders
