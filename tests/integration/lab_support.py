@@ -1,5 +1,6 @@
-"""The many-host lab for integration tests: one lab per test module (its start-up is shared by
-the module's tests), skipped with the lab's one-line reason where namespaces cannot be made."""
+"""The many-host lab for integration tests (the ``lab`` fixture in conftest.py: one per test
+process that runs a lab test), skipped with the lab's one-line reason where namespaces cannot
+be made, and what the lab's tests share."""
 
 import hashlib
 import json
@@ -13,7 +14,7 @@ from worker.lab.netns import LabUnavailable, unavailable_reason
 
 
 def lab_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """A started lab, stopped (and its namespaces removed) after the module."""
+    """A started lab, stopped (and its namespaces removed) when the fixture ends."""
     reason = unavailable_reason()
     if reason is not None:
         pytest.skip(reason)

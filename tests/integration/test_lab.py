@@ -4,7 +4,6 @@ every host route every file to the same owner, a read from one host of a file an
 served by that owner, WebHDFS block locations name the owner's host, and a host cannot open
 another host's page files. Every read is compared with the bytes S3 holds."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -12,15 +11,10 @@ import pytest
 
 from worker.lab.lab import Lab
 
-from .lab_support import cluster_ls, lab_fixture, put_files, read_op
+from .lab_support import cluster_ls, put_files, read_op
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 HOSTS = ("w1", "w2", "w3")
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -6,20 +6,14 @@ says; with S3 unreachable cached files are served and uncached reads answer 503,
 Every read is compared with the bytes S3 holds. Each test heals what it broke."""
 
 import hashlib
-from collections.abc import Iterator
 
 import pytest
 
 from worker.lab.lab import Lab
 
-from .lab_support import lab_fixture, online, put_files, read_op, ufs_digest, wait_for
+from .lab_support import online, put_files, read_op, ufs_digest, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path_factory)
 
 
 def owned_by(lab: Lab, host: str, files: dict[str, str]) -> list[str]:

@@ -8,7 +8,8 @@ The request is ``{"defines": [...client -D settings...], "ops": [...]}``; each o
   to one worker, its status, time and ``X-Dora-Revision`` answered too;
 - ``{"op": "write", "uri": u, "text": t}``: a write routed by the ring (or sent to ``worker``);
 - ``{"op": "cat", "uri": u}``: a read through the fsspec filesystem (``dora::``), fast path
-  included.
+  included;
+- ``{"op": "s3", "uri": u}``: a read straight from S3 (one s3fs client for the process), timed.
 Bytes are answered as their SHA-256 and size; a failure as its status or error.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 import httpx
 
 from config import Config, load_config
+from ufs import keys as ufs_keys
 from worker.client.filesystem import DoraFileSystem
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
@@ -43,6 +45,7 @@ class Probe:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.client = WorkerClient(ClientOptions.resolve(config))
+        self._s3: Any = None
 
     def owners(self, op: dict[str, Any]) -> dict[str, Any]:
         ring = self.client.ring
@@ -76,6 +79,20 @@ class Probe:
             return {"worker": op["worker"], "revision": self.client.revision}
         answer = self.client.send(call)
         return {"worker": answer.worker, "revision": self.client.revision}
+
+    def s3(self, op: dict[str, Any]) -> dict[str, Any]:
+        import s3fs
+
+        if self._s3 is None:
+            self._s3 = s3fs.S3FileSystem(
+                endpoint_url=self.config.get(ufs_keys.S3_ENDPOINT),
+                key=self.config.get(ufs_keys.S3_ACCESS_KEY_ID),
+                secret=self.config.get(ufs_keys.S3_SECRET_ACCESS_KEY),
+                skip_instance_cache=True,
+            )
+        started = time.monotonic()
+        data: bytes = self._s3.cat(op["uri"])
+        return {"seconds": time.monotonic() - started, **_digest(data)}
 
     def cat(self, op: dict[str, Any]) -> dict[str, Any]:
         fs = DoraFileSystem(config=self.config)

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from worker.demo import pipeline
-from worker.lab.spark import EXECUTOR_MEMORY, START_TIMEOUT_S, WORKER_CORES
+from worker.lab.spark import EXECUTOR_MEMORY, LEAN_JVM, START_TIMEOUT_S, WORKER_CORES
 
 UI_PORT = 4040
 
@@ -60,6 +60,7 @@ def session(request: dict[str, Any]) -> Any:
         "spark.ui.port": str(UI_PORT),
         "spark.executor.cores": str(WORKER_CORES),
         "spark.executor.memory": EXECUTOR_MEMORY,
+        "spark.executor.extraJavaOptions": LEAN_JVM,
         "spark.cores.max": str(hosts * WORKER_CORES),
         "spark.sql.shuffle.partitions": str(hosts * WORKER_CORES),
         **request["conf"],
