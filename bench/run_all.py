@@ -23,6 +23,7 @@ FULL = (
     ["bench.cluster_bench"],
     ["bench.load_bench"],
     ["bench.spark_bench"],
+    ["bench.lab_bench"],
 )
 QUICK = (["bench.side", "--quick", "--render"],)
 
