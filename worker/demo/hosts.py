@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -135,6 +135,57 @@ def served_by_host(lab: Lab) -> dict[str, tuple[int, int]]:
     return split
 
 
+@dataclass
+class _Runs:
+    """The demo's runs through one driver, each measured on every worker; ``reference`` is
+    the answer the runs must match (it changes with the data). Not thread-safe."""
+
+    lab: Lab
+    driver: Driver
+    progress: Progress
+    reference: str
+    report: HostsReport = field(default_factory=lambda: HostsReport([], [], {}))
+
+    def run(self, name: str, dataset_name: str, run_name: str) -> None:
+        url = webhdfs_url(self.lab.addresses[0], f"{BASE}/{dataset_name}")
+        before = _stats(self.lab)
+        with self.progress.step(f"{run_name}: {name}"):
+            answer = self.driver.query(url)
+        after = _stats(self.lab)
+        self.report.results.append(RunResult(
+            name, run_name, "rule 0", answer["seconds"], UfsCost(None, None),
+            after["bytes_from_cache"] - before["bytes_from_cache"], 0,
+            after["bytes_from_ufs"] - before["bytes_from_ufs"], answer["checksum"],
+            self.reference,
+        ))  # fmt: skip
+        self.report.locality.append((run_name, name, Counter(answer["locality"])))
+
+
+def _start_lab(root: Path, hosts: int, options: DemoOptions, cleanup: contextlib.ExitStack) -> Lab:
+    defines = [path_rules(BASE), "dora.worker.http.access.log=true",
+               "dora.worker.log.format=json", *options.defines]  # fmt: skip
+    lab = Lab(root, hosts, defines)
+    cleanup.callback(lab.stop)
+    return lab.start()
+
+
+def _start_spark(lab: Lab, cleanup: contextlib.ExitStack) -> SparkCluster:
+    hosts = lab.network.hosts
+    workers = [hosts[name] for name in hosts if name.startswith("w")]
+    cluster = SparkCluster(hosts["w1"], workers, lab.root / "logs" / "spark")
+    cleanup.callback(cluster.stop)
+    return cluster.start()
+
+
+def _overwrite(lab: Lab, path: str, table: Any) -> None:
+    """Replace ``path`` in both dataset copies on S3 ("from outside" the cache)."""
+    assert lab.s3 is not None
+    client = lab.s3.client()
+    for dataset_name in (CACHED, PASSTHROUGH):
+        with client.open(f"{BUCKET}/{dataset_name}/{path}", "wb") as out:
+            pq.write_table(table, out, compression="snappy")
+
+
 def run_hosts_demo(
     options: DemoOptions, hosts: int, progress: Progress, passthrough: bool = True
 ) -> HostsReport:
@@ -144,68 +195,36 @@ def run_hosts_demo(
     options.work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as cleanup, guard():
         with progress.step(f"dataset: {spec.files} files x {spec.rows_per_file:,} trips") as count:
-            dataset = ensure_dataset(spec, options.work_dir / "datasets", count)
-        paths = data_files(dataset)
+            paths = data_files(ensure_dataset(spec, options.work_dir / "datasets", count))
         root = Path(cleanup.enter_context(tempfile.TemporaryDirectory(dir=options.work_dir)))
-        defines = [path_rules(BASE), "dora.worker.http.access.log=true",
-                   "dora.worker.log.format=json", *options.defines]  # fmt: skip
         with progress.step(f"lab: {hosts} worker hosts, etcd and SeaweedFS in namespaces"):
-            lab = Lab(root, hosts, defines)
-            cleanup.callback(lab.stop)
-            lab.start()
+            lab = _start_lab(root, hosts, options, cleanup)
         progress.say(f"  workers: {', '.join(lab.addresses)}")
         with progress.step(f"upload to {BASE}/{CACHED} and {BASE}/{PASSTHROUGH}"):
             _upload(lab, paths)
         tables = [pq.read_table(path, columns=list(pipeline.NEEDED)) for path in paths]
-        reference = _reference(tables)
-        names = [h for h in lab.network.hosts if h.startswith("w")]
-        with progress.step(f"Spark standalone: a Master on w1, a Worker on {', '.join(names)}"):
-            cluster = SparkCluster(
-                lab.network.hosts["w1"],
-                [lab.network.hosts[n] for n in names],
-                root / "logs" / "spark",
-            )
-            cleanup.callback(cluster.stop)
-            cluster.start()
+        with progress.step("Spark standalone: a Master on w1, a Worker on every worker host"):
+            cluster = _start_spark(lab, cleanup)
         with progress.step("starting the driver on w1 and warming the executors up"):
             driver = Driver(lab, "w1", cluster, hosts, paths[0])
             cleanup.callback(driver.stop)
-        report = HostsReport([], [], {})
-
-        def run(name: str, dataset_name: str, run_name: str, sync: str) -> None:
-            url = webhdfs_url(lab.addresses[0], f"{BASE}/{dataset_name}")
-            before = _stats(lab)
-            with progress.step(f"{run_name}: {name}"):
-                answer = driver.query(url)
-            after = _stats(lab)
-            report.results.append(RunResult(
-                name, run_name, sync, answer["seconds"], UfsCost(None, None),
-                after["bytes_from_cache"] - before["bytes_from_cache"], 0,
-                after["bytes_from_ufs"] - before["bytes_from_ufs"], answer["checksum"],
-                reference,
-            ))  # fmt: skip
-            report.locality.append((run_name, name, Counter(answer["locality"])))
-
+        runs = _Runs(lab, driver, progress, _reference(tables))
         contenders = [("native (webhdfs)", CACHED)]
         if passthrough:
             contenders.append(("native, pass-through", PASSTHROUGH))
         for name, dataset_name in contenders:
-            run(name, dataset_name, "cold", "rule 0")
-            run(name, dataset_name, "warm", "rule 0")
+            runs.run(name, dataset_name, "cold")
+            runs.run(name, dataset_name, "warm")
         changed = len(paths) // 2
         with progress.step(f"overwriting {paths[changed].name} in the UFS"):
             table = trips(spec, changed, revision=1)
-            assert lab.s3 is not None
-            client = lab.s3.client()
-            for dataset_name in (CACHED, PASSTHROUGH):
-                with client.open(f"{BUCKET}/{dataset_name}/{paths[changed].name}", "wb") as out:
-                    pq.write_table(table, out, compression="snappy")
+            _overwrite(lab, paths[changed].name, table)
             tables[changed] = table.select(list(pipeline.NEEDED))
-            reference = _reference(tables)
+            runs.reference = _reference(tables)
         for name, dataset_name in contenders:
-            run(name, dataset_name, "changed", "rule 0")
-        report.served.update(served_by_host(lab))
-        return report
+            runs.run(name, dataset_name, "changed")
+        runs.report.served.update(served_by_host(lab))
+        return runs.report
 
 
 def render_hosts(report: HostsReport) -> str:
