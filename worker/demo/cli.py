@@ -129,8 +129,12 @@ def run(args: argparse.Namespace) -> int:
 def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
     from worker.demo.hosts import render_hosts, run_hosts_demo
     from worker.demo.report import render
-    from worker.lab.netns import LabUnavailable
+    from worker.lab.netns import LabUnavailable, unavailable_reason
 
+    reason = unavailable_reason()
+    if reason is not None:
+        print(f"dora demo --hosts: {reason}", file=sys.stderr)
+        return EXIT_MISMATCH
     progress.say(f"doracache demo: taxi trips by pickup hour and zone, on {hosts} hosts")
     try:
         report = run_hosts_demo(options, hosts, progress)
