@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk chromium image-tools \
-	alluxiofs-venvs protos
+	lab-tools alluxiofs-venvs protos
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ $(STAMP): pyproject.toml
 etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
+
+# The many-host lab (worker/lab) makes network namespaces and veths with iproute2's ip and cuts
+# links between two hosts with iptables; nsenter, unshare and mount come with util-linux.
+lab-tools:
+	@{ command -v ip && command -v iptables; } >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; }
 
 # Spark's short-circuit client (worker/spark/java) is compiled on first use against pyspark's
 # jars (worker/spark/hadoopjar.py): a machine with a Java 17 runtime alone gets Debian's JDK.
@@ -59,7 +65,7 @@ typecheck: $(STAMP)
 
 # Three test processes (most tests wait on servers and subprocesses, not on the 2 CPUs); the
 # reliability scenarios after them, alone, since they load the machine on purpose.
-test: etcd jdk chromium image-tools alluxiofs-venvs lint typecheck
+test: etcd jdk chromium image-tools lab-tools alluxiofs-venvs lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --durations=25 -m "not reliability"
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m reliability
 
@@ -67,8 +73,9 @@ test: etcd jdk chromium image-tools alluxiofs-venvs lint typecheck
 test-fast: jdk lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 -m "not integration and not reliability and not slow"
 
-# `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd.
-demo: etcd jdk $(STAMP)
+# `make demo DEMO_ARGS="--workers 2"` also runs two workers as one cache through etcd;
+# DEMO_ARGS="--hosts 3" runs the pipeline on Spark standalone across three emulated hosts.
+demo: etcd jdk lab-tools $(STAMP)
 	$(BIN)/dora demo $(DEMO_ARGS)
 
 # Figures to stdout; the side-by-side suite writes bench/results/*.json and renders

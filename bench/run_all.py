@@ -28,6 +28,7 @@ FULL = (
     ["bench.spark_bench"],
     ["bench.console_bench"],
     ["bench.webhdfs_listing_bench"],
+    ["bench.lab_bench"],
 )
 QUICK = (["bench.side", "--quick", "--render"],)
 

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from worker.localserver import LocalServer
+from worker.localserver import Launcher, LocalServer
 
 ACCESS_KEY = "doracache"
 SECRET_KEY = "doracache-secret"
@@ -58,20 +58,27 @@ def weed_binary() -> str:
 
 
 class LocalS3(LocalServer):
-    """One ``weed mini`` process serving S3 on 127.0.0.1. Started by :meth:`start`, stopped by
-    PID with :meth:`stop`; usable as a context manager. Not thread-safe."""
+    """One ``weed mini`` process serving S3 on ``host`` (127.0.0.1 by default). Started by
+    :meth:`start`, stopped by PID with :meth:`stop`; usable as a context manager. Not
+    thread-safe."""
 
     name = "SeaweedFS"
     log_name = "weed.log"
 
-    def __init__(self, data_dir: Path, buckets: tuple[str, ...] = ()) -> None:
-        super().__init__(data_dir)
+    def __init__(
+        self,
+        data_dir: Path,
+        buckets: tuple[str, ...] = (),
+        host: str = "127.0.0.1",
+        launcher: Launcher = list,
+    ) -> None:
+        super().__init__(data_dir, host, launcher)
         self.buckets = buckets
         self.ports = {flag: free_port() for flag in _PORT_FLAGS}
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.ports['s3.port']}"
+        return f"http://{self.host}:{self.ports['s3.port']}"
 
     def start(self, timeout: float = 60.0) -> LocalS3:
         self._check_free_space()
@@ -79,8 +86,8 @@ class LocalS3(LocalServer):
             weed_binary(),
             "mini",
             f"-dir={self.data_dir}",
-            "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1",
+            f"-ip={self.host}",
+            f"-ip.bind={self.host}",
             "-master.telemetry=false",
             "-admin.ui=false",
             "-webdav=false",

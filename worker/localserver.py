@@ -10,22 +10,28 @@ import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+Launcher = Callable[[Sequence[str]], list[str]]
+
 
 class LocalServer(ABC):
-    """One server process on 127.0.0.1, usable as a context manager. A subclass names it
-    (``name``, for messages; ``log_name``, its log file), builds its command line and says in
-    :meth:`_ready` whether it answers. Not thread-safe."""
+    """One server process on ``host`` (127.0.0.1 unless the lab runs it on an emulated host:
+    then ``launcher`` wraps its command line to run there), usable as a context manager. A
+    subclass names it (``name``, for messages; ``log_name``, its log file), builds its command
+    line and says in :meth:`_ready` whether it answers. Not thread-safe."""
 
     name: str
     log_name: str
     poll_seconds = 0.1
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, host: str = "127.0.0.1", launcher: Launcher = list) -> None:
         self.data_dir = data_dir
+        self.host = host
+        self.launcher = launcher
         self.process: subprocess.Popen[bytes] | None = None
 
     @abstractmethod
@@ -47,7 +53,11 @@ class LocalServer(ABC):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with (self.data_dir / self.log_name).open("ab" if append else "wb") as log:
             self.process = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                self.launcher(args),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -12,7 +12,10 @@ import s3fs
 
 from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
+from worker.lab.lab import Lab
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+
+from .lab_support import lab_fixture
 
 BUCKET = "itest"
 
@@ -22,6 +25,13 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
     server = LocalS3(tmp_path_factory.mktemp("seaweedfs"), buckets=(BUCKET,)).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """The many-host lab (worker/lab), one per test process that runs a lab test, shared by
+    the lab's modules (each test leaves it as it found it: every host up, every link healed)."""
+    yield from lab_fixture(tmp_path_factory)
 
 
 @pytest.fixture

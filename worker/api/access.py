@@ -1,8 +1,9 @@
 """The access log: one line per request, written when the answer is complete, to the
 ``worker.access`` logger: method, path (with query; credentials left out), status, body bytes
 sent, duration, and for a read the cache outcome (``hit``: every byte from the page store,
-``miss``: every byte from the UFS, ``partial``: both; ``-``: no file bytes). Switched by
-:data:`worker.api.keys.ACCESS_LOG`."""
+``miss``: every byte from the UFS, ``partial``: both; ``-``: no file bytes). The caller's
+address is a field of the record (a key of the JSON line), so bytes served can be split by the
+host they went to. Switched by :data:`worker.api.keys.ACCESS_LOG`."""
 
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ class AccessLog:
                     "bytes": sent,
                     "duration_ms": round(millis, 3),
                     "cache": cache,
+                    "client": (scope.get("client") or ("-",))[0],
                 },
             )
 

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 from worker.locals3 import free_port
-from worker.localserver import LocalServer
+from worker.localserver import Launcher, LocalServer
 
 # Idle watches hear from etcd this often, so a silent stream means a dead etcd (the default,
 # ten minutes, is meant for long-lived clients that do not care).
@@ -25,24 +25,24 @@ def etcd_binary() -> str:
 
 
 class LocalEtcd(LocalServer):
-    """One single-member etcd on 127.0.0.1. Restartable on the same ports and data (to test
-    outages); usable as a context manager. Not thread-safe."""
+    """One single-member etcd on ``host`` (127.0.0.1 by default). Restartable on the same
+    ports and data (to test outages); usable as a context manager. Not thread-safe."""
 
     name = "etcd"
     log_name = "etcd.log"
     poll_seconds = 0.05
 
-    def __init__(self, data_dir: Path) -> None:
-        super().__init__(data_dir)
+    def __init__(self, data_dir: Path, host: str = "127.0.0.1", launcher: Launcher = list) -> None:
+        super().__init__(data_dir, host, launcher)
         self.client_port = free_port()
         self.peer_port = free_port()
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.client_port}"
+        return f"http://{self.host}:{self.client_port}"
 
     def start(self, timeout: float = 30.0) -> LocalEtcd:
-        peer = f"http://127.0.0.1:{self.peer_port}"
+        peer = f"http://{self.host}:{self.peer_port}"
         args = [
             etcd_binary(),
             "--name=dora",

@@ -6,11 +6,16 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from config import Source
 from config.units import parse_duration
 from worker.cli.common import config_options, load
 from worker.demo.spec import DatasetSpec, default_work_dir
+
+if TYPE_CHECKING:
+    from worker.demo.report import Progress
+    from worker.demo.run import DemoOptions
 
 EXIT_MISMATCH = 1
 EXIT_INTERRUPTED = 130
@@ -60,6 +65,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="with 2 or more, then also run that many workers as one cache through a local etcd",
     )
+    parser.add_argument(
+        "--hosts",
+        type=_positive,
+        default=1,
+        help="with 2 or more, run the pipeline instead on a Spark standalone cluster across that "
+        "many emulated hosts (network namespaces: needs root), a worker on each",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -94,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         defines=_chosen_settings(args),
     )
     progress = Progress()
+    if args.hosts > 1:
+        return _hosts_demo(options, args.hosts, progress)
     progress.say("doracache demo: taxi trips by pickup hour and zone, read four ways")
     try:
         results = run_demo(options, progress)
@@ -109,6 +123,35 @@ def run(args: argparse.Namespace) -> int:
         progress.say("\nevery answer matches the direct read of the UFS")
         return 0
     print("\nsome answers differ from the direct read of the UFS", file=sys.stderr)
+    return EXIT_MISMATCH
+
+
+def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
+    from worker.demo.hosts import render_hosts, run_hosts_demo
+    from worker.demo.report import render
+    from worker.lab.netns import LabUnavailable, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        print(f"dora demo --hosts: {reason}", file=sys.stderr)
+        return EXIT_MISMATCH
+    progress.say(f"doracache demo: taxi trips by pickup hour and zone, on {hosts} hosts")
+    try:
+        report = run_hosts_demo(options, hosts, progress)
+    except LabUnavailable as exc:
+        print(f"dora demo --hosts: {exc}", file=sys.stderr)
+        return EXIT_MISMATCH
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    progress.say("")
+    progress.say(render(report.results))
+    progress.say("")
+    progress.say(render_hosts(report))
+    if all(result.matches for result in report.results):
+        progress.say("\nevery answer matches the direct read of the files")
+        return 0
+    print("\nsome answers differ from the direct read of the files", file=sys.stderr)
     return EXIT_MISMATCH
 
 

@@ -44,6 +44,7 @@ def test_one_line_per_request(
     assert read["line"].startswith(f"GET {read['path']} 200 5B ")
     assert refused["status"] == 401
     assert (read["cache"], refused["cache"]) == ("miss", "-")
+    assert read["client"] == refused["client"] == "127.0.0.1"  # httpx's ASGI transport's
 
 
 def test_the_cache_outcome_of_each_read(

@@ -1,0 +1,145 @@
+"""Figures of the many-host lab (issue 24), in the lab's network namespaces (root only):
+
+- a warm read of one file from a client on host A: from A's own worker, from the owner on host
+  B, and straight from S3 (median of ``--repeat`` reads each, in one client process on A);
+- a worker host's link dropped: the first read of its file by a client that had used it (a
+  long-lived client), then (the lease having lapsed by then) by a fresh client and the steady
+  state; the time from the link drop until etcd's membership no longer lists it (lease expiry,
+  timed alongside the reads); with the link back, the time until it is listed again (rejoin)
+  and until it has applied the feed's newest revision (catch-up).
+
+    .venv/bin/python -m bench.lab_bench [--repeat 5] [--size-mb 4] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from config import load_config
+from worker.client.http import Call, WorkerClient
+from worker.client.options import ClientOptions
+from worker.cluster.etcd import Etcd
+from worker.cluster.status import cluster_status
+from worker.keys import build_registry
+from worker.lab.lab import BUCKET, Lab, guard
+from worker.lab.netns import unavailable_reason
+
+
+def _client(lab: Lab) -> WorkerClient:
+    config = load_config(build_registry(), environ={}, defines=lab.client_defines())
+    return WorkerClient(ClientOptions.resolve(config))
+
+
+def _read(client: WorkerClient, uri: str) -> tuple[float, str]:
+    started = time.monotonic()
+    answer = client.send(Call("GET", "/v1/read", uri, "read", {"path": uri}))
+    return time.monotonic() - started, answer.worker
+
+
+def _until(condition: Callable[[], bool], timeout: float = 120.0) -> float:
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise RuntimeError("condition not met in time")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def reads(lab: Lab, size_mb: int, repeat: int) -> dict[str, float]:
+    """Median seconds of a warm read from w1: own worker, the owner on another host, S3."""
+    assert lab.s3 is not None
+    fs = lab.s3.client()
+    data = b"x" * (size_mb << 20)
+    uris = [f"s3://{BUCKET}/bench/read-{i}" for i in range(12)]
+    for uri in uris:
+        fs.pipe(uri.removeprefix("s3://"), data)
+    [owners] = lab.probe("w1", {"op": "owners", "uris": uris})
+    placed = owners["owners"]  # type: ignore[index]
+    own = next(u for u in uris if placed[u] == lab.worker("w1").address)
+    other = next(u for u in uris if placed[u] != lab.worker("w1").address)
+
+    def get(uri: str) -> dict[str, object]:
+        query = {"path": uri, "sync_interval": "-1"}
+        return {"op": "get", "worker": placed[uri], "path": "/v1/read", "params": query}
+
+    s3 = {"op": "s3", "uri": own}
+    answers = lab.probe("w1", get(own), get(other), *[get(own), get(other), s3] * repeat)
+    times = [float(a["seconds"]) for a in answers[2:]]  # type: ignore[arg-type]
+    return {
+        "same host": statistics.median(times[0::3]),
+        "cross host": statistics.median(times[1::3]),
+        "direct S3": statistics.median(times[2::3]),
+    }
+
+
+def failover(lab: Lab) -> dict[str, float]:
+    """One round of link down / up on w3, timed as the module docstring says."""
+    assert lab.s3 is not None and lab.etcd is not None
+    lost = lab.worker("w3")
+    etcd = Etcd([lab.etcd.endpoint], 2.0)
+    uris = [f"s3://{BUCKET}/bench/fail-{i}" for i in range(12)]
+    for uri in uris:
+        lab.s3.client().pipe(uri.removeprefix("s3://"), b"y" * 65536)
+    used = _client(lab)
+    uri = next(u for u in uris if used.ring.owner(u) == lost.address)
+    _read(used, uri)
+
+    def listed() -> dict[str, tuple[bool, int | None]]:
+        status = cluster_status(etcd, "DefaultAlluxioCluster")
+        return {m.info.name: (m.online, m.lag) for m in status.members}
+
+    figures: dict[str, float] = {}
+
+    def expiry() -> None:
+        figures["lease expiry to ring change"] = _until(lambda: not listed()[lost.address][0])
+
+    # Timed from the link drop, alongside the reads (which may take longer than the lease).
+    watcher = threading.Thread(target=expiry)
+    lab.network.link("w3", up=False)
+    try:
+        watcher.start()
+        figures["first read, long-lived client"] = _read(used, uri)[0]
+        # Both after the long-lived client's first read, by when the lease has lapsed.
+        figures["first read, fresh client, ring changed"] = _read(_client(lab), uri)[0]
+        figures["steady read, ring changed"] = _read(used, uri)[0]
+        watcher.join()
+    finally:
+        lab.network.link("w3", up=True)
+    figures["rejoin"] = _until(lambda: listed()[lost.address][0])
+    figures["rejoin + catch-up"] = figures["rejoin"] + _until(
+        lambda: listed()[lost.address][1] == 0
+    )
+    etcd.close()
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--size-mb", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    reason = unavailable_reason()
+    if reason is not None:
+        print(f"lab_bench skipped: {reason}")
+        return 0
+    with guard(), tempfile.TemporaryDirectory() as root, Lab(Path(root)) as lab:
+        for what, seconds in reads(lab, args.size_mb, args.repeat).items():
+            print(f"read {args.size_mb} MB warm from w1, {what}: {seconds * 1000:.1f} ms")
+        rounds = [failover(lab) for _ in range(args.rounds)]
+        for what in rounds[0]:
+            values = sorted(r[what] for r in rounds)
+            print(f"{what}: median {statistics.median(values):.2f} s "
+                  f"({values[0]:.2f}-{values[-1]:.2f}, {len(values)} rounds)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

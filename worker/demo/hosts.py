@@ -1,0 +1,247 @@
+"""``dora demo --hosts N``: the demo's pipeline on a Spark standalone cluster across N emulated
+hosts (:mod:`worker.lab`): a worker and a Spark Worker on each, the Master and the driver on
+the first, etcd and SeaweedFS on hosts of their own. Spark's own Parquet reader reads
+``webhdfs://`` URLs naming the first host's worker, cold, warm and after a change, cached and
+pass-through; every answer is checked against the reference computed straight from the files.
+
+Besides the one-host table it shows what only many hosts show: the input tasks by Spark's
+locality level (from Spark's REST API) and the bytes each worker served to its own host and to
+other hosts (from the workers' access logs). Everything is stopped by PID and the namespaces
+removed on the way out, also on Ctrl-C, SIGTERM or an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow.parquet as pq
+
+from worker.demo import pipeline
+from worker.demo.contenders import CACHED, PASSTHROUGH, path_rules
+from worker.demo.dataset import data_files, ensure_dataset, trips
+from worker.demo.link import UfsCost
+from worker.demo.report import Progress, RunResult, megabytes
+from worker.demo.run import STAT_KEYS, DemoOptions
+from worker.lab.lab import BUCKET, Lab, guard
+from worker.lab.spark import SparkCluster
+from worker.spark.webhdfs import hadoop_conf, webhdfs_url
+
+BASE = f"s3://{BUCKET}"
+LEVELS = ("PROCESS_LOCAL", "NODE_LOCAL", "RACK_LOCAL", "ANY")
+
+
+@dataclass(frozen=True)
+class HostsReport:
+    """The table's runs, input tasks by locality level per run, and bytes each worker served
+    over WebHDFS to its own host and to others."""
+
+    results: list[RunResult]
+    locality: list[tuple[str, str, Counter[str]]]
+    served: dict[str, tuple[int, int]]
+
+
+class Driver:
+    """The Spark driver process (:mod:`worker.lab.sparkjob`) on a lab host, asked one query
+    at a time. Not thread-safe."""
+
+    def __init__(
+        self, lab: Lab, host: str, cluster: SparkCluster, executors: int, sample: Path
+    ) -> None:
+        address = lab.network.hosts[host].address
+        conf = {f"spark.hadoop.{k}": v for k, v in hadoop_conf(address, None).items()}
+        # One file per task (a file's open cost fills a partition), so that a task has one
+        # owner to be local to.
+        conf["spark.sql.files.openCostInBytes"] = conf["spark.sql.files.maxPartitionBytes"] = "64MB"
+        request = {"master": cluster.url, "host": address, "conf": conf,
+                   "executors": executors, "sample": f"file://{sample}"}  # fmt: skip
+        argv = [sys.executable, "-m", "worker.lab.sparkjob", json.dumps(request)]
+        command = lab.network.hosts[host].command(argv, cwd=Path.cwd())
+        with (lab.root / "logs" / "driver.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
+            )
+        self._answer()
+
+    def _answer(self) -> dict[str, Any]:
+        out: IO[str] | None = self.process.stdout
+        assert out is not None
+        line = out.readline()
+        if not line:
+            raise RuntimeError("the Spark driver exited; see its log in the lab's logs/")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def query(self, url: str) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"url": url}) + "\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _stats(lab: Lab) -> dict[str, int]:
+    totals = dict.fromkeys(STAT_KEYS, 0)
+    for worker in lab.workers:
+        stats = worker.http.get("/v1/stats").json()
+        for key in STAT_KEYS:
+            totals[key] += int(stats.get(key, 0))
+    return totals
+
+
+def _upload(lab: Lab, paths: list[Path]) -> None:
+    assert lab.s3 is not None
+    client = lab.s3.client()
+    for name in (CACHED, PASSTHROUGH):
+        for path in paths:
+            client.put_file(str(path), f"{BUCKET}/{name}/{path.name}")
+
+
+def _reference(tables: list[Any]) -> str:
+    return pipeline.checksum(pipeline.arrow_aggregate(tables))
+
+
+def served_by_host(lab: Lab) -> dict[str, tuple[int, int]]:
+    """Per worker: bytes its WebHDFS OPEN answers sent to its own host and to other hosts."""
+    split = {}
+    for worker in lab.workers:
+        own = other = 0
+        for line in worker.log.read_text().splitlines():
+            if not line.startswith("{"):
+                continue
+            record = json.loads(line)
+            if record.get("logger") != "worker.access" or "op=OPEN" not in record["path"]:
+                continue
+            if record["client"] == worker.host.address:
+                own += record["bytes"]
+            else:
+                other += record["bytes"]
+        split[worker.address] = (own, other)
+    return split
+
+
+@dataclass
+class _Runs:
+    """The demo's runs through one driver, each measured on every worker; ``reference`` is
+    the answer the runs must match (it changes with the data). Not thread-safe."""
+
+    lab: Lab
+    driver: Driver
+    progress: Progress
+    reference: str
+    report: HostsReport = field(default_factory=lambda: HostsReport([], [], {}))
+
+    def run(self, name: str, dataset_name: str, run_name: str) -> None:
+        url = webhdfs_url(self.lab.addresses[0], f"{BASE}/{dataset_name}")
+        before = _stats(self.lab)
+        with self.progress.step(f"{run_name}: {name}"):
+            answer = self.driver.query(url)
+        after = _stats(self.lab)
+        self.report.results.append(RunResult(
+            name, run_name, "rule 0", answer["seconds"], UfsCost(None, None),
+            after["bytes_from_cache"] - before["bytes_from_cache"], 0,
+            after["bytes_from_ufs"] - before["bytes_from_ufs"], answer["checksum"],
+            self.reference,
+        ))  # fmt: skip
+        self.report.locality.append((run_name, name, Counter(answer["locality"])))
+
+
+def _start_lab(root: Path, hosts: int, options: DemoOptions, cleanup: contextlib.ExitStack) -> Lab:
+    defines = [path_rules(BASE), "dora.worker.http.access.log=true",
+               "dora.worker.log.format=json", *options.defines]  # fmt: skip
+    lab = Lab(root, hosts, defines)
+    cleanup.callback(lab.stop)
+    return lab.start()
+
+
+def _start_spark(lab: Lab, cleanup: contextlib.ExitStack) -> SparkCluster:
+    hosts = lab.network.hosts
+    workers = [hosts[name] for name in hosts if name.startswith("w")]
+    cluster = SparkCluster(hosts["w1"], workers, lab.root / "logs" / "spark")
+    cleanup.callback(cluster.stop)
+    return cluster.start()
+
+
+def _overwrite(lab: Lab, path: str, table: Any) -> None:
+    """Replace ``path`` in both dataset copies on S3 ("from outside" the cache)."""
+    assert lab.s3 is not None
+    client = lab.s3.client()
+    for dataset_name in (CACHED, PASSTHROUGH):
+        with client.open(f"{BUCKET}/{dataset_name}/{path}", "wb") as out:
+            pq.write_table(table, out, compression="snappy")
+
+
+def run_hosts_demo(
+    options: DemoOptions, hosts: int, progress: Progress, passthrough: bool = True
+) -> HostsReport:
+    """Run the demo across ``hosts`` emulated hosts (the pass-through copy too, with
+    ``passthrough``); stops everything before returning."""
+    spec = options.spec
+    options.work_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as cleanup, guard():
+        with progress.step(f"dataset: {spec.files} files x {spec.rows_per_file:,} trips") as count:
+            paths = data_files(ensure_dataset(spec, options.work_dir / "datasets", count))
+        root = Path(cleanup.enter_context(tempfile.TemporaryDirectory(dir=options.work_dir)))
+        with progress.step(f"lab: {hosts} worker hosts, etcd and SeaweedFS in namespaces"):
+            lab = _start_lab(root, hosts, options, cleanup)
+        progress.say(f"  workers: {', '.join(lab.addresses)}")
+        with progress.step(f"upload to {BASE}/{CACHED} and {BASE}/{PASSTHROUGH}"):
+            _upload(lab, paths)
+        tables = [pq.read_table(path, columns=list(pipeline.NEEDED)) for path in paths]
+        with progress.step("Spark standalone: a Master on w1, a Worker on every worker host"):
+            cluster = _start_spark(lab, cleanup)
+        with progress.step("starting the driver on w1 and warming the executors up"):
+            driver = Driver(lab, "w1", cluster, hosts, paths[0])
+            cleanup.callback(driver.stop)
+        runs = _Runs(lab, driver, progress, _reference(tables))
+        contenders = [("native (webhdfs)", CACHED)]
+        if passthrough:
+            contenders.append(("native, pass-through", PASSTHROUGH))
+        for name, dataset_name in contenders:
+            runs.run(name, dataset_name, "cold")
+            runs.run(name, dataset_name, "warm")
+        changed = len(paths) // 2
+        with progress.step(f"overwriting {paths[changed].name} in the UFS"):
+            table = trips(spec, changed, revision=1)
+            _overwrite(lab, paths[changed].name, table)
+            tables[changed] = table.select(list(pipeline.NEEDED))
+            runs.reference = _reference(tables)
+        for name, dataset_name in contenders:
+            runs.run(name, dataset_name, "changed")
+        runs.report.served.update(served_by_host(lab))
+        return runs.report
+
+
+def render_hosts(report: HostsReport) -> str:
+    """The locality and bytes-by-host figures under the table."""
+    lines = ["input tasks by Spark locality level (Spark REST API, stages that read input):"]
+    for run, contender, counts in report.locality:
+        total = sum(counts.values()) or 1
+        levels = ", ".join(f"{level} {counts[level]}" for level in LEVELS if counts[level])
+        local = counts["PROCESS_LOCAL"] + counts["NODE_LOCAL"]
+        lines.append(f"  {run:8} {contender:22} {levels}  (local {100 * local / total:.0f}%)")
+    lines.append("bytes each worker served over WebHDFS (OPEN), to its own host / to other hosts:")
+    own_total = other_total = 0
+    for address, (own, other) in report.served.items():
+        own_total, other_total = own_total + own, other_total + other
+        lines.append(
+            f"  {address:22} own host {megabytes(own):>10}   others {megabytes(other):>10}"
+        )
+    share = 100 * own_total / max(1, own_total + other_total)
+    lines.append(f"  same-host share of the bytes served: {share:.0f}%")
+    return "\n".join(lines)
