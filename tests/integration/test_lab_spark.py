@@ -54,9 +54,11 @@ def test_the_pipeline_on_spark_standalone_across_three_hosts(tmp_path: Path) -> 
     own = sum(own for own, _ in report.served.values())
     total = sum(own + other for own, other in report.served.values())
     assert total > 0
-    if own < 0.9 * total:
-        pytest.xfail(
-            f"issue 24's third defect (w23clu fixes it): {100 * own / total:.0f}% of the bytes "
-            "went to the same host, not 90%: OPEN is answered by the worker the webhdfs:// URL "
-            "names, never redirected to the owner"
-        )
+    # Locality is real, not nominal: a task Spark ran on its file's host read from that host's
+    # worker (OPEN goes to the owner), so the share of bytes served to the same host follows
+    # the share of node-local tasks (the files are of one size). Issue 24's target is 90% of
+    # the bytes with every task node-local; a loaded machine lets Spark give up waiting for
+    # locality now and then, which moves both shares alike.
+    tasks = sum(sum(c.values()) for _, _, c in report.locality)
+    local = sum(c["NODE_LOCAL"] + c.get("PROCESS_LOCAL", 0) for _, _, c in report.locality)
+    assert own >= (local / tasks - 0.1) * total, (own, total, local, tasks)
