@@ -91,7 +91,7 @@ def test_etcd_takes_calls_only_with_the_client_certificate(
     etcd_server: TlsEtcd, client_pair: Pair, tls_ca: CA
 ) -> None:
     trusted = PemFiles(str(tls_ca.file), str(client_pair.cert), str(client_pair.key))
-    etcd = Etcd([etcd_server.endpoint], 2.0, trusted)
+    etcd = Etcd([etcd_server.endpoint], 2.0, tls=trusted)
     try:
         key = f"/tls-test/{uuid.uuid4().hex}"
         etcd.put(key, b"over tls")
@@ -99,9 +99,9 @@ def test_etcd_takes_calls_only_with_the_client_certificate(
         assert found is not None and found.value == b"over tls"
     finally:
         etcd.close()
-    without = Etcd([etcd_server.endpoint], 2.0, PemFiles(str(tls_ca.file)))
+    without = Etcd([etcd_server.endpoint], 2.0, tls=PemFiles(str(tls_ca.file)))
     with pytest.raises(EtcdUnavailable, match=etcd_server.endpoint):
-        without.revision()
+        without.revision("/dora")
     without.close()
 
 
@@ -120,7 +120,7 @@ def test_a_client_following_etcd_reaches_an_https_worker_by_its_scheme(
     try:
         pair = etcd_server.client
         trusted = PemFiles(str(tls_ca.file), str(pair.cert), str(pair.key))
-        etcd = Etcd([etcd_server.endpoint], 2.0, trusted)
+        etcd = Etcd([etcd_server.endpoint], 2.0, tls=trusted)
         _, entries = etcd.get_prefix(layout.live_prefix(cluster))
         etcd.close()
         assert [layout.WorkerInfo.decode(e.value).url for e in entries] == [worker.url()]

@@ -58,7 +58,8 @@ def keyless_worker(
 def read(service: WorkerService) -> bytes:
     return b"".join(
         service.read(
-            f"s3://{BUCKET}/creds/hello.txt", service.freshness(f"s3://{BUCKET}/creds/hello.txt", 0)
+            f"s3://{BUCKET}/creds/hello.txt",
+            fresh=service.freshness(f"s3://{BUCKET}/creds/hello.txt", 0),
         ).chunks
     )
 

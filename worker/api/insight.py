@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
@@ -35,6 +36,7 @@ from worker.feeds import keys as feed_keys
 from worker.insight import histogram_quantiles
 from worker.service import WorkerService
 from worker.tls import keys as tls_keys
+from worker.tls.client import user_files
 
 PEER_TIMEOUT_S = 2.0
 """How long ``/v1/cluster`` waits for each worker's own counters."""
@@ -166,7 +168,7 @@ def _cluster(service: WorkerService) -> dict[str, Any]:
     endpoints: list[str] = service.config.get(cluster_keys.ETCD_ENDPOINTS)
     if not endpoints:
         return {"cluster": None, "etcd": [], "workers": []}
-    etcd = Etcd(endpoints, service.config.get(cluster_keys.ETCD_TIMEOUT) / 1000)
+    etcd = Etcd.from_config(service.config)
     try:
         snapshot = cluster_status(etcd, service.config.get(cluster_keys.CLUSTER_NAME))
     except (EtcdUnavailable, EtcdError) as exc:
@@ -176,22 +178,25 @@ def _cluster(service: WorkerService) -> dict[str, Any]:
     answer = snapshot.to_dict()
     answer["etcd"] = endpoints
     token = service.config.get(keys.TOKEN)
+    # Peers are asked as a client asks them: the dora.user.tls.* files, else the system's store.
+    verify = user_files(service.config).context()
     online = [w for w in answer["workers"] if w["online"]]
     with ThreadPoolExecutor(max(1, min(8, len(online)))) as pool:
-        for worker, peer in zip(
-            online, pool.map(lambda w: _peer_stats(w["address"], token), online), strict=True
-        ):
+        asked = pool.map(lambda w: _peer_stats(w["url"], token, verify), online)
+        for worker, peer in zip(online, asked, strict=True):
             worker.update(peer)
     for worker in answer["workers"]:
-        worker["console"] = f"http://{worker['address']}/ui/"
+        worker["console"] = f"{worker['url']}/ui/"
     return answer
 
 
-def _peer_stats(address: str, token: str | None) -> dict[str, Any]:
+def _peer_stats(url: str, token: str | None, verify: ssl.SSLContext) -> dict[str, Any]:
     """A worker's own counters, or why they could not be had."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        answer = httpx.get(f"http://{address}/v1/stats", headers=headers, timeout=PEER_TIMEOUT_S)
+        answer = httpx.get(
+            f"{url}/v1/stats", headers=headers, timeout=PEER_TIMEOUT_S, verify=verify
+        )
         answer.raise_for_status()
         stats: dict[str, int] = answer.json()
     except (httpx.HTTPError, ValueError) as exc:

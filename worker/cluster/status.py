@@ -43,6 +43,7 @@ class ClusterStatus:
                 {
                     "id": m.id,
                     "address": m.info.name,
+                    "url": m.info.url,
                     "online": m.online,
                     "applied_revision": m.applied,
                     "lag": m.lag,

@@ -141,8 +141,9 @@ class MetadataManager:
             self._generations.bump_all()
 
     def require_sync_before(self, epoch_ms: int) -> None:
-        """Re-check with the UFS, once, every status and listing loaded before ``epoch_ms``,
-        whatever the sync interval (a re-check that finds the same version keeps the pages)."""
+        """Re-check with the UFS, once, every status and listing loaded before ``epoch_ms`` (or
+        in that millisecond), whatever the sync interval (a re-check that finds the same
+        version keeps the pages)."""
         with self._lock:
             self._fresh_after = max(self._fresh_after, epoch_ms)
             self._bump_all()
@@ -212,7 +213,7 @@ class MetadataManager:
         listing = self._listings.get(uri)
         if (
             listing is not None
-            and listing.loaded_at >= self._fresh_after
+            and listing.loaded_at > self._fresh_after
             and not needs_sync(listing.loaded_at, interval, self._clock())
         ):
             self._counters.add("listing_hits")
@@ -249,7 +250,8 @@ class MetadataManager:
         if version is not None:
             # The caller knows what it wants: the cached entry is right iff it names that.
             return entry.version == version
-        if entry.loaded_at < self._fresh_after:
+        # At or before: what was loaded in the gap's own millisecond may predate the change.
+        if entry.loaded_at <= self._fresh_after:
             return False
         return not needs_sync(entry.loaded_at, interval, self._clock())
 

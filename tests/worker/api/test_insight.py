@@ -90,9 +90,12 @@ def test_with_a_token_the_page_is_open_and_the_data_is_not(data_dir: Path, tmp_p
         assert client.get("/ui/").status_code == 200
         assert client.get("/ui/charts.js").status_code == 200
         assert client.get("/v1/overview").status_code == 401
-        assert client.get("/v1/overview", headers={"Authorization": "Bearer secret"}).json()[
-            "security"
-        ]["token"] is True
+        assert (
+            client.get("/v1/overview", headers={"Authorization": "Bearer secret"}).json()[
+                "security"
+            ]["token"]
+            is True
+        )
     finally:
         client.close()
         service.close()
