@@ -2,6 +2,7 @@
 three real workers on SeaweedFS joined through a real etcd, each with a token. A screenshot of
 each view goes to ``build/test-artifacts/console/``."""
 
+import contextlib
 import re
 import shutil
 import uuid
@@ -37,6 +38,10 @@ enough for a second job to wait in the queue and be cancelled from the page."""
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if not Path(CHROMIUM).exists():
     pytest.skip("chromium is not installed (make test installs it)", allow_module_level=True)
+# A worker's first UFS calls (a cold S3 client behind the delaying proxy) on a loaded machine
+# take seconds: every expectation waits up to 30 s (5 s by default), still failing when the
+# page never shows what it should.
+sync_api.expect.set_options(timeout=30_000)
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +91,8 @@ def cluster(
         yield made, proxy
     finally:
         for worker in made:
+            with contextlib.suppress(httpx.HTTPError):
+                worker.http.get("/v1/stats")  # the token in its header, as the console sends it
             worker.stop()
             worker.http.close()
         proxy.stop()
@@ -98,16 +105,41 @@ def cluster(
 
 
 @pytest.fixture(scope="module")
-def page(cluster: tuple[list[ClusterWorker], TcpProxy]) -> Iterator[Any]:
+def browser(cluster: tuple[list[ClusterWorker], TcpProxy]) -> Iterator[Any]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.set_default_timeout(30_000)
-            yield page
+            yield launched
         finally:
-            browser.close()
+            launched.close()
+
+
+@contextlib.contextmanager
+def tab(browser: Any, signed_in: bool) -> Iterator[Any]:
+    """A fresh tab, signed in (the token in session storage, as the login form leaves it) or
+    not: each test stands alone, whichever test process runs it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    if signed_in:
+        context.add_init_script(f"sessionStorage.setItem('dora.console.token', '{TOKEN}')")
+    try:
+        opened = context.new_page()
+        opened.set_default_timeout(30_000)
+        yield opened
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    with tab(browser, signed_in=True) as opened:
+        yield opened
+
+
+@pytest.fixture
+def signed_out_page(browser: Any) -> Iterator[Any]:
+    with tab(browser, signed_in=False) as opened:
+        yield opened
 
 
 def console_url(worker: ClusterWorker, view: str = "overview") -> str:
@@ -124,8 +156,9 @@ def sign_in(page: Any, token: str) -> None:
 
 
 def test_a_wrong_token_is_refused_then_the_right_one_opens_the_overview(
-    cluster: tuple[list[ClusterWorker], TcpProxy], page: Any
+    cluster: tuple[list[ClusterWorker], TcpProxy], signed_out_page: Any
 ) -> None:
+    page = signed_out_page
     worker = cluster[0][0]
     page.goto(console_url(worker))
     sync_api.expect(page.locator("#login")).to_be_visible()
@@ -217,9 +250,7 @@ def test_the_cluster_view_lists_every_worker(
     cluster: tuple[list[ClusterWorker], TcpProxy], page: Any
 ) -> None:
     workers = cluster[0]
-    page.goto(console_url(workers[1], "cluster"))  # another origin: asks for the token again
-    sync_api.expect(page.locator("#login")).to_be_visible()
-    sign_in(page, TOKEN)
+    page.goto(console_url(workers[1], "cluster"))
     rows = page.locator("#workers tr.worker")
     sync_api.expect(rows).to_have_count(3)
     for worker in workers:

@@ -104,7 +104,9 @@ def test_a_damaged_marker_on_the_stores_own_layout_is_a_failing_directory(
     """Issue 22 item 7: a flipped byte in the marker made the store refuse to start."""
     options = make_options(tmp_path, dirs=2)
     store = open_local(options)
-    kept = [PageId(f"{n:02x}" * 32, "v", 0) for n in range(4)]
+    # Pages go to a directory by hashing its path with the file id: 32 files put some on
+    # each of the two (all on one has a chance of 2 in 2**32).
+    kept = [PageId(f"{n:02x}" * 32, "v", 0) for n in range(32)]
     for page_id in kept:
         assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
     store.close()

@@ -28,8 +28,9 @@ RETRY_S = 1.0
 class Registration:
     """Keeps one worker's entries in etcd: the live entry and its applied revision under a lease
     renewed every third of its TTL, the permanent entry once. A lease etcd no longer knows (an
-    outage longer than the TTL) is replaced by a new one. :meth:`close` revokes the lease, so
-    the worker leaves the ring at once.
+    outage longer than the TTL) is replaced by a new one, once the worker has applied the feed
+    up to its newest write (so it rejoins the ring caught up). :meth:`close` revokes the lease,
+    so the worker leaves the ring at once.
 
     Thread-safe: one keep-alive thread does every etcd call after :meth:`start`.
     """
@@ -51,6 +52,7 @@ class Registration:
         self._reported = -1
         self._stop = threading.Event()
         self.registered = False
+        self._waiting = False  # for the feed to be applied before (re)joining; said once
         self._thread = threading.Thread(target=self._run, name="dora-membership", daemon=True)
 
     @property
@@ -71,12 +73,25 @@ class Registration:
         log.info("etcd: worker %s (%s) registered, lease ttl %ds",
                  self.info.id, self.info.name, self._ttl_s)  # fmt: skip
 
+    def _feed_applied(self) -> bool:
+        """Whether this worker has applied the feed up to its newest write. Only then does it
+        join the ring (again): a caller routed to a worker back from a partition must not be
+        served what the feed has since invalidated."""
+        feed = self._etcd.get(layout.feed_key(self._cluster))
+        return feed is None or self._applied() >= feed.mod_revision
+
     def _step(self) -> None:
         try:
             if not self._lease or self._etcd.keepalive(self._lease) <= 0:
+                if not self._feed_applied():
+                    if self.registered or not self._waiting:
+                        log.info("etcd: joining the ring once the feed is applied")
+                    self.registered, self._waiting = False, True
+                    return
                 if self._lease:
                     log.warning("etcd: the membership lease expired; registering again")
                 self._register()
+                self._waiting = False
             applied = self._applied()
             if applied != self._reported:
                 key = layout.applied_prefix(self._cluster) + self.info.id
