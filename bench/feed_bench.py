@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from bench.side.results import percentile
 from worker.locals3 import LocalS3
 
 BUCKET = "feedbench"
@@ -83,15 +84,10 @@ def one_write(workers: list[Worker], fs: Any, uri: str, data: bytes) -> list[flo
     return [d for d in delays if d is not None]
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def summary(values: list[float]) -> str:
     ms = [v * 1000 for v in values]
     return (
-        f"p50 {statistics.median(ms):.0f} ms, p99 {percentile(ms, 0.99):.0f} ms, "
+        f"p50 {statistics.median(ms):.0f} ms, p99 {percentile(ms, 99):.0f} ms, "
         f"max {max(ms):.0f} ms (n={len(ms)})"
     )
 

@@ -26,13 +26,14 @@ from worker.service import WorkerService
 BUCKET = "feedcalls"
 
 
-def open_worker(work: Path, server: LocalS3, *defines: str) -> WorkerService:
+def open_worker(work: Path, server: LocalS3, *defines: str, bucket: str = BUCKET) -> WorkerService:
+    """A worker in process over ``server``'s ``bucket``, with ``defines``."""
     config = load_config(
         build_registry(),
         environ={},
         defines=[
             f"dora.work.dir={work}",
-            f"dora.worker.ufs.roots=s3://{BUCKET}",
+            f"dora.worker.ufs.roots=s3://{bucket}",
             *server.storage_defines(),
             *defines,
         ],

@@ -19,28 +19,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from config import load_config
+from bench.feed_calls_bench import open_worker
 from worker.feeds.keys import SeaweedSpec
 from worker.feeds.seaweedfs import CLOCK_SLACK_NS, SeaweedFeed
-from worker.keys import build_registry
 from worker.locals3 import LocalS3
 from worker.service import WorkerService
 
 BUCKET = "feedload"
-
-
-def open_worker(work: Path, server: LocalS3) -> WorkerService:
-    config = load_config(
-        build_registry(),
-        environ={},
-        defines=[
-            f"dora.work.dir={work}",
-            f"dora.worker.ufs.roots=s3://{BUCKET}",
-            "dora.user.file.metadata.sync.interval=-1",
-            *server.storage_defines(),
-        ],
-    )
-    return WorkerService.from_config(config)
+SYNC_NEVER = "dora.user.file.metadata.sync.interval=-1"
 
 
 def wait_received(service: WorkerService, count: int, timeout: float = 600.0) -> float:
@@ -61,9 +47,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="feed-load-") as tmp:
         server = LocalS3(Path(tmp) / "s3", buckets=(BUCKET,)).start()
         spec = SeaweedSpec(f"127.0.0.1:{server.ports['filer.port.grpc']}", f"/buckets/{BUCKET}")
-        live = open_worker(Path(tmp) / "live", server)
+        live = open_worker(Path(tmp) / "live", server, SYNC_NEVER, bucket=BUCKET)
         feed = SeaweedFeed(spec, live.changes)
-        replay = open_worker(Path(tmp) / "replay", server)
+        replay = open_worker(Path(tmp) / "replay", server, SYNC_NEVER, bucket=BUCKET)
         try:
             feed.start()
             while not feed.connected:
