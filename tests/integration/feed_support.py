@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from tests.worker.conftest import open_service
-from ufs.errors import UfsNotFound
+from ufs.errors import UfsNotFound, UfsUnavailable
 from worker.feeds.runner import Feeds
 from worker.service import WorkerService
 
@@ -32,7 +32,16 @@ def body(service: WorkerService, uri: str) -> bytes | None:
 
 
 def served(service: WorkerService, uri: str, expected: bytes | None) -> Callable[[], bool]:
-    return lambda: body(service, uri) == expected
+    """Whether the worker serves ``expected`` for ``uri`` now; not yet while the UFS is
+    unavailable (a SeaweedFS just restarted answers InternalError for a moment)."""
+
+    def check() -> bool:
+        try:
+            return body(service, uri) == expected
+        except UfsUnavailable:
+            return False
+
+    return check
 
 
 def fed_worker(work: Path, bucket: str, feed: str, *defines: str) -> tuple[WorkerService, Feeds]:
