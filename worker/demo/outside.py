@@ -103,10 +103,9 @@ def render(report: OutsideReport) -> str:
     rounds = max((len(d) for d in report.delays_ms.values()), default=0)
     consumers = ", ".join(report.consumers) or "none"
     lines = [
-        f"outside writes: {report.uri} overwritten {rounds} times straight to SeaweedFS's S3 "
-        "(not through the cache),",
-        "read at sync_interval=-1 (no worker re-checks on its own); the filer's change feed "
-        f"consumed by: {consumers}",
+        f"outside writes: {report.uri} overwritten {rounds} times straight to SeaweedFS's S3,",
+        "each read through the cache at sync_interval=-1 (no worker re-checks on its own);",
+        f"the filer's change feed consumed by: {consumers}",
         f"  {'worker':22} {'new bytes served after: p50':>28} {'max':>9}   "
         f"{'its feed lag: last':>18} {'p50':>9} {'p99':>9}",
     ]
