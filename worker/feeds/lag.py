@@ -5,7 +5,9 @@ republished event reaches it through the etcd feed (the batch carries the event 
 
 The two ends are two clocks (the store's and this host's): a lag is only as true as their
 agreement, and one below zero (the store's clock ahead) counts as 0. Events without a time of
-their own (a SeaweedFS filer webhook message) are not measured.
+their own (a SeaweedFS filer webhook message) are not measured. A SeaweedFS (re)subscription
+replays the few seconds before it (``worker.feeds.seaweedfs.CLOCK_SLACK_NS``): those events count
+with their full age, as late as they are (the gap at the subscription re-checked them anyway).
 """
 
 from __future__ import annotations
