@@ -69,6 +69,7 @@ def cluster(
     etcd = LocalEtcd(base / "etcd").start()
     proxy = TcpProxy.to_url(seaweedfs.endpoint, latency=UFS_LATENCY_S).start()
     made: list[ClusterWorker] = []
+    feed = f"seaweedfs://127.0.0.1:{seaweedfs.ports['filer.port.grpc']}/buckets/{BUCKET}"
     try:
         for i in range(3):
             endpoint = proxy.url if i == 0 else seaweedfs.endpoint
@@ -81,6 +82,7 @@ def cluster(
                 "dora.worker.load.threads=1",
                 "dora.worker.load.parallelism=1",
                 "dora.worker.http.access.log=true",
+                f"dora.ufs.change.feeds={feed}",
             )
             data = base / f"data{i}"
             data.mkdir()
@@ -260,3 +262,16 @@ def test_the_cluster_view_lists_every_worker(
         assert link.get_attribute("href") == f"http://{worker.address}/ui/"
     sync_api.expect(page.locator("#cluster-summary")).to_contain_text("3 of 3 workers online")
     shoot(page, "cluster")
+
+
+def test_the_overview_shows_each_feed_s_lag(
+    cluster: tuple[list[ClusterWorker], TcpProxy], page: Any, prefix: str, seaweedfs: LocalS3
+) -> None:
+    seaweedfs.client().pipe_file(f"{prefix}/outside.txt".removeprefix("s3://"), b"outside")
+    # Whichever worker consumes the filer's events, every worker measures their lag.
+    worker = cluster[0][2]
+    page.goto(console_url(worker))
+    row = page.locator("#feed-lag tr.feed-source")
+    sync_api.expect(row).to_contain_text(f"/buckets/{BUCKET}")
+    sync_api.expect(row.locator(".last-lag")).to_have_text(re.compile(r"^[0-9.]+ ms$"))
+    shoot(page, "feed-lag")

@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 RECEIVED = 'dora_ufs_change_events_total{outcome="received"}'
 GAPS = 'dora_ufs_change_events_total{outcome="gaps"}'
+LAG_COUNT = "dora_ufs_change_lag_seconds_count"
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def serves(worker: ClusterWorker, uri: str, data: bytes) -> bool:
 
 
 def test_one_consumer_per_source_and_a_failover(
-    workers: list[ClusterWorker], s3_root: str, s3_raw: s3fs.S3FileSystem
+    workers: list[ClusterWorker], seaweedfs: LocalS3, s3_root: str, s3_raw: s3fs.S3FileSystem
 ) -> None:
     uri = f"{s3_root}/shared.txt"
     s3_raw.pipe_file(uri, b"v1")
@@ -58,6 +59,13 @@ def test_one_consumer_per_source_and_a_failover(
     consumers = [w for w in workers if w.metric(RECEIVED) > 0]
     assert len(consumers) == 1  # the other heard it through the etcd feed
     assert [w.metric(GAPS) for w in workers if w not in consumers] == [0]
+    # Every worker measures the source's lag to its own application, the other one from the
+    # event times the republished batch carries.
+    source = f"seaweedfs://127.0.0.1:{seaweedfs.ports['filer.port.grpc']}/buckets/{BUCKET}"
+    for worker in workers:
+        wait_until(lambda w=worker: w.metric(LAG_COUNT, f'{{source="{source}"}}') >= 1)  # type: ignore[misc]
+        lag = worker.http.get("/v1/overview").json()["feeds"]["lag"][source]
+        assert lag["events"] >= 1 and lag["last_ms"] is not None and lag["p99_ms"] is not None
     consumers[0].kill()
     survivor = next(w for w in workers if w is not consumers[0])
     s3_raw.pipe_file(uri, b"v3, longer still")

@@ -76,6 +76,10 @@ def test_outside_writes_reach_a_worker_that_never_rechecks(
     wait_until(served(fed, uri, b"".join(parts)))
     s3_raw.rm_file(uri)
     wait_until(served(fed, uri, None))
+    # Each event's delay from the filer's own time to its application, per source.
+    (source,) = fed.changes.lag.describe()
+    assert source.startswith("seaweedfs://127.0.0.1:") and source.endswith(f"/buckets/{BUCKET}")
+    assert fed.changes.lag.describe()[source]["events"] >= 5
 
 
 def test_the_workers_own_writes_echo_back_at_no_cost(fed: WorkerService, s3_root: str) -> None:

@@ -116,6 +116,9 @@ def test_s3_to_sns_to_sqs(tmp_path: Path, moto: LocalMoto, bucket: str) -> None:
         wait_until(served(service, uri, b"one"))
         s3.put_object(Bucket=bucket, Key="t/part-0.parquet", Body=b"two!")
         wait_until(served(service, uri, b"two!"))
+        # The lag is measured from each record's eventTime, through the SNS envelope too.
+        wait_until(lambda: f"sqs://fanout-{bucket}" in service.changes.lag.describe())
+        assert service.changes.lag.describe()[f"sqs://fanout-{bucket}"]["events"] >= 1
     finally:
         feeds.close()
         service.close()

@@ -1,5 +1,6 @@
-"""The demo job end to end on a tiny dataset over a local-directory UFS, as a user runs it: every
-run's checksum equals the direct read's, and nothing it started outlives it."""
+"""The demo job end to end on a tiny dataset over its default UFS (a local SeaweedFS), as
+``make demo`` runs it: every run's checksum equals the direct read's, outside writes straight to
+S3 reach the worker through the filer's change feed, and nothing it started outlives it."""
 
 import subprocess
 import sys
@@ -24,9 +25,8 @@ def processes_mentioning(text: str) -> list[int]:
 
 @pytest.mark.timeout(900)  # twelve Spark runs, and Spark's start, on two shared cores
 def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
-    work, ufs = tmp_path / "work", tmp_path / "ufs"
-    ufs.mkdir()
-    args = ["--files", "4", "--rows-per-file", "2000", "--ufs", f"file://{ufs}"]
+    work = tmp_path / "work"
+    args = ["--files", "4", "--rows-per-file", "2000"]
     out = subprocess.run(
         [sys.executable, "-m", "worker.demo", *args, "--work-dir", str(work)],
         capture_output=True,
@@ -58,8 +58,11 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     # The warm native run reads the cached pages straight from their files.
     assert runs[("warm", "native (webhdfs)")][7] != "0.0 MB"
     assert runs[("warm", "native, pass-through")][7] == "0.0 MB"
+    # Outside writes: the worker, at -1, served each one's bytes, told by the filer's feed.
+    assert "the filer's change feed consumed by: worker" in out.stdout
+    outside = next(line for line in lines if line.strip().startswith("worker ") and "ms" in line)
+    assert "stale" not in outside and outside.count(" ms") == 5
     assert "every answer matches the direct read of the UFS" in out.stdout
-    # The worker and Spark's JVM are gone, and so is the per-run state.
+    # SeaweedFS, the worker and Spark's JVM are gone, and so is the per-run state.
     assert processes_mentioning(str(work)) == []
     assert [p.name for p in work.iterdir()] == ["datasets"]
-    assert list(ufs.iterdir()) == []

@@ -24,7 +24,7 @@ from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route, Surface, bearer_token
 from worker.errors import InvalidRequest, NotFound, Unauthorized
-from worker.feeds.keys import FEEDS, WEBHOOK_TOKEN, feed_specs
+from worker.feeds.keys import FEEDS, WEBHOOK, WEBHOOK_TOKEN, feed_specs
 from worker.feeds.webhook import changes_of
 from worker.service import WorkerService
 
@@ -59,7 +59,7 @@ async def receive(service: WorkerService, request: Request) -> Response:
 
     def take() -> None:
         # Only this worker hears the store: in a cluster, the etcd feed tells the others.
-        service.announce(service.changes.apply(changes))
+        service.announce(service.changes.apply(WEBHOOK, changes))
 
     await run_in_threadpool(take)
     return json_response({"changes": len(changes)})

@@ -2,8 +2,8 @@
 
 - ``GET /v1/overview``: version, uptime, configuration sources, mount roots, readiness and
   restore, UFS health (latency quantiles, the last unavailability), security (token, TLS),
-  the UFS change feeds and what they applied, the page store per directory and the metadata
-  tiers;
+  the UFS change feeds (what they applied, their lag per source), the page store per directory
+  and the metadata tiers;
 - ``GET /v1/history``: the counters sampled every few seconds over the last hour;
 - ``GET /v1/files/top``: the files read most through this worker, with how much is cached;
 - ``GET /v1/jobs``: every load job the worker remembers;
@@ -71,6 +71,7 @@ def describe(service: WorkerService) -> dict[str, Any]:
         "feeds": {
             "sources": feeds,
             **service.changes.counters.snapshot(),
+            "lag": service.changes.lag.describe(),
         },
         "page_store": {
             "pages": page_stats.pages,

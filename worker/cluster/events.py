@@ -3,7 +3,9 @@
 A batch is the value of one etcd write to the feed key, so its etcd revision orders it before
 or after every other batch (Hive's notification-log event id). The encoding is compact JSON:
 ``{"w": worker id, "t": publish time ms, "e": [[op, path, version, prefix], ...]}`` — a file
-event costs about its URI plus 30 bytes.
+event costs about its URI plus 30 bytes. A batch that carries changes a UFS change feed reported
+adds ``"o": {source: [event time ms, ...]}``, the events' own times, so that every worker can
+measure the feed's lag to its own application (an older worker ignores the field).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import enum
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ufs import uri as uris
@@ -22,6 +24,7 @@ from worker.cluster.entries import BadEntry
 # than any ETag or size+mtime pair, is not an event a worker published.
 MAX_PATH_CHARS = 8192
 MAX_VERSION_CHARS = 1024
+MAX_SOURCE_CHARS = 1024
 
 
 class Op(enum.Enum):
@@ -67,15 +70,37 @@ RESET = Event(Op.RESET, "")
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a change made outside the cache was heard of: the change feed ``source`` (as
+    ``dora.ufs.change.feeds`` names it) and the event's own time, ``at_ms`` (epoch ms, by the
+    store's clock)."""
+
+    source: str
+    at_ms: int
+
+
+Origins = dict[str, tuple[int, ...]]
+"""Event times (epoch ms) by change-feed source."""
+
+
+@dataclass(frozen=True)
 class Batch:
-    """The events one worker published in one etcd write."""
+    """The events one worker published in one etcd write, and the times of the change-feed
+    events among them."""
 
     worker: str
     published_ms: int
     events: tuple[Event, ...]
+    origins: Origins = field(default_factory=dict)
 
     def encode(self) -> bytes:
-        data = {"w": self.worker, "t": self.published_ms, "e": [e.encode() for e in self.events]}
+        data: dict[str, Any] = {
+            "w": self.worker,
+            "t": self.published_ms,
+            "e": [e.encode() for e in self.events],
+        }
+        if self.origins:
+            data["o"] = {source: list(times) for source, times in self.origins.items()}
         return json.dumps(data, separators=(",", ":")).encode()
 
     @classmethod
@@ -85,7 +110,17 @@ class Batch:
         worker = entries.text(data.get("w"), "feed batch worker", 64)
         published_ms = entries.integer(data.get("t"), "feed batch time")
         items = entries.array(data.get("e"), "feed batch events")
-        return cls(worker, published_ms, tuple(Event.decode(item) for item in items))
+        events = tuple(Event.decode(item) for item in items)
+        return cls(worker, published_ms, events, _origins(data.get("o", {})))
+
+
+def _origins(value: Any) -> Origins:
+    origins: Origins = {}
+    for source, times in entries.mapping(value, "feed batch origins").items():
+        entries.text(source, "feed batch origin source", MAX_SOURCE_CHARS)
+        listed = entries.array(times, "feed batch origin times")
+        origins[source] = tuple(entries.integer(t, "feed batch origin time") for t in listed)
+    return origins
 
 
 def collapse(events: list[Event], threshold: int) -> list[Event]:

@@ -28,7 +28,7 @@ from typing import Protocol
 from worker.cluster import entries
 from worker.cluster.entries import BadEntry
 from worker.cluster.etcd import Compacted, Etcd, EtcdError, EtcdUnavailable, WatchReply, WatchStream
-from worker.cluster.events import Batch, Event, Op
+from worker.cluster.events import Batch, Event, Op, Origins
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,9 @@ class FeedSink(Protocol):
     def reset(self, before_ms: int) -> None:
         """Treat everything cached before ``before_ms`` (epoch ms) as unproven: re-check it
         with the UFS before serving it."""
+
+    def arrived(self, origins: Origins) -> None:
+        """A batch carrying change-feed events of these times (by source) was applied."""
 
 
 class MarkerStore(Protocol):
@@ -295,6 +298,8 @@ class Follower:
                 self._reset("reset_event")
             else:
                 self._sink.apply(event)
+        if batch.origins:
+            self._sink.arrived(batch.origins)
         self.events_applied += len(batch.events)
         self.batches_applied += 1
         self.delivery_ms = max(0, int(self._clock() * 1000) - batch.published_ms)

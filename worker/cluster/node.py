@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -18,7 +18,7 @@ from ufs.status import UfsStatus
 from worker.cluster import context, layout
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd
-from worker.cluster.events import Event, Op
+from worker.cluster.events import Event, Op, Origin, Origins
 from worker.cluster.follower import Follower
 from worker.cluster.http import ASGIApp, RevisionMiddleware
 from worker.cluster.members import Registration
@@ -43,11 +43,15 @@ class MetaSink:
     A prefix deleted or invalidated also loses the pages of files this worker holds no status
     for, as it did on the worker where it happened; a prefix of collapsed updates keeps them
     (a page is served only for the version a status names, so an outdated one is never read).
+    The times of change-feed events a batch carries go to ``heard`` (the feed's lag).
     """
 
-    def __init__(self, meta: MetadataManager, pages: PageStore) -> None:
+    def __init__(
+        self, meta: MetadataManager, pages: PageStore, heard: Callable[[Origins], None]
+    ) -> None:
         self._meta = meta
         self._pages = pages
+        self._heard = heard
 
     def apply(self, event: Event) -> None:
         try:
@@ -64,6 +68,9 @@ class MetaSink:
 
     def reset(self, before_ms: int) -> None:
         self._meta.require_sync_before(before_ms)
+
+    def arrived(self, origins: Origins) -> None:
+        self._heard(origins)
 
 
 class MetaMarkers:
@@ -109,7 +116,7 @@ class ClusterNode:
             self.etcd,
             layout.feed_key(self.cluster),
             self.info.id,
-            MetaSink(service.meta, service.pages),
+            MetaSink(service.meta, service.pages, service.changes.lag.arrived),
             MetaMarkers(service.meta),
             idle_timeout_s=float(ttl_s),
         )
@@ -153,10 +160,11 @@ class ClusterNode:
         self.middleware = RevisionMiddleware(app, self.follower, self.read_wait_s)
         return self.middleware
 
-    def changed(self, events: list[Event]) -> None:
-        """Publish changes this worker made; the request's answer then names their revision.
-        With etcd unavailable the events stay queued and the answer names none."""
-        revision = self.publisher.publish(events, self.timeout_s)
+    def changed(self, events: list[Event], origins: Sequence[Origin | None] = ()) -> None:
+        """Publish changes this worker made (or, with ``origins``, one per event, heard of
+        from a change feed); the request's answer then names their revision. With etcd
+        unavailable the events stay queued and the answer names none."""
+        revision = self.publisher.publish(events, self.timeout_s, origins)
         if revision is not None:
             context.observed(revision)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-from worker.cluster.events import RESET, Batch, Event, collapse
+from worker.cluster.events import RESET, Batch, Event, Origin, Origins, collapse
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 MAX_BATCH_BYTES = 512 << 10
 MAX_BATCH_EVENTS = 4096
 RETRY_S = 1.0
+
+# A queued event: its ticket, and where and when a change feed heard of it, if one did.
+_Queued = tuple[int, Event, Origin | None]
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class Publisher:
         self._options = options
         self._clock = clock
         self._cond = threading.Condition()
-        self._pending: list[tuple[int, Event]] = []
+        self._pending: list[_Queued] = []
         self._next_ticket = 1
         self._committed = 0  # tickets up to this one are in etcd
         self._failed = 0  # tickets up to this one failed at least once
@@ -70,13 +73,15 @@ class Publisher:
         with self._cond:
             return len(self._pending)
 
-    def publish(self, events: Iterable[Event], wait_s: float) -> int | None:
-        """Queue ``events`` and wait up to ``wait_s`` for the write that carries them. Returns
-        a revision at or after that write's, or None if etcd did not take them in time, or at
-        once while etcd is known to be down (they stay queued and are published once etcd is
-        back)."""
+    def publish(
+        self, events: Iterable[Event], wait_s: float, origins: Sequence[Origin | None] = ()
+    ) -> int | None:
+        """Queue ``events`` (heard of from a change feed at ``origins``, one per event, where
+        it did) and wait up to ``wait_s`` for the write that carries them. Returns a revision
+        at or after that write's, or None if etcd did not take them in time, or at once while
+        etcd is known to be down (they stay queued and are published once etcd is back)."""
         with self._cond:
-            ticket = self._enqueue(events)
+            ticket = self._enqueue(events, origins)
             if ticket == 0:
                 return self._revision or None
             self._cond.notify_all()
@@ -91,13 +96,13 @@ class Publisher:
                 self._cond.wait(remaining)
             return self._revision if self._committed >= ticket else None
 
-    def _enqueue(self, events: Iterable[Event]) -> int:
+    def _enqueue(self, events: Iterable[Event], origins: Sequence[Origin | None]) -> int:
         """Add events to the queue; the last ticket given (0 if none). Holds ``_cond``."""
         ticket = 0
-        for event in events:
+        for n, event in enumerate(events):
             ticket = self._next_ticket
             self._next_ticket += 1
-            self._pending.append((ticket, event))
+            self._pending.append((ticket, event, origins[n] if n < len(origins) else None))
         if len(self._pending) > self._options.pending_limit:
             self.resets += 1
             log.error(
@@ -106,14 +111,14 @@ class Publisher:
                 len(self._pending),
                 self._options.pending_limit,
             )
-            self._pending = [(self._pending[-1][0], RESET)]
+            self._pending = [(self._pending[-1][0], RESET, None)]
         return ticket
 
-    def _take(self) -> tuple[list[tuple[int, Event]], int]:
+    def _take(self) -> tuple[list[_Queued], int]:
         """The next batch off the queue and its last ticket. Holds ``_cond``."""
         size, count = 0, 0
-        for _, event in self._pending:
-            size += len(event.path) + len(event.version) + 16
+        for _, event, origin in self._pending:
+            size += len(event.path) + len(event.version) + (16 if origin is None else 32)
             if count and (size > MAX_BATCH_BYTES or count >= MAX_BATCH_EVENTS):
                 break
             count += 1
@@ -131,9 +136,14 @@ class Publisher:
             if not self._write(taken, through) and self._stop.wait(RETRY_S):
                 return
 
-    def _write(self, taken: list[tuple[int, Event]], through: int) -> bool:
-        events = collapse([event for _, event in taken], self._options.prefix_threshold)
-        batch = Batch(self._options.worker_id, int(self._clock() * 1000), tuple(events))
+    def _write(self, taken: list[_Queued], through: int) -> bool:
+        events = collapse([event for _, event, _ in taken], self._options.prefix_threshold)
+        origins: dict[str, list[int]] = {}
+        for _, _, origin in taken:
+            if origin is not None:
+                origins.setdefault(origin.source, []).append(origin.at_ms)
+        stamps: Origins = {source: tuple(times) for source, times in origins.items()}
+        batch = Batch(self._options.worker_id, int(self._clock() * 1000), tuple(events), stamps)
         try:
             revision = self._etcd.put(self._options.feed_key, batch.encode())
         except (EtcdUnavailable, EtcdError) as exc:

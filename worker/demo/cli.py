@@ -14,6 +14,7 @@ from worker.cli.common import config_options, load
 from worker.demo.spec import DatasetSpec, default_work_dir
 
 if TYPE_CHECKING:
+    from worker.demo.outside import OutsideReport
     from worker.demo.report import Progress
     from worker.demo.run import DemoOptions
 
@@ -110,20 +111,36 @@ def run(args: argparse.Namespace) -> int:
         return _hosts_demo(options, args.hosts, progress)
     progress.say("doracache demo: taxi trips by pickup hour and zone, read four ways")
     try:
-        results = run_demo(options, progress)
+        report = run_demo(options, progress)
     except KeyboardInterrupt:
         # run_demo has stopped everything it started by now.
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     progress.say("")
-    progress.say(render(results))
+    progress.say(render(report.results))
+    if not _outside_served(report.outside, progress):
+        return EXIT_MISMATCH
     if getattr(args, "workers", 1) > 1 and not _cluster_demo(args, progress.say):
         return EXIT_MISMATCH
-    if all(result.matches for result in results):
+    if all(result.matches for result in report.results):
         progress.say("\nevery answer matches the direct read of the UFS")
         return 0
     print("\nsome answers differ from the direct read of the UFS", file=sys.stderr)
     return EXIT_MISMATCH
+
+
+def _outside_served(outside: OutsideReport | None, progress: Progress) -> bool:
+    """Print the outside writes' section (if the UFS had a change feed); whether every worker
+    served every outside write."""
+    from worker.demo.outside import WAIT_S, render
+
+    if outside is None:
+        return True
+    progress.say("")
+    progress.say(render(outside))
+    if not outside.served:
+        print(f"\na worker did not serve an outside write within {WAIT_S:.0f} s", file=sys.stderr)
+    return outside.served
 
 
 def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
@@ -148,6 +165,8 @@ def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
     progress.say(render(report.results))
     progress.say("")
     progress.say(render_hosts(report))
+    if not _outside_served(report.outside, progress):
+        return EXIT_MISMATCH
     if all(result.matches for result in report.results):
         progress.say("\nevery answer matches the direct read of the files")
         return 0

@@ -6,8 +6,10 @@ pass-through; every answer is checked against the reference computed straight fr
 
 Besides the one-host table it shows what only many hosts show: the input tasks by Spark's
 locality level (from Spark's REST API) and the bytes each worker served to its own host and to
-other hosts (from the workers' access logs). Everything is stopped by PID and the namespaces
-removed on the way out, also on Ctrl-C, SIGTERM or an error.
+other hosts (from the workers' access logs). Last, outside writes straight to SeaweedFS reach
+every worker through the filer's change feed, which one worker, elected through etcd, consumes
+and republishes into the invalidation feed (:mod:`worker.demo.outside`). Everything is stopped
+by PID and the namespaces removed on the way out, also on Ctrl-C, SIGTERM or an error.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,8 +30,9 @@ from worker.demo import pipeline
 from worker.demo.contenders import CACHED, PASSTHROUGH, path_rules
 from worker.demo.dataset import data_files, ensure_dataset, trips
 from worker.demo.link import UfsCost
+from worker.demo.outside import OutsideReport, Reader, feed_define, measure
 from worker.demo.report import Progress, RunResult, megabytes
-from worker.demo.run import STAT_KEYS, DemoOptions
+from worker.demo.run import OUTSIDE_KEY, STAT_KEYS, DemoOptions
 from worker.lab.lab import BUCKET, Lab, guard
 from worker.lab.spark import SparkCluster
 from worker.spark.webhdfs import hadoop_conf, webhdfs_url
@@ -40,12 +43,35 @@ LEVELS = ("PROCESS_LOCAL", "NODE_LOCAL", "RACK_LOCAL", "ANY")
 
 @dataclass(frozen=True)
 class HostsReport:
-    """The table's runs, input tasks by locality level per run, and bytes each worker served
-    over WebHDFS to its own host and to others."""
+    """The table's runs, input tasks by locality level per run, bytes each worker served
+    over WebHDFS to its own host and to others, and the outside writes."""
 
     results: list[RunResult]
     locality: list[tuple[str, str, Counter[str]]]
     served: dict[str, tuple[int, int]]
+    outside: OutsideReport | None = None
+
+
+class FeedLab(Lab):
+    """The lab, its workers following the SeaweedFS filer's change feed: one of them, elected
+    through etcd, consumes it and republishes into the invalidation feed."""
+
+    def worker_defines(self) -> list[str]:
+        assert self.s3 is not None
+        feed = feed_define(self.s3.host, self.s3.ports["filer.port.grpc"], BUCKET)
+        return [*super().worker_defines(), feed]
+
+
+def outside_writes(lab: Lab) -> OutsideReport:
+    """Outside writes straight to the lab's SeaweedFS, served by every worker at -1."""
+    assert lab.s3 is not None
+    client = lab.s3.client()
+    readers = [Reader(worker.address, worker.http) for worker in lab.workers]
+    return measure(
+        lambda data: client.pipe_file(f"{BUCKET}/{OUTSIDE_KEY}", data),
+        f"{BASE}/{OUTSIDE_KEY}",
+        readers,
+    )
 
 
 class Driver:
@@ -164,7 +190,7 @@ class _Runs:
 def _start_lab(root: Path, hosts: int, options: DemoOptions, cleanup: contextlib.ExitStack) -> Lab:
     defines = [path_rules(BASE), "dora.worker.http.access.log=true",
                "dora.worker.log.format=json", *options.defines]  # fmt: skip
-    lab = Lab(root, hosts, defines)
+    lab = FeedLab(root, hosts, defines)
     cleanup.callback(lab.stop)
     return lab.start()
 
@@ -224,7 +250,8 @@ def run_hosts_demo(
         for name, dataset_name in contenders:
             runs.run(name, dataset_name, "changed")
         runs.report.served.update(served_by_host(lab))
-        return runs.report
+        with progress.step("outside writes straight to S3, read through every worker at -1"):
+            return replace(runs.report, outside=outside_writes(lab))
 
 
 def render_hosts(report: HostsReport) -> str:

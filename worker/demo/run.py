@@ -7,8 +7,9 @@ Steps: generate (or reuse) the dataset; start a local S3 server behind a proxy t
 ``--ufs-latency`` and counts what the store sees (or use a directory); upload the dataset and
 a pass-through copy; start the worker (the sidecar) with path rules for both; compute the
 reference answer straight from the UFS; start Spark (``local[2]``); run every contender cold
-and warm, overwrite one file everywhere, and run each once more. Everything it starts
-(SeaweedFS, the proxy, the worker, Spark's JVM) is stopped by PID on the way out, also on
+and warm, overwrite one file everywhere, and run each once more; then, on S3, show outside writes
+reaching the worker through SeaweedFS's change feed (:mod:`worker.demo.outside`). Everything it
+starts (SeaweedFS, the proxy, the worker, Spark's JVM) is stopped by PID on the way out, also on
 Ctrl-C, SIGTERM or an error.
 """
 
@@ -33,14 +34,16 @@ from worker.demo import pipeline
 from worker.demo.contenders import CACHED, PASSTHROUGH, Contender, Worker, contenders, path_rules
 from worker.demo.dataset import data_files, ensure_dataset, trips
 from worker.demo.link import cost
+from worker.demo.outside import OutsideReport, Reader, measure
 from worker.demo.report import Progress, RunResult, megabytes
 from worker.demo.spec import DatasetSpec, default_work_dir
-from worker.demo.stage import DirStage, S3Stage, Stage, overwrite_local
+from worker.demo.stage import BUCKET, DirStage, S3Stage, Stage, overwrite_local
 from worker.spark import procs
 from worker.spark.sidecar import ensure_worker_info, stop_worker
 from worker.spark.webhdfs import short_circuit_bytes, spark_conf
 
 STAT_KEYS = ("bytes_from_ufs", "bytes_from_cache")
+OUTSIDE_KEY = "outside/probe.txt"
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,14 @@ class DemoOptions:
     defines: tuple[str, ...] = ()
     """Extra worker settings (``key=value``), e.g. from ``dora demo -D...``; they win over the
     stage's."""
+
+
+@dataclass(frozen=True)
+class DemoReport:
+    """The table's runs, and on S3 the outside writes (None on a local directory)."""
+
+    results: list[RunResult]
+    outside: OutsideReport | None
 
 
 @dataclass
@@ -120,7 +131,7 @@ def open_stage(options: DemoOptions, run_dir: Path) -> Stage:
     raise ValueError(f"--ufs must be s3 or file:///dir, not {options.ufs!r}")
 
 
-def run_demo(options: DemoOptions, progress: Progress | None = None) -> list[RunResult]:
+def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoReport:
     """Run every step; the results of the runs. Stops whatever it started before returning
     or raising."""
     progress = progress or Progress()
@@ -164,7 +175,20 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> list[Run
             reference = demo.reference(names)
         for contender in runners:
             demo.query(contender, "changed", reference)
-        return demo.results
+        return DemoReport(demo.results, outside_writes(stage, worker, progress))
+
+
+def outside_writes(stage: Stage, worker: Worker, progress: Progress) -> OutsideReport | None:
+    """On S3, outside writes served by the worker at sync interval -1 (its change feed)."""
+    if not isinstance(stage, S3Stage):
+        return None
+    headers = {"Authorization": f"Bearer {worker.token}"} if worker.token else {}
+    uri = f"s3://{BUCKET}/{OUTSIDE_KEY}"
+    with (
+        httpx.Client(base_url=f"http://{worker.address}", headers=headers, timeout=30) as http,
+        progress.step("outside writes straight to S3, read through the worker at -1"),
+    ):
+        return measure(lambda data: stage.put(OUTSIDE_KEY, data), uri, [Reader("worker", http)])
 
 
 def start_worker(

@@ -1,7 +1,8 @@
 """Where the demo's data lives (its UFS): a local S3 server (SeaweedFS, reached by the worker
 through a :mod:`worker.demo.link` proxy) or a local directory. Datasets are named directories
 under ``base``; a stage uploads and copies them, overwrites one file "from outside" the cache,
-and reads files back directly for the reference answer."""
+and reads files back directly for the reference answer. The worker follows SeaweedFS's change
+feed (the filer's subscription), so outside writes reach it without a re-check."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 
 from ufs import uri as uris
 from worker.demo.link import UfsLink, open_link
+from worker.demo.outside import feed_define
 from worker.locals3 import LocalS3
 
 BUCKET = "demo"
@@ -47,7 +49,8 @@ class Stage(Protocol):
 
 class S3Stage:
     """A fresh SeaweedFS server (``weed mini``) under ``data_dir``, stopped by PID on close. The
-    worker reaches it through a proxy adding ``latency_ms``; the stage itself goes direct."""
+    worker reaches it through a proxy adding ``latency_ms`` and follows its filer's change feed
+    (directly); the stage itself goes direct."""
 
     def __init__(self, data_dir: Path, latency_ms: int = 0) -> None:
         self.server = LocalS3(data_dir, buckets=(BUCKET,))
@@ -68,7 +71,8 @@ class S3Stage:
             endpoint = f"dora.ufs.s3.endpoint={self.server.endpoint}"
             storage = [f"dora.ufs.s3.endpoint={self.link.url}" if d == endpoint else d
                        for d in storage]  # fmt: skip
-        return [f"dora.worker.ufs.roots={self.base}", *storage]
+        feed = feed_define(self.server.host, self.server.ports["filer.port.grpc"], BUCKET)
+        return [f"dora.worker.ufs.roots={self.base}", *storage, feed]
 
     def _key(self, name: str, file: str = "") -> str:
         return f"{BUCKET}/{name}/{file}".rstrip("/")
@@ -85,6 +89,10 @@ class S3Stage:
     def overwrite(self, name: str, file: str, table: pa.Table) -> None:
         with self._client.open(self._key(name, file), "wb") as out:
             pq.write_table(table, out, compression="snappy")
+
+    def put(self, key: str, data: bytes) -> None:
+        """Write ``data`` at ``key`` in the bucket, straight to S3 (not through the cache)."""
+        self._client.pipe_file(f"{BUCKET}/{key}", data)
 
     def read_table(self, name: str, file: str, columns: list[str]) -> pa.Table:
         with self._client.open(self._key(name, file), "rb") as handle:

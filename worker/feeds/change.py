@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from ufs.errors import UfsError
 from worker.cluster.events import Event, Op
 from worker.cluster.node import MetaSink
+from worker.feeds.lag import FeedLag
 from worker.meta.counters import Counters
 
 if TYPE_CHECKING:
@@ -37,19 +38,21 @@ _MARKER_PREFIX = "feed:"
 @dataclass(frozen=True)
 class Change:
     """``uri`` (a UFS URI) changed: written with ``version`` ("" when the source does not
-    say), or ``deleted``; with ``prefix``, everything under ``uri`` changed."""
+    say), or ``deleted``; with ``prefix``, everything under ``uri`` changed. ``at_ms`` is the
+    event's own time (epoch ms by the store's clock; 0 when the source does not say)."""
 
     uri: str
     version: str = ""
     deleted: bool = False
     prefix: bool = False
+    at_ms: int = 0
 
 
 class ChangeSink(Protocol):
     """Where a feed hands its changes and reports its gaps (:class:`CacheSink`, or in a cluster
     ``worker.feeds.elected.RepublishingSink``)."""
 
-    def apply(self, changes: Iterable[Change]) -> list[Event]: ...
+    def apply(self, source: str, changes: Iterable[Change]) -> list[Event]: ...
 
     def gap(self, source: str, why: str) -> None: ...
 
@@ -59,34 +62,40 @@ class ChangeSink(Protocol):
 
 
 class CacheSink:
-    """Applies changes to one worker's cache and reports gaps.
+    """Applies changes to one worker's cache, reports gaps and measures each source's lag
+    (``lag``: also of the events other workers republish, see ``worker.cluster.node``).
 
     Thread-safe: the metadata manager and page store it calls are, and its counters are.
     """
 
     def __init__(self, service: WorkerService) -> None:
         self._service = service
-        self._apply = MetaSink(service.meta, service.pages)
+        self.lag = FeedLag(service.metrics.registry)
+        self._apply = MetaSink(service.meta, service.pages, self.lag.arrived)
         self.counters = Counters(("received", "applied", "unchanged", "outside_roots", "gaps"))
         service.metrics.registry.register(_FeedCollector(self.counters))
 
-    def apply(self, changes: Iterable[Change]) -> list[Event]:
-        """Drop what each change names unless the cache already holds the version it names;
-        the events applied (as the etcd feed carries them). Changes outside the mount roots
-        are ignored. Never raises for a bad change."""
+    def apply(self, source: str, changes: Iterable[Change]) -> list[Event]:
+        """Drop what each change ``source`` reported names unless the cache already holds the
+        version it names; the events applied (as the etcd feed carries them). Changes outside
+        the mount roots are ignored. Never raises for a bad change."""
         applied: list[Event] = []
+        heard: list[int] = []
         for change in changes:
             self.counters.add("received")
             event = self.event_of(change)
             if event is None:
                 self.counters.add("outside_roots")
                 continue
+            if change.at_ms:
+                heard.append(change.at_ms)
             if self._holds(event):
                 self.counters.add("unchanged")
                 continue
             self._apply.apply(event)
             applied.append(event)
             self.counters.add("applied")
+        self.lag.applied(source, heard)
         return applied
 
     def event_of(self, change: Change) -> Event | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from worker.cluster.etcd import EtcdError, EtcdUnavailable
-from worker.cluster.events import RESET, Event
+from worker.cluster.events import RESET, Event, Origin
 from worker.feeds.change import CacheSink, Change, ChangeSink
 
 if TYPE_CHECKING:
@@ -35,21 +35,30 @@ class RepublishingSink:
     workers may hold other versions than this one) and every gap (as a reset) to the feed.
     Thread-safe as its parts are."""
 
-    def __init__(self, sink: CacheSink, publish: Callable[[list[Event]], None]) -> None:
+    def __init__(
+        self, sink: CacheSink, publish: Callable[[list[Event], list[Origin | None]], None]
+    ) -> None:
         self._sink = sink
         self._publish = publish
 
-    def apply(self, changes: Iterable[Change]) -> list[Event]:
+    def apply(self, source: str, changes: Iterable[Change]) -> list[Event]:
+        """Apply here, then publish (with the events' own times, for every worker's lag)."""
         changes = list(changes)
-        applied = self._sink.apply(changes)
-        events = [e for e in map(self._sink.event_of, changes) if e is not None]
+        applied = self._sink.apply(source, changes)
+        events: list[Event] = []
+        origins: list[Origin | None] = []
+        for change in changes:
+            event = self._sink.event_of(change)
+            if event is not None:
+                events.append(event)
+                origins.append(Origin(source, change.at_ms) if change.at_ms else None)
         if events:
-            self._publish(events)
+            self._publish(events, origins)
         return applied
 
     def gap(self, source: str, why: str) -> None:
         self._sink.gap(source, why)
-        self._publish([RESET])
+        self._publish([RESET], [])
 
     def load_marker(self, source: str) -> bytes | None:
         return self._sink.load_marker(source)

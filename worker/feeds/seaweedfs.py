@@ -128,7 +128,7 @@ class SeaweedFeed:
         log.info("change feed %s: following", self.spec.name)
         try:
             for response in self._call:
-                self._sink.apply(changes(response, buckets, self.spec.prefix))
+                self._sink.apply(self.spec.name, changes(response, buckets, self.spec.prefix))
         finally:
             with self._lock:
                 self._call = None

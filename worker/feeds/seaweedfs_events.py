@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from dataclasses import replace
 
 from worker.feeds.change import Change
 from worker.feeds.filer_pb.seaweedfs_filer_pb2 import Entry, SubscribeMetadataResponse
@@ -25,7 +26,8 @@ _VERSIONS = ".versions"
 def changes(response: SubscribeMetadataResponse, buckets: str, prefix: str) -> list[Change]:
     """The changes to ``s3://`` objects one event names: ``buckets`` is the filer's buckets
     directory, ``prefix`` the filer path watched (a path under it matches only whole
-    segments: ``/buckets/evt`` does not match bucket ``evt-ver``)."""
+    segments: ``/buckets/evt`` does not match bucket ``evt-ver``). Each change carries the
+    event's time (``ts_ns``, absent from a filer webhook's message)."""
     event = response.event_notification
     old, new = event.old_entry, event.new_entry
     old_path = _join(response.directory, old.name) if old.name else None
@@ -35,7 +37,8 @@ def changes(response: SubscribeMetadataResponse, buckets: str, prefix: str) -> l
         found += _change(old_path, old, buckets, prefix, gone=True)
     if new_path is not None:
         found += _change(new_path, new, buckets, prefix, gone=False)
-    return found
+    at_ms = response.ts_ns // 1_000_000
+    return [replace(change, at_ms=at_ms) for change in found] if at_ms > 0 else found
 
 
 def _join(directory: str, name: str) -> str:

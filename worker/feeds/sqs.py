@@ -146,7 +146,7 @@ class SqsFeed:
         changes: list[Change] = []
         for message in messages:
             changes += self._changes(message)
-        self._sink.apply(changes)
+        self._sink.apply(self.spec.name, changes)
         if messages:
             entries = [
                 {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)

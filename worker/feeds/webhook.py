@@ -5,7 +5,9 @@ Two shapes are read:
 - S3 event notifications, ``{"Records": [...]}``, as AWS S3 (through SNS/EventBridge relays),
   MinIO and Ceph RGW send them: ``ObjectCreated:*`` names the object's new ETag,
   ``ObjectRemoved:*`` and ``LifecycleExpiration:*`` its removal; other events change no bytes.
-  Keys arrive URL-encoded with ``+`` for a space. The per-key ``sequencer`` is not needed:
+  Keys arrive URL-encoded with ``+`` for a space; ``eventTime`` (ISO 8601) is the event's own
+  time, kept for the feed's lag (one missing or unreadable is not measured, the change still
+  applies). The per-key ``sequencer`` is not needed:
   applying is idempotent and order-insensitive (``worker.feeds.change``), so a late event only
   costs a re-check.
 - SeaweedFS's filer webhook, ``{"key": <filer path>, "event_type": ..., "message": <the
@@ -17,6 +19,7 @@ Two shapes are read:
 from __future__ import annotations
 
 import posixpath
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -66,11 +69,25 @@ def _s3_record(n: int, record: Any) -> list[Change]:
         raise ValueError(f"record {n}: eventName, bucket name and key must be non-empty strings")
     event = name.removeprefix("s3:")
     uri = f"s3://{bucket}/{unquote_plus(key)}"
+    at_ms = _epoch_ms(record.get("eventTime"))
     if event.startswith(_CREATED):
-        return [Change(uri, etag.strip('"'))]
+        return [Change(uri, etag.strip('"'), at_ms=at_ms)]
     if event.startswith(_REMOVED):
-        return [Change(uri, deleted=True)]
+        return [Change(uri, deleted=True, at_ms=at_ms)]
     return []
+
+
+def _epoch_ms(value: Any) -> int:
+    """An ``eventTime`` (``2024-05-01T12:00:00.123Z``) in epoch ms; 0 if absent or unreadable."""
+    if not isinstance(value, str):
+        return 0
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return max(0, int(moment.timestamp() * 1000))
 
 
 def _seaweed_message(payload: dict[str, Any]) -> list[Change]:

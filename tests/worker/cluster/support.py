@@ -4,7 +4,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from worker.cluster.events import Event
+from worker.cluster.events import Event, Origins
 
 
 class RecordingSink:
@@ -14,6 +14,7 @@ class RecordingSink:
         self.lock = threading.Lock()
         self.events: list[Event] = []
         self.resets: list[int] = []
+        self.origins: list[Origins] = []
 
     def apply(self, event: Event) -> None:
         with self.lock:
@@ -22,6 +23,10 @@ class RecordingSink:
     def reset(self, before_ms: int) -> None:
         with self.lock:
             self.resets.append(before_ms)
+
+    def arrived(self, origins: Origins) -> None:
+        with self.lock:
+            self.origins.append(origins)
 
 
 class MemoryMarkers:

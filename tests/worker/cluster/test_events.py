@@ -15,6 +15,13 @@ def test_a_batch_round_trips() -> None:
     assert Batch.decode(batch.encode()) == batch
 
 
+def test_a_batch_carries_the_times_of_change_feed_events() -> None:
+    origins = {"seaweedfs://f:18888/buckets": (1_700_000_000_123, 1_700_000_000_456)}
+    batch = Batch("w1", 123, (Event(Op.CREATED, "s3://b/k", "etag"),), origins)
+    assert Batch.decode(batch.encode()).origins == origins
+    assert b'"o"' not in Batch("w1", 123, ()).encode()  # as before for a worker's own writes
+
+
 FORGED_BATCHES = {
     "empty": b"",
     "no fields": b"{}",
@@ -31,6 +38,9 @@ FORGED_BATCHES = {
     "5000 digits": b'{"w":"x","t":1' + b"0" * 5000 + b',"e":[]}',
     "not UTF-8": b'{"w":"\xff","t":1,"e":[]}',
     "too large": b'{"w":"x","t":1,"e":[],"pad":"' + b"x" * (3 << 20) + b'"}',
+    "origins list": b'{"w":"x","t":1,"e":[],"o":[1]}',
+    "origin time text": b'{"w":"x","t":1,"e":[],"o":{"s":["1"]}}',
+    "negative origin": b'{"w":"x","t":1,"e":[],"o":{"s":[-1]}}',
 }
 
 

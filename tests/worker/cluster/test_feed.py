@@ -10,7 +10,7 @@ import pytest
 
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd, WatchStream
-from worker.cluster.events import Batch, Event, Op
+from worker.cluster.events import Batch, Event, Op, Origin
 from worker.cluster.follower import Follower
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.publisher import Publisher, PublisherOptions
@@ -68,6 +68,23 @@ def test_events_arrive_in_order_and_own_events_are_skipped(
     assert feed_a.wait_applied(last, timeout_s=10)
     assert feed_a_sink.events == []
     assert feed_b.events_applied == 20
+
+
+def test_change_feed_times_travel_with_their_events(
+    etcd: Etcd, cluster: str, closing: list[Publisher | Follower]
+) -> None:
+    sink = RecordingSink()
+    feed = follower(etcd, cluster, "B", sink, MemoryMarkers())
+    pub = publisher(etcd, cluster, "A")
+    closing += [pub, feed]
+    wait_for(lambda: feed.connected)
+    heard = [Origin("sqs://q", 1_000), None, Origin("seaweedfs://f:1/buckets", 3_000)]
+    revision = pub.publish([event(1), event(2), event(3)], 5, heard)
+    assert revision is not None and feed.wait_applied(revision, timeout_s=10)
+    assert sink.origins == [{"sqs://q": (1_000,), "seaweedfs://f:1/buckets": (3_000,)}]
+    plain = pub.publish([event(4)], wait_s=5)  # a worker's own change: no times
+    assert plain is not None and feed.wait_applied(plain, timeout_s=10)
+    assert len(sink.origins) == 1
 
 
 def test_a_restarted_follower_catches_up_from_its_saved_position(

@@ -163,7 +163,7 @@ def test_a_prefix_event_drops_pages_no_status_names(
         uri = f"file://{data_dir}/t/f"
         # Pages whose status this worker no longer holds (expired, or lost with a metastore).
         service.pages.put(PageId(file_id(uri), "v1", 0), b"y" * 100, uri)
-        sink = MetaSink(service.meta, service.pages)
+        sink = MetaSink(service.meta, service.pages, service.changes.lag.arrived)
         sink.apply(replace(event, path=f"file://{data_dir}{event.path}"))
     finally:
         service.close()  # waits for the page files to be unlinked

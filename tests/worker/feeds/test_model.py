@@ -52,7 +52,7 @@ def test_no_read_is_staler_than_the_contract(ops: list[tuple[object, ...]]) -> N
                     pending.append(len(contents) - 1)
                 elif op[0] == "deliver" and pending:
                     index = pending[int(op[1]) % len(pending)]  # any order
-                    service.changes.apply([Change(uri, versions[index])])
+                    service.changes.apply("test", [Change(uri, versions[index])])
                     if not op[2]:  # else delivered again later (at least once)
                         pending.remove(index)
                 elif op[0] == "gap":

@@ -109,3 +109,9 @@ def test_directories_and_buckets_removed_take_everything_under_them() -> None:
     assert changes(event("/buckets", old=bucket), BUCKETS, BUCKETS) == [
         Change("s3://evt", deleted=True, prefix=True)
     ]
+
+
+def test_each_change_carries_the_event_s_time() -> None:
+    put = event("/buckets/evt", new=file_entry("k", b"x"), new_parent="/buckets/evt")
+    put.ts_ns = 1_714_564_800_123_456_789
+    assert [c.at_ms for c in changes(put, BUCKETS, BUCKETS)] == [1_714_564_800_123]

@@ -40,6 +40,17 @@ def test_s3_records_created_removed_and_others() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("when", "at_ms"),
+    [("2024-05-01T12:00:00.123Z", 1_714_564_800_123), ("yesterday", 0), (None, 0)],
+)
+def test_an_s3_record_s_event_time_is_kept_for_the_lag(when: str | None, at_ms: int) -> None:
+    record = s3_record("ObjectCreated:Put", "k", "e")
+    if when is not None:
+        record["eventTime"] = when
+    assert changes_of({"Records": [record]}) == [Change("s3://lake/k", "e", at_ms=at_ms)]
+
+
 def test_the_s3_test_event_names_nothing() -> None:
     assert changes_of({"Service": "Amazon S3", "Event": "s3:TestEvent", "Bucket": "lake"}) == []
 

@@ -122,6 +122,31 @@ async function showOverview() {
   $("feeds").textContent = f.sources.length
     ? `${f.sources.join(", ")}: ${f.received} events received, ${f.applied} applied, ${f.unchanged} already current, ${f.gaps} gaps (each a re-check of what was cached)`
     : "none (outside writes are seen when a sync interval re-checks)";
+  showFeedLag(f.lag);
+}
+
+// Per source: from each event's own time (the store's clock) to its application here; the bar
+// is the last lag against one second.
+function showFeedLag(lag) {
+  const sources = Object.keys(lag);
+  $("feed-lag").hidden = sources.length === 0;
+  const ms = (v) => (v === null ? "-" : `${v} ms`);
+  table("feed-lag", ["source", "events", "last lag", "p50", "p99", "last, of 1 s"], sources.map((source) => (row) => {
+    const l = lag[source];
+    row.className = "feed-source";
+    cell(row, source, "uri");
+    cell(row, String(l.events));
+    cell(row, ms(l.last_ms), "last-lag");
+    cell(row, ms(l.p50_ms));
+    cell(row, ms(l.p99_ms));
+    const outer = document.createElement("div");
+    outer.className = "bar";
+    outer.title = `applied ${when(l.last_at)}`;
+    const inner = document.createElement("div");
+    inner.style.width = `${Math.min(100, l.last_ms / 10)}%`;
+    outer.append(inner);
+    cell(row, "").append(outer);
+  }));
 }
 
 function perInterval(samples, pick) {
