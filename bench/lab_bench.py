@@ -2,11 +2,12 @@
 
 - a warm read of one file from a client on host A: from A's own worker, from the owner on host
   B, and straight from S3 (median of ``--repeat`` reads each, in one client process on A);
-- a worker host's link dropped: the first read of its file by a client that had used it (a
-  long-lived client), then (the lease having lapsed by then) by a fresh client and the steady
-  state; the time from the link drop until etcd's membership no longer lists it (lease expiry,
-  timed alongside the reads); with the link back, the time until it is listed again (rejoin)
-  and until it has applied the feed's newest revision (catch-up).
+- a worker host's link dropped: the first read of its file by a fresh client while the ring
+  still lists the host (its lease runs), by a client that had used it (a long-lived client),
+  then, once etcd no longer lists the host, by a fresh client and the steady state; the time
+  from the link drop until etcd's membership no longer lists it (lease expiry, timed alongside
+  the reads); with the link back, the time until it is listed again (rejoin) and until it has
+  applied the feed's newest revision (catch-up).
 
     .venv/bin/python -m bench.lab_bench [--repeat 5] [--size-mb 4] [--rounds 3]
 """
@@ -28,7 +29,7 @@ from worker.client.options import ClientOptions
 from worker.cluster.etcd import Etcd
 from worker.cluster.status import cluster_status
 from worker.keys import build_registry
-from worker.lab.lab import BUCKET, Lab, guard
+from worker.lab.lab import BUCKET, Lab, LabWorker, guard
 from worker.lab.netns import unavailable_reason
 
 
@@ -79,6 +80,21 @@ def reads(lab: Lab, size_mb: int, repeat: int) -> dict[str, float]:
     }
 
 
+def _fresh_read(lab: Lab, uri: str, lost: LabWorker, listed: bool = True) -> float:
+    """A new client's first read of ``uri`` (owned by ``lost``, whose link is down), while the
+    ring it builds from etcd still lists ``lost`` (one connect timeout to it, then the next
+    worker) or once it no longer does (no attempt to it at all); RuntimeError otherwise."""
+    client = _client(lab)
+    if (lost.address in client.ring.workers) != listed:
+        raise RuntimeError(f"the fresh client's ring {'no longer' if listed else 'still'} "
+                           f"lists {lost.address}")  # fmt: skip
+    seconds = _read(client, uri)[0]
+    tried = client.counters.snapshot().unreachable.get(lost.address, 0)
+    if tried != int(listed):
+        raise RuntimeError(f"the fresh client tried {lost.address} {tried} times")
+    return seconds
+
+
 def failover(lab: Lab) -> dict[str, float]:
     """One round of link down / up on w3, timed as the module docstring says."""
     assert lab.s3 is not None and lab.etcd is not None
@@ -105,11 +121,12 @@ def failover(lab: Lab) -> dict[str, float]:
     lab.network.link("w3", up=False)
     try:
         watcher.start()
+        # At once, while the lease runs (a third of it at least): the ring still lists w3.
+        figures["first read, fresh client, ring not yet changed"] = _fresh_read(lab, uri, lost)
         figures["first read, long-lived client"] = _read(used, uri)[0]
-        # Both after the long-lived client's first read, by when the lease has lapsed.
-        figures["first read, fresh client, ring changed"] = _read(_client(lab), uri)[0]
-        figures["steady read, ring changed"] = _read(used, uri)[0]
         watcher.join()
+        figures["first read, fresh client, ring changed"] = _fresh_read(lab, uri, lost, False)
+        figures["steady read, ring changed"] = _read(used, uri)[0]
     finally:
         lab.network.link("w3", up=True)
     figures["rejoin"] = _until(lambda: listed()[lost.address][0])

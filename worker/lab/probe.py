@@ -9,7 +9,9 @@ The request is ``{"defines": [...client -D settings...], "ops": [...]}``; each o
 - ``{"op": "write", "uri": u, "text": t}``: a write routed by the ring (or sent to ``worker``);
 - ``{"op": "cat", "uri": u}``: a read through the fsspec filesystem (``dora::``), fast path
   included;
-- ``{"op": "s3", "uri": u}``: a read straight from S3 (one s3fs client for the process), timed.
+- ``{"op": "s3", "uri": u}``: a read straight from S3 (one s3fs client for the process), timed;
+- ``{"op": "stats"}``: what the ring-routed ops did so far: failovers, and connection failures
+  per worker.
 Bytes are answered as their SHA-256 and size; a failure as its status or error.
 """
 
@@ -93,6 +95,10 @@ class Probe:
         started = time.monotonic()
         data: bytes = self._s3.cat(op["uri"])
         return {"seconds": time.monotonic() - started, **_digest(data)}
+
+    def stats(self, op: dict[str, Any]) -> dict[str, Any]:
+        done = self.client.counters.snapshot()
+        return {"failovers": done.failovers, "unreachable": done.unreachable}
 
     def cat(self, op: dict[str, Any]) -> dict[str, Any]:
         fs = DoraFileSystem(config=self.config)
