@@ -1,0 +1,84 @@
+"""The lab over TLS (issues 24 and 25): each worker serves HTTPS only, with a certificate for its
+host's address, and requires client certificates; etcd takes TLS clients only; every client on
+a lab host verifies workers and etcd with the lab's CA file and sends a token, which never
+crosses a link in clear. Every read is compared with the bytes S3 holds."""
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.worker.tls.certs import CA
+from worker.lab.lab import DORA, Lab
+
+from .lab_support import lab_fixture, members, put_files, read_across_hosts, read_op
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def tls_lab(tmp_path_factory: pytest.TempPathFactory, tls_ca: CA) -> Iterator[Lab]:
+    yield from lab_fixture(tmp_path_factory, tls_ca)
+
+
+@pytest.fixture(scope="module")
+def files(tls_lab: Lab) -> dict[str, str]:
+    return put_files(tls_lab, "tls", 6)
+
+
+def without(defines: list[str], *keys: str) -> list[str]:
+    return [d for d in defines if d.split("=", 1)[0] not in keys]
+
+
+def test_cluster_ls_lists_https_workers_at_their_host_addresses(tls_lab: Lab) -> None:
+    assert tls_lab.etcd is not None and tls_lab.etcd.endpoint.startswith("https://")
+    listed = {str(w["url"]): w["online"] for w in members(tls_lab, "w2")}
+    subnet = tls_lab.network.subnet
+    assert listed == {f"https://10.203.{subnet}.{octet}:28080": True for octet in (11, 12, 13)}
+    # etcd takes no client without a certificate it trusts.
+    pair = ("dora.cluster.etcd.tls.cert.file", "dora.cluster.etcd.tls.key.file")
+    uncertified = without(tls_lab.client_defines(), *pair)
+    done = tls_lab.run("w2", [DORA, "cluster", "ls", *(f"-D{d}" for d in uncertified)])
+    assert done.returncode != 0
+    assert tls_lab.etcd.endpoint in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_read_from_one_host_is_served_over_https_by_the_owner_on_another(
+    tls_lab: Lab, files: dict[str, str]
+) -> None:
+    read_across_hosts(tls_lab, "w1", files)
+    for worker in tls_lab.workers:
+        # It speaks nothing but TLS: a plain HTTP request is never answered.
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://{worker.address}/healthz", timeout=5)
+
+
+def test_a_client_on_a_lab_host_will_not_send_its_token_over_plain_http(
+    tls_lab: Lab, files: dict[str, str]
+) -> None:
+    uri = next(iter(files))
+    target = tls_lab.worker("w2")
+    plain = without(tls_lab.client_defines(), "dora.cluster.etcd.endpoints", "dora.user.workers")
+    [answer] = tls_lab.probe(
+        "w1", read_op(uri), defines=[*plain, f"dora.user.workers=http://{target.address}"]
+    )
+    error = str(answer["error"])
+    assert error.startswith("PlaintextRefused")
+    assert target.address in error and "dora.user.client.token.allow.plaintext" in error
+
+
+def test_a_worker_refuses_a_client_without_a_certificate_it_trusts(
+    tls_lab: Lab, files: dict[str, str]
+) -> None:
+    uri = next(iter(files))
+    uncertified = without(
+        tls_lab.client_defines(), "dora.user.tls.cert.file", "dora.user.tls.key.file"
+    )
+    [refused] = tls_lab.probe("w3", read_op(uri), defines=uncertified)
+    assert "sha256" not in refused  # no worker served it, and there is no fallback to S3
+    error = str(refused["error"])
+    assert "certificate" in error
+    assert all(worker.address in error for worker in tls_lab.workers)
+    # Refused handshakes and plain HTTP requests are no errors of the worker's own.
+    for worker in tls_lab.workers:
+        assert "Traceback" not in worker.log.read_text()
