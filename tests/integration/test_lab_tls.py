@@ -3,6 +3,7 @@ host's address, and requires client certificates; etcd takes TLS clients only; e
 a lab host verifies workers and etcd with the lab's CA file and sends a token, which never
 crosses a link in clear. Every read is compared with the bytes S3 holds."""
 
+import hashlib
 from collections.abc import Iterator
 
 import httpx
@@ -11,7 +12,14 @@ import pytest
 from tests.worker.tls.certs import CA
 from worker.lab.lab import DORA, Lab
 
-from .lab_support import lab_fixture, members, put_files, read_across_hosts, read_op
+from .lab_support import (
+    lab_fixture,
+    members,
+    owners_seen_from,
+    put_files,
+    read_across_hosts,
+    read_op,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -51,6 +59,25 @@ def test_a_read_from_one_host_is_served_over_https_by_the_owner_on_another(
         # It speaks nothing but TLS: a plain HTTP request is never answered.
         with pytest.raises(httpx.TransportError):
             httpx.get(f"http://{worker.address}/healthz", timeout=5)
+
+
+def test_webhdfs_open_through_any_worker_goes_on_to_the_owner_over_https(
+    tls_lab: Lab, files: dict[str, str]
+) -> None:
+    assert tls_lab.tls is not None
+    owners = owners_seen_from(tls_lab, "w1", list(files))
+    asked = tls_lab.worker("w1")
+    uri, owner = next((u, o) for u, o in owners.items() if o != asked.address)
+    # The token as Hadoop's delegation parameter: it travels on in the Location, over https.
+    opened = asked.http.get(
+        "/webhdfs/v1/" + uri.replace("s3://", "s3/"),
+        params={"op": "OPEN", "delegation": tls_lab.tls.token},
+        follow_redirects=True,
+    )
+    assert opened.status_code == 200
+    [redirect] = opened.history
+    assert redirect.headers["Location"].startswith(f"https://{owner}/webhdfs/v1/")
+    assert hashlib.sha256(opened.content).hexdigest() == files[uri]
 
 
 def test_a_client_on_a_lab_host_will_not_send_its_token_over_plain_http(
