@@ -9,7 +9,10 @@
   the reads); with the link back, the time until it is listed again (rejoin) and until it has
   applied the feed's newest revision (catch-up).
 
-    .venv/bin/python -m bench.lab_bench [--repeat 5] [--size-mb 4] [--rounds 3]
+With ``--tls`` the lab runs over TLS (:mod:`worker.lab.tls`: HTTPS workers requiring client
+certificates, etcd over TLS, a token), its certificates from the tests' throwaway CA.
+
+    .venv/bin/python -m bench.lab_bench [--repeat 5] [--size-mb 4] [--rounds 3] [--tls]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from config import load_config
+from tests.worker.tls.certs import CA
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.etcd import Etcd
@@ -99,7 +103,7 @@ def failover(lab: Lab) -> dict[str, float]:
     """One round of link down / up on w3, timed as the module docstring says."""
     assert lab.s3 is not None and lab.etcd is not None
     lost = lab.worker("w3")
-    etcd = Etcd([lab.etcd.endpoint], 2.0)
+    etcd = Etcd([lab.etcd.endpoint], 2.0, tls=None if lab.tls is None else lab.tls.trusted)
     uris = [f"s3://{BUCKET}/bench/fail-{i}" for i in range(12)]
     for uri in uris:
         lab.s3.client().pipe(uri.removeprefix("s3://"), b"y" * 65536)
@@ -137,24 +141,32 @@ def failover(lab: Lab) -> dict[str, float]:
     return figures
 
 
+def report(lab: Lab, size_mb: int, repeat: int, rounds: int) -> None:
+    """Measure and print every figure (the module docstring)."""
+    for what, seconds in reads(lab, size_mb, repeat).items():
+        print(f"read {size_mb} MB warm from w1, {what}: {seconds * 1000:.1f} ms")
+    measured = [failover(lab) for _ in range(rounds)]
+    for what in measured[0]:
+        values = sorted(r[what] for r in measured)
+        print(f"{what}: median {statistics.median(values):.2f} s "
+              f"({values[0]:.2f}-{values[-1]:.2f}, {len(values)} rounds)")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--size-mb", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tls", action="store_true", help="the lab over TLS")
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason is not None:
         print(f"lab_bench skipped: {reason}")
         return 0
-    with guard(), tempfile.TemporaryDirectory() as root, Lab(Path(root)) as lab:
-        for what, seconds in reads(lab, args.size_mb, args.repeat).items():
-            print(f"read {args.size_mb} MB warm from w1, {what}: {seconds * 1000:.1f} ms")
-        rounds = [failover(lab) for _ in range(args.rounds)]
-        for what in rounds[0]:
-            values = sorted(r[what] for r in rounds)
-            print(f"{what}: median {statistics.median(values):.2f} s "
-                  f"({values[0]:.2f}-{values[-1]:.2f}, {len(values)} rounds)")  # fmt: skip
+    with guard(), tempfile.TemporaryDirectory() as root:
+        issuer = CA(Path(root) / "ca") if args.tls else None
+        with Lab(Path(root), tls=issuer) as lab:
+            report(lab, args.size_mb, args.repeat, args.rounds)
     return 0
 
 
