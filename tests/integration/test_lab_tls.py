@@ -55,10 +55,16 @@ def test_a_read_from_one_host_is_served_over_https_by_the_owner_on_another(
     tls_lab: Lab, files: dict[str, str]
 ) -> None:
     read_across_hosts(tls_lab, "w1", files)
+    assert tls_lab.tls is not None
+    without_token = httpx.Client(verify=tls_lab.tls.trusted.context(), timeout=5)
     for worker in tls_lab.workers:
         # It speaks nothing but TLS: a plain HTTP request is never answered.
         with pytest.raises(httpx.TransportError):
             httpx.get(f"http://{worker.address}/healthz", timeout=5)
+        # Over TLS, with the client's certificate, no call is taken without the token.
+        refused = without_token.get(f"{worker.url}/v1/status", params={"path": next(iter(files))})
+        assert refused.status_code == 401
+    without_token.close()
 
 
 def test_webhdfs_open_through_any_worker_goes_on_to_the_owner_over_https(

@@ -10,6 +10,7 @@ while :func:`guard` is active) stops the processes and removes the namespaces.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -61,6 +62,8 @@ class LabWorker:
         self.url = f"{'http' if tls is None else 'https'}://{self.address}"
         self.work = host.private / "work"
         secured = [] if tls is None else tls.worker_defines(host)
+        # The token in the environment, not on the command line (which any local user reads).
+        self.env = None if tls is None else {**os.environ, **tls.worker_environ()}
         self.args = [
             DORA, "worker", "start", f"-Ddora.work.dir={self.work}",
             f"-Ddora.worker.http.bind.host={host.address}",
@@ -78,7 +81,7 @@ class LabWorker:
         subprocess.run(self.host.command(["mkdir", "-p", str(self.work)]), check=True)
         with (self.logs / "worker.log").open("ab") as log:
             self.process = subprocess.Popen(
-                self.host.command(self.args), stdout=log, stderr=subprocess.STDOUT
+                self.host.command(self.args), stdout=log, stderr=subprocess.STDOUT, env=self.env
             )
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:

@@ -73,15 +73,19 @@ class LabTls:
 
     def worker_defines(self, host: Host) -> list[str]:
         """The worker's settings on ``host``: HTTPS with a certificate for the host's address,
-        client certificates signed by the lab's CA required, the token, etcd over TLS."""
+        client certificates signed by the lab's CA required, etcd over TLS (the token is in
+        :meth:`worker_environ`)."""
         pair = self.issuer.issue(f"worker-{host.name}", (host.address,))
         return [
             f"dora.worker.tls.cert.file={pair.cert}",
             f"dora.worker.tls.key.file={pair.key}",
             f"dora.worker.tls.client.ca.file={self.issuer.file}",
-            f"dora.worker.security.token={self.token}",
             *self.etcd_defines(),
         ]
+
+    def worker_environ(self) -> dict[str, str]:
+        """The worker's token, as an environment variable."""
+        return {"DORA_WORKER_SECURITY_TOKEN": self.token}
 
     def client_defines(self) -> list[str]:
         """A client's settings: workers and etcd verified with the lab's CA, the lab's client
