@@ -2,13 +2,17 @@
 
 - a warm read of one file from a client on host A: from A's own worker, from the owner on host
   B, and straight from S3 (median of ``--repeat`` reads each, in one client process on A);
-- a worker host's link dropped: the first read of its file by a client that had used it (a
-  long-lived client), then (the lease having lapsed by then) by a fresh client and the steady
-  state; the time from the link drop until etcd's membership no longer lists it (lease expiry,
-  timed alongside the reads); with the link back, the time until it is listed again (rejoin)
-  and until it has applied the feed's newest revision (catch-up).
+- a worker host's link dropped: the first read of its file by a fresh client while the ring
+  still lists the host (its lease runs), by a client that had used it (a long-lived client),
+  then, once etcd no longer lists the host, by a fresh client and the steady state; the time
+  from the link drop until etcd's membership no longer lists it (lease expiry, timed alongside
+  the reads); with the link back, the time until it is listed again (rejoin) and until it has
+  applied the feed's newest revision (catch-up).
 
-    .venv/bin/python -m bench.lab_bench [--repeat 5] [--size-mb 4] [--rounds 3]
+With ``--tls`` the lab runs over TLS (:mod:`worker.lab.tls`: HTTPS workers requiring client
+certificates, etcd over TLS, a token), its certificates from the tests' throwaway CA.
+
+    .venv/bin/python -m bench.lab_bench [--repeat 5] [--size-mb 4] [--rounds 3] [--tls]
 """
 
 from __future__ import annotations
@@ -23,12 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from config import load_config
+from tests.worker.tls.certs import CA
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.etcd import Etcd
 from worker.cluster.status import cluster_status
 from worker.keys import build_registry
-from worker.lab.lab import BUCKET, Lab, guard
+from worker.lab.lab import BUCKET, Lab, LabWorker, guard
 from worker.lab.netns import unavailable_reason
 
 
@@ -79,11 +84,26 @@ def reads(lab: Lab, size_mb: int, repeat: int) -> dict[str, float]:
     }
 
 
+def _fresh_read(lab: Lab, uri: str, lost: LabWorker, listed: bool = True) -> float:
+    """A new client's first read of ``uri`` (owned by ``lost``, whose link is down), while the
+    ring it builds from etcd still lists ``lost`` (one connect timeout to it, then the next
+    worker) or once it no longer does (no attempt to it at all); RuntimeError otherwise."""
+    client = _client(lab)
+    if (lost.address in client.ring.workers) != listed:
+        raise RuntimeError(f"the fresh client's ring {'no longer' if listed else 'still'} "
+                           f"lists {lost.address}")  # fmt: skip
+    seconds = _read(client, uri)[0]
+    tried = client.counters.snapshot().unreachable.get(lost.address, 0)
+    if tried != int(listed):
+        raise RuntimeError(f"the fresh client tried {lost.address} {tried} times")
+    return seconds
+
+
 def failover(lab: Lab) -> dict[str, float]:
     """One round of link down / up on w3, timed as the module docstring says."""
     assert lab.s3 is not None and lab.etcd is not None
     lost = lab.worker("w3")
-    etcd = Etcd([lab.etcd.endpoint], 2.0)
+    etcd = Etcd([lab.etcd.endpoint], 2.0, tls=None if lab.tls is None else lab.tls.trusted)
     uris = [f"s3://{BUCKET}/bench/fail-{i}" for i in range(12)]
     for uri in uris:
         lab.s3.client().pipe(uri.removeprefix("s3://"), b"y" * 65536)
@@ -105,11 +125,12 @@ def failover(lab: Lab) -> dict[str, float]:
     lab.network.link("w3", up=False)
     try:
         watcher.start()
+        # At once, while the lease runs (a third of it at least): the ring still lists w3.
+        figures["first read, fresh client, ring not yet changed"] = _fresh_read(lab, uri, lost)
         figures["first read, long-lived client"] = _read(used, uri)[0]
-        # Both after the long-lived client's first read, by when the lease has lapsed.
-        figures["first read, fresh client, ring changed"] = _read(_client(lab), uri)[0]
-        figures["steady read, ring changed"] = _read(used, uri)[0]
         watcher.join()
+        figures["first read, fresh client, ring changed"] = _fresh_read(lab, uri, lost, False)
+        figures["steady read, ring changed"] = _read(used, uri)[0]
     finally:
         lab.network.link("w3", up=True)
     figures["rejoin"] = _until(lambda: listed()[lost.address][0])
@@ -120,24 +141,32 @@ def failover(lab: Lab) -> dict[str, float]:
     return figures
 
 
+def report(lab: Lab, size_mb: int, repeat: int, rounds: int) -> None:
+    """Measure and print every figure (the module docstring)."""
+    for what, seconds in reads(lab, size_mb, repeat).items():
+        print(f"read {size_mb} MB warm from w1, {what}: {seconds * 1000:.1f} ms")
+    measured = [failover(lab) for _ in range(rounds)]
+    for what in measured[0]:
+        values = sorted(r[what] for r in measured)
+        print(f"{what}: median {statistics.median(values):.2f} s "
+              f"({values[0]:.2f}-{values[-1]:.2f}, {len(values)} rounds)")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--size-mb", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tls", action="store_true", help="the lab over TLS")
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason is not None:
         print(f"lab_bench skipped: {reason}")
         return 0
-    with guard(), tempfile.TemporaryDirectory() as root, Lab(Path(root)) as lab:
-        for what, seconds in reads(lab, args.size_mb, args.repeat).items():
-            print(f"read {args.size_mb} MB warm from w1, {what}: {seconds * 1000:.1f} ms")
-        rounds = [failover(lab) for _ in range(args.rounds)]
-        for what in rounds[0]:
-            values = sorted(r[what] for r in rounds)
-            print(f"{what}: median {statistics.median(values):.2f} s "
-                  f"({values[0]:.2f}-{values[-1]:.2f}, {len(values)} rounds)")  # fmt: skip
+    with guard(), tempfile.TemporaryDirectory() as root:
+        issuer = CA(Path(root) / "ca") if args.tls else None
+        with Lab(Path(root), tls=issuer) as lab:
+            report(lab, args.size_mb, args.repeat, args.rounds)
     return 0
 
 

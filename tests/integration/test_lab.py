@@ -11,7 +11,7 @@ import pytest
 
 from worker.lab.lab import Lab
 
-from .lab_support import cluster_ls, put_files, read_op
+from .lab_support import cluster_ls, owners_seen_from, put_files, read_across_hosts, read_op
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 HOSTS = ("w1", "w2", "w3")
@@ -20,13 +20,6 @@ HOSTS = ("w1", "w2", "w3")
 @pytest.fixture(scope="module")
 def files(lab: Lab) -> dict[str, str]:
     return put_files(lab, "routing", 12)
-
-
-def owners_seen_from(lab: Lab, host: str, uris: list[str]) -> dict[str, str]:
-    [answer] = lab.probe(host, {"op": "owners", "uris": uris})
-    assert answer["ring"] == sorted(lab.addresses)
-    owners: dict[str, str] = answer["owners"]  # type: ignore[assignment]
-    return owners
 
 
 def test_cluster_ls_lists_three_workers_at_their_host_addresses(lab: Lab) -> None:
@@ -45,19 +38,7 @@ def test_clients_on_every_host_compute_the_same_owner(lab: Lab) -> None:
 def test_a_read_from_one_host_is_served_by_the_owner_on_another(
     lab: Lab, files: dict[str, str]
 ) -> None:
-    owners = owners_seen_from(lab, "w1", list(files))
-    elsewhere = [uri for uri, owner in owners.items() if owner != lab.worker("w1").address]
-    assert elsewhere
-    before = {worker.address: worker.served() for worker in lab.workers}
-    ops = [op for uri in elsewhere for op in (read_op(uri), {"op": "cat", "uri": uri})]
-    answers = lab.probe("w1", *ops)
-    expected_bytes = dict.fromkeys(before, 0)
-    for uri, routed, through_fsspec in zip(elsewhere, answers[::2], answers[1::2], strict=True):
-        assert routed["worker"] == owners[uri]
-        assert routed["sha256"] == through_fsspec["sha256"] == files[uri]
-        expected_bytes[owners[uri]] += 2 * int(routed["size"])  # type: ignore[call-overload]
-    for worker in lab.workers:
-        assert worker.served() - before[worker.address] == expected_bytes[worker.address]
+    read_across_hosts(lab, "w1", files)
 
 
 def test_webhdfs_block_locations_name_the_owner_host(lab: Lab, files: dict[str, str]) -> None:

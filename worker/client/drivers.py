@@ -8,6 +8,7 @@ Both are fork-safe (a child builds its own connection pools and threads) and thr
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 import weakref
 from collections import deque
@@ -172,9 +173,10 @@ class AsyncDriver:
     """Runs flows on the running event loop: HTTP over one ``httpx.AsyncClient`` per event loop
     and process (built by ``http``), blocking calls in worker threads, parallel flows as tasks.
 
-    With ``probe_s``, a plain-HTTP worker that has not begun to answer is probed that often and
-    given up on when it answers no probe (:mod:`worker.client.liveness`); without it (an injected
-    transport has no address to probe) the read timeout alone bounds the wait.
+    With ``probe_s``, a worker that has not begun to answer is probed that often (an https://
+    one over TLS with the context ``tls`` gives) and given up on when it answers no probe
+    (:mod:`worker.client.liveness`); without it (an injected transport has no address to probe)
+    the read timeout alone bounds the wait.
 
     Thread-safe: flows may run on several loops in several threads at once, each with its own
     client (an httpx async client belongs to the loop it was first used on).
@@ -185,10 +187,12 @@ class AsyncDriver:
         http: Callable[[], httpx.AsyncClient],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         probe_s: float | None = None,
+        tls: Callable[[], ssl.SSLContext] = ssl.create_default_context,
     ) -> None:
         self._build = http
         self._sleep = sleep
         self._probe_s = probe_s
+        self._tls = tls
         self._lock = threading.Lock()
         self._clients: ProcessLocal[
             weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
@@ -249,9 +253,11 @@ class AsyncDriver:
             headers=request.headers,
         )
         sending = http.send(built, stream=True)
-        if self._probe_s is not None and built.url.scheme == "http":
-            netloc = f"{built.url.host}:{built.url.port or 80}"
-            response = await answer_or_unresponsive(sending, netloc, self._probe_s)
+        if self._probe_s is not None:
+            secure = built.url.scheme == "https"
+            netloc = f"{built.url.host}:{built.url.port or (443 if secure else 80)}"
+            context = self._tls() if secure else None
+            response = await answer_or_unresponsive(sending, netloc, self._probe_s, context)
         else:
             response = await sending
         try:

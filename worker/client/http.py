@@ -174,7 +174,7 @@ class WorkerClient:
             lean=self._build_lean if transport is None else None,
         )
         probe_s = options.connect_timeout_s if transport is None else None
-        self.aio = AsyncDriver(self._build_async_http, async_sleep, probe_s)
+        self.aio = AsyncDriver(self._build_async_http, async_sleep, probe_s, self._tls)
 
     @property
     def ring(self) -> HashRing:

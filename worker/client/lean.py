@@ -115,8 +115,8 @@ class LeanHttp:
     ) -> None:
         """Return once the answer has begun (or the socket closed or failed: reading tells
         which); raise TimeoutError past the read timeout, :class:`Unresponsive` as soon as a
-        liveness probe goes unanswered (see the module docstring). The probe speaks plain
-        HTTP: a TLS worker is waited for up to the read timeout."""
+        liveness probe goes unanswered (see the module docstring); an https:// worker is
+        probed over TLS with this exchange's context."""
         assert connection.sock is not None
         poller = select.poll()
         poller.register(connection.sock, select.POLLIN)
@@ -128,8 +128,14 @@ class LeanHttp:
                 return
             if wait >= remaining:
                 raise TimeoutError
-            if scheme == "http" and not alive(netloc, self._connect_timeout):
+            if not alive(netloc, self._connect_timeout, self._tls_of(scheme)):
                 raise Unresponsive(netloc, self._connect_timeout)
+
+    def _tls_of(self, scheme: str) -> ssl.SSLContext | None:
+        """The context an ``https`` worker is reached with (None for ``http``)."""
+        if scheme != "https":
+            return None
+        return self._context or ssl.create_default_context()
 
     def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
         # Keyed by host:port alone: one worker has one scheme (its listener's).

@@ -7,7 +7,9 @@ would stall a long-lived client, whose kept connection leads straight to the van
 that long. So while no answer has begun, every ``probe_s`` (the connect timeout) the waiter asks
 the worker's ``/healthz`` on a fresh connection: any answer within ``probe_s`` means busy, keep
 waiting; none means :class:`Unresponsive`, and the client fails over at once (never asking that
-worker again: :mod:`worker.client.http`). Plain HTTP only: a TLS worker is waited for as before.
+worker again: :mod:`worker.client.http`). An ``https://`` worker is probed over TLS with the
+client's own context (its CA, and its certificate where the worker requires one): a stopped
+worker's kernel takes the connection but nothing completes the handshake.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
+import ssl
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -33,9 +36,14 @@ class Unresponsive(httpx.ReadTimeout):
         )
 
 
-def alive(netloc: str, probe_s: float) -> bool:
-    """Whether the worker at ``host:port`` answers ``/healthz`` (anything) within ``probe_s``."""
-    probe = http.client.HTTPConnection(netloc, timeout=probe_s)
+def alive(netloc: str, probe_s: float, context: ssl.SSLContext | None = None) -> bool:
+    """Whether the worker at ``host:port`` answers ``/healthz`` (anything) within ``probe_s``
+    (each step: the connect, the TLS handshake with ``context``, the answer)."""
+    probe = (
+        http.client.HTTPConnection(netloc, timeout=probe_s)
+        if context is None
+        else http.client.HTTPSConnection(netloc, timeout=probe_s, context=context)
+    )
     try:
         probe.request("GET", "/healthz")
         probe.getresponse().read()
@@ -46,13 +54,13 @@ def alive(netloc: str, probe_s: float) -> bool:
     return True
 
 
-async def alive_async(netloc: str, probe_s: float) -> bool:
-    """:func:`alive` on the event loop."""
+async def alive_async(netloc: str, probe_s: float, context: ssl.SSLContext | None = None) -> bool:
+    """:func:`alive` on the event loop (the whole probe within ``probe_s``)."""
     host, _, port = netloc.rpartition(":")
     writer = None
     try:
         async with asyncio.timeout(probe_s):
-            reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+            reader, writer = await asyncio.open_connection(host.strip("[]"), int(port), ssl=context)
             writer.write(
                 f"GET /healthz HTTP/1.1\r\nHost: {netloc}\r\nConnection: close\r\n\r\n".encode()
             )
@@ -64,17 +72,19 @@ async def alive_async(netloc: str, probe_s: float) -> bool:
             writer.close()
 
 
-async def answer_or_unresponsive(pending: Awaitable[T], netloc: str, probe_s: float) -> T:
+async def answer_or_unresponsive(
+    pending: Awaitable[T], netloc: str, probe_s: float, context: ssl.SSLContext | None = None
+) -> T:
     """``pending``'s result (an answer's headers), probing the worker every ``probe_s`` while it
-    is not there; cancels ``pending`` and raises :class:`Unresponsive` when a probe goes
-    unanswered."""
+    is not there (over TLS with ``context``); cancels ``pending`` and raises
+    :class:`Unresponsive` when a probe goes unanswered."""
     task = asyncio.ensure_future(pending)
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=probe_s)
             if done:
                 return task.result()
-            if not await alive_async(netloc, probe_s):
+            if not await alive_async(netloc, probe_s, context):
                 raise Unresponsive(netloc, probe_s)
     finally:
         if not task.done():

@@ -1,6 +1,7 @@
 """The lab's servers: SeaweedFS on host ``s3``, etcd on host ``etcd`` and one worker on each
 worker host (``w1``, ``w2``, ...), bound to and advertising its host's address as the chart's
-DaemonSet does with the node IP, its work and page directories on its host only.
+DaemonSet does with the node IP, its work and page directories on its host only. Given a
+certificate authority, workers and etcd speak TLS only (:mod:`worker.lab.tls`).
 
 Everything is started and stopped by PID; :meth:`Lab.stop` (also on an error, Ctrl-C or SIGTERM
 while :func:`guard` is active) stops the processes and removes the namespaces.
@@ -9,6 +10,7 @@ while :func:`guard` is active) stops the processes and removes the namespaces.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import httpx
 
 from worker.cluster.localetcd import LocalEtcd
 from worker.lab.netns import Host, Network
+from worker.lab.tls import Issuer, LabTls
 from worker.locals3 import LocalS3
 
 BUCKET = "lab"
@@ -50,19 +53,26 @@ class LabWorker:
     """One worker process on one lab host, on a fixed port (a restart is the same member).
     Not thread-safe."""
 
-    def __init__(self, host: Host, logs: Path, defines: Sequence[str]) -> None:
+    def __init__(
+        self, host: Host, logs: Path, defines: Sequence[str], tls: LabTls | None = None
+    ) -> None:
         self.host = host
         self.logs = logs
         self.address = f"{host.address}:{WORKER_PORT}"
+        self.url = f"{'http' if tls is None else 'https'}://{self.address}"
         self.work = host.private / "work"
+        secured = [] if tls is None else tls.worker_defines(host)
+        # The token in the environment, not on the command line (which any local user reads).
+        self.env = None if tls is None else {**os.environ, **tls.worker_environ()}
         self.args = [
             DORA, "worker", "start", f"-Ddora.work.dir={self.work}",
             f"-Ddora.worker.http.bind.host={host.address}",
             f"-Ddora.worker.http.port={WORKER_PORT}",
-            *(f"-D{d}" for d in defines), "--state-file", str(logs / "state.json"),
+            *(f"-D{d}" for d in [*defines, *secured]), "--state-file", str(logs / "state.json"),
         ]  # fmt: skip
         self.process: subprocess.Popen[bytes] | None = None
-        self.http = httpx.Client(base_url=f"http://{self.address}", timeout=30)
+        settings = {} if tls is None else tls.http_settings()
+        self.http = httpx.Client(base_url=self.url, timeout=30, **settings)
 
     def launch(self) -> None:
         """Start the process (see :meth:`wait_ready`)."""
@@ -71,7 +81,7 @@ class LabWorker:
         subprocess.run(self.host.command(["mkdir", "-p", str(self.work)]), check=True)
         with (self.logs / "worker.log").open("ab") as log:
             self.process = subprocess.Popen(
-                self.host.command(self.args), stdout=log, stderr=subprocess.STDOUT
+                self.host.command(self.args), stdout=log, stderr=subprocess.STDOUT, env=self.env
             )
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
@@ -129,12 +139,21 @@ class LabWorker:
 class Lab:
     """The hosts and their servers. :meth:`start` brings them up (one line of LabUnavailable
     where namespaces cannot be made), :meth:`stop` takes everything down (idempotent); usable as
-    a context manager. Not thread-safe."""
+    a context manager. With ``tls`` (a certificate authority) workers and etcd speak TLS only,
+    and clients carry a token (:mod:`worker.lab.tls`). Not thread-safe."""
 
-    def __init__(self, root: Path, workers: int = 3, defines: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        workers: int = 3,
+        defines: Sequence[str] = (),
+        tls: Issuer | None = None,
+    ) -> None:
         self.root = root
         self.network = Network(root, _octets(workers))
         self.extra = tuple(defines)
+        self.issuer = tls
+        self.tls: LabTls | None = None
         self.s3: LocalS3 | None = None
         self.etcd: LocalEtcd | None = None
         self.workers: list[LabWorker] = []
@@ -153,11 +172,16 @@ class Lab:
         self.s3 = LocalS3(
             self.root / "s3", (BUCKET,), hosts["s3"].address, hosts["s3"].command
         ).start()
-        self.etcd = LocalEtcd(self.root / "etcd", hosts["etcd"].address, hosts["etcd"].command)
+        if self.issuer is not None:
+            self.tls = LabTls(self.issuer)
+        etcd_host = hosts["etcd"]
+        etcd_tls = None if self.tls is None else self.tls.etcd(etcd_host)
+        self.etcd = LocalEtcd(self.root / "etcd", etcd_host.address, etcd_host.command, etcd_tls)
         self.etcd.start()
         names = [name for name in hosts if name.startswith("w")]
         self.workers = [
-            LabWorker(hosts[n], self.root / "logs" / n, self.worker_defines()) for n in names
+            LabWorker(hosts[n], self.root / "logs" / n, self.worker_defines(), self.tls)
+            for n in names
         ]
         for worker in self.workers:
             worker.launch()
@@ -177,15 +201,17 @@ class Lab:
     def client_defines(self) -> list[str]:
         """Settings of a client on a lab host: the ring from etcd, the lab's workers as the
         static fallback, short connect and etcd deadlines, no fallback to the UFS (a read
-        the workers cannot serve is an error, not bytes from elsewhere)."""
+        the workers cannot serve is an error, not bytes from elsewhere). With TLS: the CA,
+        the client certificate and the token."""
         assert self.s3 is not None and self.etcd is not None
         return [
             f"dora.cluster.etcd.endpoints={self.etcd.endpoint}",
             "dora.cluster.etcd.timeout=1s",
-            f"dora.user.workers={','.join(self.addresses)}",
+            f"dora.user.workers={','.join(worker.url for worker in self.workers)}",
             "dora.user.client.connect.timeout=1s",
             "dora.user.client.fallback.to.ufs=false",
             *self.s3.storage_defines(),
+            *([] if self.tls is None else self.tls.client_defines()),
         ]
 
     @property
@@ -207,9 +233,13 @@ class Lab:
         command = self.network.hosts[host].command(argv, cwd=Path.cwd())
         return subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout)
 
-    def probe(self, host: str, *ops: dict[str, object]) -> list[dict[str, object]]:
-        """Run client operations (:mod:`worker.lab.probe`) in a fresh process on ``host``."""
-        request = json.dumps({"defines": self.client_defines(), "ops": list(ops)})
+    def probe(
+        self, host: str, *ops: dict[str, object], defines: Sequence[str] | None = None
+    ) -> list[dict[str, object]]:
+        """Run client operations (:mod:`worker.lab.probe`) in a fresh process on ``host``, with
+        the client settings ``defines`` (:meth:`client_defines` when None)."""
+        settings = self.client_defines() if defines is None else list(defines)
+        request = json.dumps({"defines": settings, "ops": list(ops)})
         done = self.run(host, [sys.executable, "-m", "worker.lab.probe", request])
         if done.returncode != 0:
             raise RuntimeError(f"probe on {host} failed: {done.stderr[-2000:]}")

@@ -5,11 +5,14 @@ The request is ``{"defines": [...client -D settings...], "ops": [...]}``; each o
 - ``{"op": "owners", "uris": [...]}``: the ring (from etcd) and each URI's owner;
 - ``{"op": "read", "uri": u}``: a read routed by the ring with failover (which worker served it);
 - ``{"op": "get", "worker": w, "path": p, "params": {...}, "headers": {...}}``: one HTTP GET
-  to one worker, its status, time and ``X-Dora-Revision`` answered too;
+  to one worker (at the URL the client has for it, verified and with the token as the client
+  sends them), its status, time and ``X-Dora-Revision`` answered too;
 - ``{"op": "write", "uri": u, "text": t}``: a write routed by the ring (or sent to ``worker``);
 - ``{"op": "cat", "uri": u}``: a read through the fsspec filesystem (``dora::``), fast path
   included;
-- ``{"op": "s3", "uri": u}``: a read straight from S3 (one s3fs client for the process), timed.
+- ``{"op": "s3", "uri": u}``: a read straight from S3 (one s3fs client for the process), timed;
+- ``{"op": "stats"}``: what the ring-routed ops did so far: failovers, and connection failures
+  per worker.
 Bytes are answered as their SHA-256 and size; a failure as its status or error.
 """
 
@@ -45,6 +48,9 @@ class Probe:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.client = WorkerClient(ClientOptions.resolve(config))
+        options = self.client.options
+        auth = {"Authorization": f"Bearer {options.token}"} if options.token else {}
+        self.http = httpx.Client(verify=options.tls.context(), headers=auth, timeout=60)
         self._s3: Any = None
 
     def owners(self, op: dict[str, Any]) -> dict[str, Any]:
@@ -58,9 +64,9 @@ class Probe:
 
     def get(self, op: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
-        url = f"http://{op['worker']}{op['path']}"
+        url = self.client.url(op["worker"]) + op["path"]
         headers = op.get("headers", {})
-        response = httpx.get(url, params=op["params"], headers=headers, timeout=60)
+        response = self.http.get(url, params=op["params"], headers=headers)
         took = time.monotonic() - started
         revision = response.headers.get("X-Dora-Revision")
         return {
@@ -93,6 +99,10 @@ class Probe:
         started = time.monotonic()
         data: bytes = self._s3.cat(op["uri"])
         return {"seconds": time.monotonic() - started, **_digest(data)}
+
+    def stats(self, op: dict[str, Any]) -> dict[str, Any]:
+        done = self.client.counters.snapshot()
+        return {"failovers": done.failovers, "unreachable": done.unreachable}
 
     def cat(self, op: dict[str, Any]) -> dict[str, Any]:
         fs = DoraFileSystem(config=self.config)
