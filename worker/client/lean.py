@@ -17,8 +17,8 @@ A kept connection that the worker closed while it was idle (its keep-alive timeo
 before reuse by polling its socket, and replaced, as httpcore does; one idle longer than
 :data:`IDLE_S` is replaced anyway (a host that vanished closes nothing).
 
-While no answer has begun, the worker's liveness is checked every connect timeout
-(:mod:`worker.client.liveness`): a worker that answers no probe is
+While no answer has begun, the worker's liveness is checked soon and then every connect
+timeout (:mod:`worker.client.liveness`): a worker that answers no probe is
 :class:`~worker.client.liveness.Unresponsive`, and the client fails over at once.
 """
 
@@ -35,7 +35,7 @@ from urllib.parse import urlencode
 import httpx
 
 from worker.client.flow import BodyCut, Exchange
-from worker.client.liveness import Unresponsive, alive
+from worker.client.liveness import FIRST_PROBE_S, Unresponsive, alive
 
 _SCHEMES = ("http://", "https://")
 # Kept connections idle longer than this are replaced before use (httpcore's keep-alive expiry).
@@ -121,15 +121,17 @@ class LeanHttp:
         poller = select.poll()
         poller.register(connection.sock, select.POLLIN)
         deadline = time.monotonic() + self._timeout
+        between = min(FIRST_PROBE_S, self._connect_timeout)
         while True:
             remaining = deadline - time.monotonic()
-            wait = min(remaining, self._connect_timeout)
+            wait = min(remaining, between)
             if poller.poll(max(0.0, 1000 * wait)):
                 return
             if wait >= remaining:
                 raise TimeoutError
             if not alive(netloc, self._connect_timeout, self._tls_of(scheme)):
                 raise Unresponsive(netloc, self._connect_timeout)
+            between = self._connect_timeout
 
     def _tls_of(self, scheme: str) -> ssl.SSLContext | None:
         """The context an ``https`` worker is reached with (None for ``http``)."""
