@@ -52,7 +52,12 @@ from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.context import REVISION_HEADER
 from worker.cluster.credentials import Credentials
-from worker.tls.client import WorkerNotTrusted, refuse_plaintext, tls_failure
+from worker.tls.client import (
+    WorkerNotTrusted,
+    client_cert_refused,
+    refuse_plaintext,
+    tls_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,14 +106,6 @@ class _Unreachable(Exception):
     def __init__(self, worker: str, cause: Exception, hint: str = "") -> None:
         super().__init__(f"{worker}: {type(cause).__name__}: {cause}{hint}")
         self.worker = worker
-
-
-# A worker that requires client certificates closes a connection whose certificate it refuses
-# without TLS's alert (asyncio's server does not send it), so the client sees only a hang-up.
-_CLIENT_CERT_HINT = (
-    " (an https worker that hangs up before answering may require a client certificate it "
-    "accepts: dora.user.tls.cert.file, dora.user.tls.key.file)"
-)
 
 
 class _CutRead(Exception):
@@ -329,9 +326,14 @@ class WorkerClient:
             ) from exc
         if not dropped_once:
             return (yield from self._request(worker, url, call, dropped_once=True))
+        hung_up = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
+        if hung_up and url.startswith("https://") and self.options.tls.cert_file:
+            raise WorkerNotTrusted(
+                f"{call.what}: worker {worker}: {client_cert_refused(self.options.tls)}",
+                worker=worker,
+            ) from exc
         self._mark_down(worker, exc)
-        hung_up = url.startswith("https://") and isinstance(exc, httpx.RemoteProtocolError)
-        raise _Unreachable(worker, exc, _CLIENT_CERT_HINT if hung_up else "") from exc
+        raise _Unreachable(worker, exc) from exc
 
     def _saw(self, response: httpx.Response) -> None:
         seen = response.headers.get(REVISION_HEADER, "")

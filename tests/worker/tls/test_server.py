@@ -1,8 +1,9 @@
 """The worker's TLS settings: which keys must come together, files that cannot be used, the
-reload of a replaced pair (and the old pair kept when the new one does not load), and the
-warning for a token that would travel in clear."""
+reload of a replaced pair or client CA (and the old ones kept when the new do not load), checked
+by real handshakes in memory, and the warning for a token that would travel in clear."""
 
 import logging
+import ssl
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,8 @@ def test_unusable_files_name_the_key(tmp_path: Path) -> None:
         tls(pair.cert, pair.key, f"dora.worker.tls.client.ca.file={tmp_path}/missing.pem")
     served = tls(pair.cert, pair.key, f"dora.worker.tls.client.ca.file={ca.file}")
     assert served is not None
-    assert served.context.verify_mode.name == "CERT_REQUIRED"
+    # Asked for, not required: a client without one is answered 401 by the HTTP layer.
+    assert served.context.verify_mode.name == "CERT_OPTIONAL"
 
 
 def test_a_replaced_pair_is_loaded_and_a_broken_one_kept_out(
@@ -62,9 +64,64 @@ def test_a_replaced_pair_is_loaded_and_a_broken_one_kept_out(
         assert not served.reload()
         assert not served.reload()  # the same broken files are reported once
     assert [r.getMessage() for r in caplog.records if "keeping" in r.getMessage()] == [
-        f"worker TLS: keeping the certificate in use: the replaced {live.cert} / {live.key} "
-        "does not load (KEY_VALUES_MISMATCH)"
+        "worker TLS: keeping the certificate and client CA in use: the replaced "
+        f"dora.worker.tls.cert.file={live.cert} does not load (KEY_VALUES_MISMATCH)"
     ]
+
+
+def handshake(server: ssl.SSLContext, trust: CA, client: CA | None = None) -> str:
+    """A TLS handshake between ``server`` and a client trusting ``trust`` (presenting a
+    certificate ``client`` signed), through memory: "ok" or the server's reason to refuse."""
+    context = ssl.create_default_context(cafile=str(trust.file))
+    if client is not None:
+        pair = client.issue("client", ("client",), client=True)
+        context.load_cert_chain(pair.cert, pair.key)
+    wires = [(ssl.MemoryBIO(), ssl.MemoryBIO()) for _ in range(2)]
+    ends = [
+        server.wrap_bio(*wires[0], server_side=True),
+        context.wrap_bio(*wires[1], server_hostname="localhost"),
+    ]
+    done = [False, False]
+    for _ in range(10):
+        for side, end in enumerate(ends):
+            if not done[side]:
+                try:
+                    end.do_handshake()
+                    done[side] = True
+                except ssl.SSLWantReadError:
+                    pass
+                except ssl.SSLError as exc:
+                    return str(exc.reason) if side == 0 else f"client: {exc.reason}"
+            # What this end wrote is what the other end reads.
+            wires[1 - side][0].write(wires[side][1].read())
+        if all(done):
+            return "ok"
+    return "stalled"
+
+
+def test_a_replaced_client_ca_decides_new_handshakes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ca, old, new = CA(tmp_path / "ca"), CA(tmp_path / "old", "old"), CA(tmp_path / "new", "new")
+    pair = ca.issue("server")
+    bundle = tmp_path / "clients.pem"
+    bundle.write_bytes(old.file.read_bytes())
+    served = tls(pair.cert, pair.key, f"dora.worker.tls.client.ca.file={bundle}")
+    assert served is not None
+    assert handshake(served.context, ca, old) == "ok"
+    assert handshake(served.context, ca, new) == "CERTIFICATE_VERIFY_FAILED"
+    assert handshake(served.context, ca) == "ok"  # none presented: the HTTP layer refuses
+    bundle.with_suffix(".new").write_bytes(new.file.read_bytes())
+    bundle.with_suffix(".new").replace(bundle)
+    assert served.reload()
+    assert handshake(served.context, ca, new) == "ok"
+    assert handshake(served.context, ca, old) == "CERTIFICATE_VERIFY_FAILED"
+    bundle.write_text("not a certificate")
+    with caplog.at_level(logging.WARNING, logger="worker.tls.server"):
+        assert not served.reload()
+    assert f"the replaced dora.worker.tls.client.ca.file={bundle} does not load" in caplog.text
+    assert handshake(served.context, ca, new) == "ok"  # the last CA that loaded stays
+    assert handshake(served.context, ca, old) == "CERTIFICATE_VERIFY_FAILED"
 
 
 @pytest.mark.parametrize(
