@@ -6,6 +6,8 @@ running worker."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import socket
 import ssl
@@ -23,6 +25,7 @@ from tests.integration.tls_support import DORA, TlsWorker, tls_defines
 from tests.worker.tls.certs import CA, Pair
 from worker.client.errors import Unauthorized
 from worker.client.filesystem import DoraFileSystem
+from worker.spark.state import WorkerInfo, answers
 from worker.tls.client import WorkerNotTrusted
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -302,3 +305,13 @@ def test_replaced_certificate_serves_new_connections_without_restart(
         assert fs.info(f"file://{data}/a.bin")["size"] == len(expected)
     finally:
         process.stop()
+
+
+def test_a_sidecars_health_check_follows_the_workers_scheme(
+    worker: TlsWorker, mutual: tuple[TlsWorker, CA]
+) -> None:
+    for process in (worker, mutual[0]):  # mutual TLS: the check, with no certificate, gets 401
+        info = WorkerInfo.from_dict(json.loads(process.state.read_text()), None)
+        assert info.url == process.url()
+        assert answers(info)
+        assert not answers(dataclasses.replace(info, scheme="http"))  # what it asked before
