@@ -23,7 +23,7 @@ from cryptography import x509
 
 from tests.integration.tls_support import DORA, TlsWorker, tls_defines
 from tests.worker.tls.certs import CA, Pair
-from worker.client.errors import Unauthorized
+from worker.client.errors import Unauthorized, WorkerUnavailable
 from worker.client.filesystem import DoraFileSystem
 from worker.spark.state import WorkerInfo, answers
 from worker.tls.client import WorkerNotTrusted
@@ -201,6 +201,11 @@ def test_a_refused_client_certificate_names_the_worker_and_the_likely_reason(
         refused.value
     )
     assert "dora.worker.tls.client.ca.file, or expired" in str(refused.value)
+    # A write is not repeated (it may have been applied), so it is not refused outright: the
+    # error says so, and names the likely reason.
+    with pytest.raises(WorkerUnavailable, match="refuses our client certificate"):
+        with_cert(tls_ca, process, pair).pipe_file(f"file://{data}/never.txt", b"x")
+    assert not (data / "never.txt").exists()
 
 
 def test_the_charts_probe_presents_a_pair_under_mutual_tls(

@@ -319,21 +319,29 @@ class WorkerClient:
     ) -> Flow[httpx.Response]:
         """After ``worker`` dropped ``call``: ask once more if that is safe, else give up on it."""
         _refuse_untrusted(worker, call, exc)
+        refused = self._refused_cert(url, exc)
         if not call.idempotent:
             raise WorkerUnavailable(
-                f"{call.what}: worker {worker} dropped the call ({exc!r}); "
-                "it may or may not have been applied"
+                f"{call.what}: worker {worker} dropped the call ({exc!r}); it may or may not "
+                "have been applied" + (f" ({refused})" if refused else "")
             ) from exc
         if not dropped_once:
             return (yield from self._request(worker, url, call, dropped_once=True))
-        hung_up = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
-        if hung_up and url.startswith("https://") and self.options.tls.cert_file:
+        if refused:
             raise WorkerNotTrusted(
-                f"{call.what}: worker {worker}: {client_cert_refused(self.options.tls)}",
-                worker=worker,
+                f"{call.what}: worker {worker}: {refused}", worker=worker
             ) from exc
         self._mark_down(worker, exc)
         raise _Unreachable(worker, exc) from exc
+
+    def _refused_cert(self, url: str, exc: httpx.TransportError) -> str | None:
+        """Why a worker hung up on a call over https from a client presenting a certificate: most
+        likely it refused the certificate (raised once it happens twice in a row, on a fresh
+        connection the second time); None for any other drop."""
+        hung_up = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
+        if hung_up and url.startswith("https://") and self.options.tls.cert_file:
+            return client_cert_refused(self.options.tls)
+        return None
 
     def _saw(self, response: httpx.Response) -> None:
         seen = response.headers.get(REVISION_HEADER, "")
