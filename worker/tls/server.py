@@ -99,6 +99,11 @@ def new_context(files: ServerFiles) -> ssl.SSLContext:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if files.client_ca is not None:
         context.verify_mode = ssl.CERT_OPTIONAL  # none presented: 401 from the HTTP layer
+        # No session tickets: a session resumed from one would skip the certificate's check
+        # against a client CA rotated since (a full handshake per connection, which clients
+        # keep alive anyway).
+        context.num_tickets = 0
+        context.options |= ssl.OP_NO_TICKET
         try:
             context.load_verify_locations(cadata=files.client_ca.read_text())
         except (OSError, ssl.SSLError, UnicodeDecodeError, ValueError) as exc:
