@@ -8,13 +8,16 @@ asks the worker over HTTP(S) only for their locations).
 Two worker processes over one local directory (no object store in the figures), one plain and
 one with a throwaway certificate (ECDSA P-256, made with ``cryptography``); the two alternate
 within every repetition, so they share the machine's state. Figures: median (min-max) of the
-repetitions; each repetition's figure is the median of its own rounds.
+repetitions; each repetition's figure is the median of its own rounds. The CPU seconds the
+worker and the client spend per GB of warm reads (over HTTP(S), all rounds of a repetition)
+are the figures that hold on a shared machine, where a rate follows the load.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -47,6 +50,17 @@ def read_rate(fs: DoraFileSystem, uri: str, size: int, rounds: int = 5) -> float
     return statistics.median(rates)
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def status_ms(fs: DoraFileSystem, uri: str) -> float:
     """The median latency of a warm status call, in ms."""
     times = []
@@ -61,26 +75,42 @@ def summary(values: list[float]) -> str:
     return f"{statistics.median(values):,.3g} ({min(values):,.3g}-{max(values):,.3g})"
 
 
-def measure(workers: dict[str, TlsWorker], ca: CA, uri: str, size: int, reps: int) -> None:
-    figures: dict[tuple[str, str], list[float]] = {}
-    probes: dict[str, Callable[[str], float]] = {
-        "warm read, MB/s": lambda s: read_rate(clients[s, False], uri, size),
-        "warm read with short-circuit, MB/s": lambda s: read_rate(clients[s, True], uri, size),
-        "status p50, ms": lambda s: status_ms(clients[s, False], uri),
+def read_figures(
+    fs: DoraFileSystem, worker: TlsWorker, uri: str, size: int, rounds: int = 5
+) -> dict[str, float]:
+    """:func:`read_rate`'s MB/s, with the CPU seconds the worker and the client (all of this
+    process's threads) spent per GB over its rounds."""
+    worker_before, client_before = process_cpu(worker.process.pid), own_cpu()
+    rate = read_rate(fs, uri, size, rounds)
+    gigabytes = rounds * size / (1 << 30)
+    return {
+        "warm read, MB/s": rate,
+        "warm read, worker CPU s/GB": (process_cpu(worker.process.pid) - worker_before) / gigabytes,
+        "warm read, client CPU s/GB": (own_cpu() - client_before) / gigabytes,
     }
+
+
+def measure(workers: dict[str, TlsWorker], ca: CA, uri: str, size: int, reps: int) -> None:
     clients = {(s, sc): client(w, ca, sc) for s, w in workers.items() for sc in (False, True)}
+    probes: list[Callable[[str], dict[str, float]]] = [
+        lambda s: read_figures(clients[s, False], workers[s], uri, size),
+        lambda s: {"warm read with short-circuit, MB/s": read_rate(clients[s, True], uri, size)},
+        lambda s: {"status p50, ms": status_ms(clients[s, False], uri)},
+    ]
     for fs in clients.values():
         fs.cat_file(uri)  # fills the cache, opens the connections
+    figures: dict[str, dict[str, list[float]]] = {}
     for _ in range(reps):
-        for probe, run in probes.items():
+        for run in probes:
             for scheme in workers:
-                figures.setdefault((probe, scheme), []).append(run(scheme))
+                for row, value in run(scheme).items():
+                    figures.setdefault(row, {}).setdefault(scheme, []).append(value)
     print("| measure | HTTP | HTTPS | HTTPS / HTTP |")
     print("|---|---|---|---|")
-    for probe in probes:
-        http, https = figures[probe, "http"], figures[probe, "https"]
+    for row, by_scheme in figures.items():
+        http, https = by_scheme["http"], by_scheme["https"]
         ratio = statistics.median(https) / statistics.median(http)
-        print(f"| {probe} | {summary(http)} | {summary(https)} | {ratio:.2f}x |")
+        print(f"| {row} | {summary(http)} | {summary(https)} | {ratio:.2f}x |")
 
 
 def main() -> None:

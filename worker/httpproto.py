@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from worker.http_target import Utf8TargetProtocol
+from worker.tls.clientcert import tls_extension
 
 MAX_HEAD_BYTES = 64 << 10
 """The largest request head taken (request line and headers): the worker's own clients send
@@ -63,6 +64,8 @@ class SlowClientGuard(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # Read once: the handshake is over when the connection is handed to the protocol.
+        self._tls = tls_extension(transport)
         self._deadline: asyncio.TimerHandle | None = None
         self._phase = ""
         self._head_bytes = 0
@@ -85,6 +88,8 @@ class SlowClientGuard(HttpToolsProtocol):
         if self._phase != "head":
             self._arm("head", self.policy.head_timeout)
         super().on_message_begin()
+        if self._tls is not None:
+            self.scope["extensions"] = {"tls": self._tls}
 
     def on_headers_complete(self) -> None:
         if self._phase == "head":

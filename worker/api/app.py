@@ -43,6 +43,8 @@ from worker.api.params import Lean
 from worker.api.surface import Handler, Surface
 from worker.metrics import Metrics
 from worker.service import WorkerService
+from worker.tls import keys as tls_keys
+from worker.tls.clientcert import ClientCertCheck
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,8 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
     app.add_middleware(CutShort)
     if token:
         app.add_middleware(TokenCheck, token=token, surfaces=surfaces, metrics=service.metrics)
+    if service.config.get(tls_keys.WORKER_CLIENT_CA):
+        app.add_middleware(ClientCertCheck, refuse=_refuser(surfaces, service.metrics))
     if service.config.get(ACCESS_LOG):
         app.add_middleware(AccessLog)  # outermost: refused requests are logged too
     return app
@@ -105,10 +109,12 @@ def _limit_bodies(app: FastAPI, service: WorkerService, surfaces: tuple[Surface,
     metrics = service.metrics
     metrics.uploads_in_flight.set(0)
 
+    answer = _refuser(surfaces, metrics)
+
     def refuse(scope: Scope, exc: Exception) -> ASGIApp:
         if isinstance(exc, catalogue.WorkerBusy):
             metrics.uploads_refused.inc()
-        return _answer_error(owner(surfaces, scope["path"]), exc, metrics)
+        return answer(scope, exc)
 
     app.add_middleware(
         BodyLimits,
@@ -117,6 +123,13 @@ def _limit_bodies(app: FastAPI, service: WorkerService, surfaces: tuple[Surface,
         refuse=refuse,
         timed_out=metrics.idle_timeouts.labels("body").inc,
     )
+
+
+def _refuser(
+    surfaces: tuple[Surface, ...], metrics: Metrics
+) -> Callable[[Scope, Exception], ASGIApp]:
+    """What answers a request refused before any route: ``exc`` in its path's surface shape."""
+    return lambda scope, exc: _answer_error(owner(surfaces, scope["path"]), exc, metrics)
 
 
 def owner(surfaces: tuple[Surface, ...], path: str) -> Surface:

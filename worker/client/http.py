@@ -52,7 +52,12 @@ from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.context import REVISION_HEADER
 from worker.cluster.credentials import Credentials
-from worker.tls.client import WorkerNotTrusted, refuse_plaintext, tls_failure
+from worker.tls.client import (
+    WorkerNotTrusted,
+    client_cert_refused,
+    refuse_plaintext,
+    tls_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,14 +106,6 @@ class _Unreachable(Exception):
     def __init__(self, worker: str, cause: Exception, hint: str = "") -> None:
         super().__init__(f"{worker}: {type(cause).__name__}: {cause}{hint}")
         self.worker = worker
-
-
-# A worker that requires client certificates closes a connection whose certificate it refuses
-# without TLS's alert (asyncio's server does not send it), so the client sees only a hang-up.
-_CLIENT_CERT_HINT = (
-    " (an https worker that hangs up before answering may require a client certificate it "
-    "accepts: dora.user.tls.cert.file, dora.user.tls.key.file)"
-)
 
 
 class _CutRead(Exception):
@@ -322,16 +319,29 @@ class WorkerClient:
     ) -> Flow[httpx.Response]:
         """After ``worker`` dropped ``call``: ask once more if that is safe, else give up on it."""
         _refuse_untrusted(worker, call, exc)
+        refused = self._refused_cert(url, exc)
         if not call.idempotent:
             raise WorkerUnavailable(
-                f"{call.what}: worker {worker} dropped the call ({exc!r}); "
-                "it may or may not have been applied"
+                f"{call.what}: worker {worker} dropped the call ({exc!r}); it may or may not "
+                "have been applied" + (f" ({refused})" if refused else "")
             ) from exc
         if not dropped_once:
             return (yield from self._request(worker, url, call, dropped_once=True))
+        if refused:
+            raise WorkerNotTrusted(
+                f"{call.what}: worker {worker}: {refused}", worker=worker
+            ) from exc
         self._mark_down(worker, exc)
-        hung_up = url.startswith("https://") and isinstance(exc, httpx.RemoteProtocolError)
-        raise _Unreachable(worker, exc, _CLIENT_CERT_HINT if hung_up else "") from exc
+        raise _Unreachable(worker, exc) from exc
+
+    def _refused_cert(self, url: str, exc: httpx.TransportError) -> str | None:
+        """Why a worker hung up on a call over https from a client presenting a certificate: most
+        likely it refused the certificate (raised once it happens twice in a row, on a fresh
+        connection the second time); None for any other drop."""
+        hung_up = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
+        if hung_up and url.startswith("https://") and self.options.tls.cert_file:
+            return client_cert_refused(self.options.tls)
+        return None
 
     def _saw(self, response: httpx.Response) -> None:
         seen = response.headers.get(REVISION_HEADER, "")

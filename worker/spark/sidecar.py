@@ -114,7 +114,7 @@ def connect(info: WorkerInfo, sync_interval: str | int | None = None) -> DoraFil
     from worker.client.filesystem import DoraFileSystem
 
     return DoraFileSystem(
-        workers=[info.address], token=info.token, sync_interval=sync_interval, fallback_to_ufs=False
+        workers=[info.url], token=info.token, sync_interval=sync_interval, fallback_to_ufs=False
     )
 
 

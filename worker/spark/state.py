@@ -39,12 +39,18 @@ class WorkerInfo:
     instance: str
     started_at: float
     token: str | None = None
+    scheme: str = "http"
 
     @property
     def address(self) -> str:
         # A worker bound to every interface is still reached over loopback.
         host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
         return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The worker's base URL, in the scheme it serves (https with TLS keys)."""
+        return f"{self.scheme}://{self.address}"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], token: str | None) -> WorkerInfo:
@@ -55,6 +61,7 @@ class WorkerInfo:
             instance=str(data.get("token") or ""),
             started_at=float(data.get("started_at") or 0.0),
             token=token,
+            scheme=str(data.get("scheme") or "http"),
         )
 
 
@@ -84,12 +91,17 @@ def is_ours(root: Path, pid: int) -> bool:
 
 
 def answers(info: WorkerInfo) -> bool:
-    """Whether the worker answers its liveness probe now."""
+    """Whether the worker answers its liveness probe now, in the scheme it serves.
+
+    Over https the worker's certificate is not verified, as the kubelet's HTTPS probes do not:
+    the process is known to be ours (:func:`is_ours`), the probe sends no credential, and the
+    certificate need not name the loopback address it is asked on. A worker that requires
+    client certificates answers this probe, which presents none, 401: it answers."""
     try:
-        response = httpx.get(f"http://{info.address}/healthz", timeout=HEALTH_TIMEOUT_S)
+        response = httpx.get(f"{info.url}/healthz", timeout=HEALTH_TIMEOUT_S, verify=False)
     except httpx.HTTPError:
         return False
-    return response.status_code == 200
+    return response.status_code == 200 or (info.scheme == "https" and response.status_code == 401)
 
 
 def write_private(path: Path, text: str) -> None:

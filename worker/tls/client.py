@@ -146,6 +146,19 @@ def tls_failure(exc: BaseException) -> str | None:
     return None
 
 
+def client_cert_refused(files: PemFiles) -> str:
+    """The likely reason a worker hung up twice, on fresh connections, on a client that
+    presents a certificate: it refused the certificate in the handshake, whose end TLS 1.3
+    leaves to the server after the client's side is done, and asyncio and uvloop close it
+    without sending TLS's alert (a client with none is answered 401 instead)."""
+    _, cert_name, _ = files.names
+    return (
+        "it hung up right after the TLS handshake: it most likely refuses our client "
+        f"certificate {cert_name}={files.cert_file} (not signed by the CA in the worker's "
+        f"{keys.WORKER_CLIENT_CA.name}, or expired)"
+    )
+
+
 def _why(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLError):
         return exc.reason or str(exc)

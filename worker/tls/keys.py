@@ -24,13 +24,14 @@ WORKER_CERT = _file(
 WORKER_KEY = _file("dora.worker.tls.key.file", "PEM private key of dora.worker.tls.cert.file.")
 WORKER_CLIENT_CA = _file(
     "dora.worker.tls.client.ca.file",
-    "PEM CA bundle; set: every client must present a certificate it signed (mutual TLS).",
+    "PEM CA bundle; set: every client must present a certificate it signed (mutual TLS; a "
+    "client without one is answered 401). A replaced bundle is used for new connections.",
 )
 WORKER_RELOAD_INTERVAL: PropertyKey[int] = PropertyKey(
     "dora.worker.tls.reload.interval",
     KeyType.DURATION,
     "10s",
-    "How often the worker checks its certificate and key files for a replacement.",
+    "How often the worker checks its certificate, key and client CA files for a replacement.",
     minimum=10,
 )
 WORKER_ALLOW_PLAINTEXT: PropertyKey[bool] = PropertyKey(

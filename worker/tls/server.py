@@ -1,13 +1,24 @@
 """The worker's side of TLS: the listener's ``ssl.SSLContext`` built from PEM files, and the
-reload of a replaced certificate without a restart.
+reload of a replaced certificate, key or client CA without a restart.
 
-Rotation is by polling: a thread compares the certificate's and key's (inode, mtime, size)
-every ``dora.worker.tls.reload.interval`` (what cert-manager and a Kubernetes Secret volume do
-is replace the files, which a poll notices whether they were rewritten in place or renamed over).
-A replaced pair is read once, checked in a scratch context, and only then loaded into the live
-context: ``load_cert_chain`` on a live context applies to every handshake after it, and a pair
-that does not load (half written, a key that does not match) leaves the old one serving, with
-the reason logged once.
+Rotation is by polling: a thread compares the certificate's, key's and client CA's (inode,
+mtime, size) every ``dora.worker.tls.reload.interval`` (what cert-manager and a Kubernetes
+Secret volume do is replace the files, which a poll notices whether they were rewritten in
+place or renamed over). Replaced files are read once into a new context, and only a context
+that loaded whole is put in service; one that does not load (half written, a key that does not
+match, a CA file without a certificate) leaves the old one serving, with the reason logged once.
+
+A new context rather than a load into the live one, because a context's CA store only grows:
+a client CA taken out of the bundle must stop being trusted. uvicorn (and the event loop under
+it) keeps the context it was given, so that one stays the listener's and its SNI callback hands
+every handshake to the newest context (OpenSSL calls it for every ClientHello, with or without
+a server name, and the certificate, key and CA store used from then on are the new context's).
+
+With a client CA the context asks for a certificate but lets a handshake without one complete
+(``CERT_OPTIONAL``): the HTTP layer then answers 401 naming the client's key
+(:mod:`worker.tls.clientcert`), where a refused handshake would reach the client as a bare
+hang-up (asyncio and uvloop close it without sending TLS's alert). A certificate that is
+presented is still verified in the handshake, and one the CA did not sign, or expired, ends it.
 """
 
 from __future__ import annotations
@@ -60,55 +71,79 @@ class ServerFiles:
         return cls(Path(cert), Path(key), Path(client_ca) if client_ca else None)
 
     def signature(self) -> Signature:
-        """What changes when either file of the pair is replaced (missing files count too)."""
+        """What changes when any of the files is replaced (missing files count too)."""
         marks = []
-        for path in (self.cert, self.key):
+        for path in (self.cert, self.key, self.client_ca):
             try:
-                stat = path.stat()
+                stat = path.stat() if path is not None else None
             except OSError:
-                marks.append((0, 0, -1))
-                continue
-            marks.append((stat.st_ino, stat.st_mtime_ns, stat.st_size))
+                stat = None
+            marks.append(
+                (0, 0, -1) if stat is None else (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+            )
         return tuple(marks)
 
 
-def _new_context(client_ca: Path | None) -> ssl.SSLContext:
+class Unloadable(Exception):
+    """A file of the worker's TLS that does not load: ``key`` names it, ``path`` is its file."""
+
+    def __init__(self, key: str, path: Path, reason: str) -> None:
+        super().__init__(f"{key}={path}: {reason}")
+        self.key, self.path, self.reason = key, path, reason
+
+
+def new_context(files: ServerFiles) -> ssl.SSLContext:
+    """A server context holding ``files`` as they are now (each read once). Raises Unloadable
+    naming the key whose file does not load."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if client_ca is not None:
-        context.verify_mode = ssl.CERT_REQUIRED
-        context.load_verify_locations(cafile=str(client_ca))
+    if files.client_ca is not None:
+        context.verify_mode = ssl.CERT_OPTIONAL  # none presented: 401 from the HTTP layer
+        # No session tickets: a session resumed from one would skip the certificate's check
+        # against a client CA rotated since (a full handshake per connection, which clients
+        # keep alive anyway).
+        context.num_tickets = 0
+        context.options |= ssl.OP_NO_TICKET
+        try:
+            context.load_verify_locations(cadata=files.client_ca.read_text())
+        except (OSError, ssl.SSLError, UnicodeDecodeError, ValueError) as exc:
+            raise Unloadable(keys.WORKER_CLIENT_CA.name, files.client_ca, _reason(exc)) from None
+    try:
+        _load_pair(context, files)
+    except (OSError, ssl.SSLError) as exc:
+        raise Unloadable(keys.WORKER_CERT.name, files.cert, _reason(exc)) from None
     return context
 
 
 def _load_pair(context: ssl.SSLContext, files: ServerFiles) -> None:
-    """Load the pair into ``context`` as it is now: read once, checked in a scratch context
-    first, so a failure (raised as ssl.SSLError or OSError) leaves ``context`` as it was."""
+    """Load the pair into ``context`` as it is now: each file read once, so a pair replaced
+    while it loads is never half the old and half the new."""
     cert, key = files.cert.read_bytes(), files.key.read_bytes()
     with tempfile.TemporaryDirectory(prefix="dora-tls-") as scratch:
         # The key goes into a directory only this user can read (mkdtemp's mode 0700).
         cert_copy, key_copy = Path(scratch, "cert.pem"), Path(scratch, "key.pem")
         cert_copy.write_bytes(cert)
         key_copy.write_bytes(key)
-        _new_context(None).load_cert_chain(str(cert_copy), str(key_copy))
         context.load_cert_chain(str(cert_copy), str(key_copy))
 
 
 class ServerTls:
-    """The worker's live ``ssl.SSLContext`` and the thread that reloads its certificate.
+    """The worker's listening ``ssl.SSLContext`` (:attr:`context`, given to uvicorn once), the
+    newest context built from the files, and the thread that rebuilds it when they change.
 
-    Thread-safe: only the reload thread (or a caller of :meth:`reload`, one at a time) loads
-    into the context; OpenSSL applies a load to the handshakes that start after it.
+    Thread-safe: only the reload thread (or a caller of :meth:`reload`, one at a time) builds a
+    context; the handshake's SNI callback, on the event loop, reads the newest by a reference
+    that is replaced whole.
     """
 
-    def __init__(
-        self, files: ServerFiles, interval_s: float, context: ssl.SSLContext | None = None
-    ) -> None:
+    def __init__(self, files: ServerFiles, interval_s: float) -> None:
+        """Raises Unloadable naming the key whose file does not load."""
         self.files = files
         self.interval_s = interval_s
-        self.context = context or _new_context(files.client_ca)
         self._signature = files.signature()
-        _load_pair(self.context, files)
+        self.context = new_context(files)
+        self.context.sni_callback = self._hand_over
+        self._current = self.context
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dora-tls-reload", daemon=True)
 
@@ -119,35 +154,44 @@ class ServerTls:
         files = ServerFiles.from_config(config)
         if files is None:
             return None
-        interval_s = config.get(keys.WORKER_RELOAD_INTERVAL) / 1000
         try:
-            context = _new_context(files.client_ca)
-        except (OSError, ssl.SSLError) as exc:
-            raise _unusable(keys.WORKER_CLIENT_CA.name, files.client_ca, exc) from None
-        try:
-            return cls(files, interval_s, context)
-        except (OSError, ssl.SSLError) as exc:
-            raise _unusable(keys.WORKER_CERT.name, files.cert, exc) from None
+            return cls(files, config.get(keys.WORKER_RELOAD_INTERVAL) / 1000)
+        except Unloadable as exc:
+            raise _unusable(exc) from None
+
+    @property
+    def current(self) -> ssl.SSLContext:
+        """The context new handshakes use: the newest that loaded whole."""
+        return self._current
+
+    def _hand_over(self, connection: ssl.SSLObject, _name: str | None, _at: ssl.SSLContext) -> None:
+        current = self._current
+        if current is not self.context:
+            connection.context = current
 
     def reload(self) -> bool:
-        """Load the pair again if its files changed since the last look; whether it did. A pair
-        that does not load keeps the old one and is logged once."""
+        """Build a new context if the files changed since the last look; whether it did. Files
+        that do not load keep the context in use and are logged once."""
         signature = self.files.signature()
         if signature == self._signature:
             return False
         self._signature = signature
         try:
-            _load_pair(self.context, self.files)
-        except (OSError, ssl.SSLError) as exc:
+            self._current = new_context(self.files)
+        except Unloadable as exc:
             log.warning(
-                "worker TLS: keeping the certificate in use: the replaced %s / %s does not "
-                "load (%s)",
-                self.files.cert,
-                self.files.key,
-                _reason(exc),
+                "worker TLS: keeping the certificate and client CA in use: the replaced %s=%s "
+                "does not load (%s)",
+                exc.key,
+                exc.path,
+                exc.reason,
             )
             return False
-        log.info("worker TLS: now serving the replaced certificate %s", self.files.cert)
+        log.info(
+            "worker TLS: new connections use the replaced files (%s, client CA %s)",
+            self.files.cert,
+            self.files.client_ca or "none",
+        )
         return True
 
     def start(self) -> None:
@@ -165,11 +209,11 @@ class ServerTls:
             self._thread.join()
 
 
-def _unusable(key: str, path: Path | None, exc: BaseException) -> ConfigError:
+def _unusable(exc: Unloadable) -> ConfigError:
     return ConfigError(
-        f"{key}={path}: cannot use the TLS files ({_reason(exc)}); expected a PEM certificate "
-        f"chain in {keys.WORKER_CERT.name}, its private key in {keys.WORKER_KEY.name} and a "
-        f"PEM CA bundle in {keys.WORKER_CLIENT_CA.name}"
+        f"{exc.key}={exc.path}: cannot use the TLS files ({exc.reason}); expected a PEM "
+        f"certificate chain in {keys.WORKER_CERT.name}, its private key in "
+        f"{keys.WORKER_KEY.name} and a PEM CA bundle in {keys.WORKER_CLIENT_CA.name}"
     )
 
 

@@ -1,8 +1,10 @@
 """The worker's TLS settings: which keys must come together, files that cannot be used, the
-reload of a replaced pair (and the old pair kept when the new one does not load), and the
-warning for a token that would travel in clear."""
+reload of a replaced pair or client CA (and the old ones kept when the new do not load), checked
+by real handshakes in memory, and the warning for a token that would travel in clear."""
 
+import contextlib
 import logging
+import ssl
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,9 @@ def test_unusable_files_name_the_key(tmp_path: Path) -> None:
         tls(pair.cert, pair.key, f"dora.worker.tls.client.ca.file={tmp_path}/missing.pem")
     served = tls(pair.cert, pair.key, f"dora.worker.tls.client.ca.file={ca.file}")
     assert served is not None
-    assert served.context.verify_mode.name == "CERT_REQUIRED"
+    # Asked for, not required: a client without one is answered 401 by the HTTP layer.
+    assert served.context.verify_mode.name == "CERT_OPTIONAL"
+    assert served.context.num_tickets == 0  # no resumption past a rotated client CA
 
 
 def test_a_replaced_pair_is_loaded_and_a_broken_one_kept_out(
@@ -62,9 +66,91 @@ def test_a_replaced_pair_is_loaded_and_a_broken_one_kept_out(
         assert not served.reload()
         assert not served.reload()  # the same broken files are reported once
     assert [r.getMessage() for r in caplog.records if "keeping" in r.getMessage()] == [
-        f"worker TLS: keeping the certificate in use: the replaced {live.cert} / {live.key} "
-        "does not load (KEY_VALUES_MISMATCH)"
+        "worker TLS: keeping the certificate and client CA in use: the replaced "
+        f"dora.worker.tls.cert.file={live.cert} does not load (KEY_VALUES_MISMATCH)"
     ]
+
+
+def client_context(trust: CA, client: CA | None = None) -> ssl.SSLContext:
+    """A client's context trusting ``trust``, presenting a certificate ``client`` signed."""
+    context = ssl.create_default_context(cafile=str(trust.file))
+    if client is not None:
+        pair = client.issue("client", ("client",), client=True)
+        context.load_cert_chain(pair.cert, pair.key)
+    return context
+
+
+def connect(
+    server: ssl.SSLContext, context: ssl.SSLContext, session: ssl.SSLSession | None = None
+) -> tuple[str, ssl.SSLObject]:
+    """A TLS handshake between ``server`` and a client with ``context`` (resuming ``session``
+    if given), through memory: "ok" or the server's reason to refuse, and the client's end."""
+    wires = [(ssl.MemoryBIO(), ssl.MemoryBIO()) for _ in range(2)]
+    ends = [
+        server.wrap_bio(*wires[0], server_side=True),
+        context.wrap_bio(*wires[1], server_hostname="localhost", session=session),
+    ]
+    done = [False, False]
+    for _ in range(10):
+        for side, end in enumerate(ends):
+            if not done[side]:
+                try:
+                    end.do_handshake()
+                    done[side] = True
+                except ssl.SSLWantReadError:
+                    pass
+                except ssl.SSLError as exc:
+                    return str(exc.reason) if side == 0 else f"client: {exc.reason}", ends[1]
+            # What this end wrote is what the other end reads.
+            wires[1 - side][0].write(wires[side][1].read())
+        if all(done):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                ends[1].read()  # takes in the session tickets the server sent, if any
+            return "ok", ends[1]
+    return "stalled", ends[1]
+
+
+def handshake(server: ssl.SSLContext, trust: CA, client: CA | None = None) -> str:
+    """:func:`connect`'s outcome for a new client trusting ``trust`` (presenting a certificate
+    ``client`` signed)."""
+    return connect(server, client_context(trust, client))[0]
+
+
+def rotate(bundle: Path, ca: CA) -> None:
+    """Replace ``bundle`` by ``ca``'s certificate, as a Secret volume does: by rename."""
+    bundle.with_suffix(".new").write_bytes(ca.file.read_bytes())
+    bundle.with_suffix(".new").replace(bundle)
+
+
+def mutual(tmp_path: Path) -> tuple[ServerTls, tuple[CA, CA, CA], Path]:
+    """A worker's TLS requiring client certificates, its CA, the client CA in its bundle (old)
+    and another (new), and the bundle's path."""
+    ca, old, new = CA(tmp_path / "ca"), CA(tmp_path / "old", "old"), CA(tmp_path / "new", "new")
+    pair = ca.issue("server")
+    bundle = tmp_path / "clients.pem"
+    bundle.write_bytes(old.file.read_bytes())
+    served = tls(pair.cert, pair.key, f"dora.worker.tls.client.ca.file={bundle}")
+    assert served is not None
+    return served, (ca, old, new), bundle
+
+
+def test_a_replaced_client_ca_decides_new_handshakes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    served, (ca, old, new), bundle = mutual(tmp_path)
+    assert handshake(served.context, ca, old) == "ok"
+    assert handshake(served.context, ca, new) == "CERTIFICATE_VERIFY_FAILED"
+    assert handshake(served.context, ca) == "ok"  # none presented: the HTTP layer refuses
+    rotate(bundle, new)
+    assert served.reload()
+    assert handshake(served.context, ca, new) == "ok"
+    assert handshake(served.context, ca, old) == "CERTIFICATE_VERIFY_FAILED"
+    bundle.write_text("not a certificate")
+    with caplog.at_level(logging.WARNING, logger="worker.tls.server"):
+        assert not served.reload()
+    assert f"the replaced dora.worker.tls.client.ca.file={bundle} does not load" in caplog.text
+    assert handshake(served.context, ca, new) == "ok"  # the last CA that loaded stays
+    assert handshake(served.context, ca, old) == "CERTIFICATE_VERIFY_FAILED"
 
 
 @pytest.mark.parametrize(
@@ -86,3 +172,14 @@ def test_a_token_in_clear_beyond_loopback_is_warned_about(
     if warning:
         assert "dora.worker.security.token.allow.plaintext=true" in warning
         assert f"listens on {host} without TLS" in warning
+
+
+def test_a_session_under_a_removed_client_ca_is_not_resumed(tmp_path: Path) -> None:
+    served, (ca, old, new), bundle = mutual(tmp_path)
+    context = client_context(ca, old)
+    outcome, first = connect(served.context, context)
+    assert outcome == "ok"
+    rotate(bundle, new)
+    assert served.reload()
+    # A ticket from the first session would resume it without a certificate check.
+    assert connect(served.context, context, first.session)[0] == "CERTIFICATE_VERIFY_FAILED"

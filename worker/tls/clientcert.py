@@ -1,0 +1,62 @@
+"""Mutual TLS at the HTTP layer: a connection's TLS facts put into each request's scope (ASGI's
+TLS extension), and the 401 for a request whose connection presented no client certificate.
+
+The handshake asks for a certificate without requiring one (``worker.tls.server``): a refused
+handshake reaches the client as a bare hang-up, since asyncio and uvloop close it without
+sending TLS's alert, whereas an answer can say what is missing and which key sets it. A
+certificate that is presented is verified in the handshake as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from worker.errors import Unauthorized
+from worker.tls import keys
+
+MISSING = (
+    "no client certificate: this worker requires one signed by the CA in its "
+    f"{keys.WORKER_CLIENT_CA.name} (mutual TLS); set {keys.USER_CERT.name} and "
+    f"{keys.USER_KEY.name} on the client"
+)
+
+
+def tls_extension(transport: asyncio.BaseTransport) -> dict[object, object] | None:
+    """ASGI's ``extensions["tls"]`` for a connection (None for one without TLS): the version
+    and the client's certificate, verified in the handshake, as PEM (an empty chain: none)."""
+    connection = transport.get_extra_info("ssl_object")
+    if not isinstance(connection, ssl.SSLObject | ssl.SSLSocket):
+        return None
+    der = connection.getpeercert(binary_form=True)
+    return {
+        "tls_version": connection.version(),
+        "client_cert_chain": [ssl.DER_cert_to_PEM_cert(der)] if der else [],
+    }
+
+
+def presented(scope: Scope) -> bool:
+    """Whether the request's connection presented a client certificate (the handshake has
+    verified any it did)."""
+    tls = scope.get("extensions", {}).get("tls") or {}
+    return bool(tls.get("client_cert_chain"))
+
+
+class ClientCertCheck:
+    """Pure ASGI middleware: an HTTP request whose connection presented no client certificate
+    is answered by ``refuse(scope, Unauthorized(MISSING))``, the error in the shape of the
+    surface owning its path, probes included (the chart's probes present the worker's own).
+    Stateless, so safe for concurrent requests."""
+
+    def __init__(self, app: ASGIApp, refuse: Callable[[Scope, Exception], ASGIApp]) -> None:
+        self.app = app
+        self._refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not presented(scope):
+            await self._refuse(scope, Unauthorized(MISSING))(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
