@@ -71,7 +71,7 @@ def test_a_write_through_one_worker_drops_the_others_entry(
     a, b = members
     uri = f"file://{data_dir}/x.csv"
     (data_dir / "x.csv").write_bytes(b"old")
-    assert b.service.status(uri).size == 3
+    assert b.service.status(b.service.request(uri)).size == 3
     written = call(a.app, "PUT", "/v1/write", params={"path": uri}, content=b"newer")
     revision = int(written.headers["X-Dora-Revision"])
     assert revision > 0
@@ -100,7 +100,7 @@ def test_a_revision_not_reached_in_time_is_answered_by_a_sync(
     a, _ = members
     uri = f"file://{data_dir}/y"
     (data_dir / "y").write_bytes(b"1")
-    assert a.service.status(uri).size == 1
+    assert a.service.status(a.service.request(uri)).size == 1
     (data_dir / "y").write_bytes(b"22")  # outside the cache: only a sync sees it
     far = a.node.follower.applied + 1000
     answer = call(
@@ -114,10 +114,13 @@ def test_a_sync_that_finds_a_change_is_published(members: list[Member], data_dir
     a, b = members
     uri = f"file://{data_dir}/z"
     (data_dir / "z").write_bytes(b"1")
-    assert a.service.status(uri).size == 1 and b.service.status(uri).size == 1
+    assert (
+        a.service.status(a.service.request(uri)).size == 1
+        and b.service.status(b.service.request(uri)).size == 1
+    )
     (data_dir / "z").write_bytes(b"22")
-    assert a.service.status(uri, a.service.freshness(uri, 0)).size == 2
-    wait_for(lambda: b.service.status(uri).size == 2)
+    assert a.service.status(a.service.request(uri, 0)).size == 2
+    wait_for(lambda: b.service.status(b.service.request(uri)).size == 2)
 
 
 def test_the_position_is_a_marker_beside_the_entries(members: list[Member], data_dir: Path) -> None:
@@ -136,12 +139,12 @@ def test_a_reset_rechecks_but_keeps_confirmed_pages(
     a, _ = members
     uri = f"file://{data_dir}/p"
     (data_dir / "p").write_bytes(b"x" * 1000)
-    result = a.service.read(uri)
+    result = a.service.read(a.service.request(uri))
     assert b"".join(result.chunks) == b"x" * 1000
     calls = a.service.meta.counters()["ufs_calls"]
     # What the follower's sink does past a compaction: everything cached so far is unproven.
     a.service.meta.require_sync_before(int(time.time() * 1000) + 1)
-    assert a.service.status(uri).size == 1000
+    assert a.service.status(a.service.request(uri)).size == 1000
     assert a.service.meta.counters()["ufs_calls"] == calls + 1
     assert pages_stored(tmp_path / "work0", uri)
 
@@ -203,7 +206,7 @@ def test_a_failed_follower_is_unready_and_restarts(
     a, b = members
     uri = f"file://{data_dir}/fails"
     (data_dir / "fails").write_bytes(b"1")
-    assert b.service.status(uri).size == 1
+    assert b.service.status(b.service.request(uri)).size == 1
     apply, healed = MetaSink.apply, threading.Event()
 
     def fails_until_healed(sink: MetaSink, event: Event) -> None:
@@ -217,9 +220,13 @@ def test_a_failed_follower_is_unready_and_restarts(
     wait_for(lambda: call(b.app, "GET", "/readyz").status_code == 503)
     assert call(b.app, "GET", "/readyz").json()["feed"] == "failed"
     assert "dora_cluster_feed_follower_up 0.0" in call(b.app, "GET", "/metrics").text
-    assert b.service.status(uri).size == 1  # not applied: which is why it is not ready
+    assert (
+        b.service.status(b.service.request(uri)).size == 1
+    )  # not applied: which is why it is not ready
     healed.set()
-    wait_for(lambda: b.service.status(uri).size == 2)  # restarted from its position
+    wait_for(
+        lambda: b.service.status(b.service.request(uri)).size == 2
+    )  # restarted from its position
     ready = call(b.app, "GET", "/readyz")
     assert ready.status_code == 200 and ready.json()["feed"] == "following"
     assert "dora_cluster_feed_follower_up 1.0" in call(b.app, "GET", "/metrics").text
