@@ -5,9 +5,10 @@ pages whose version a re-check confirms; the revision middleware waits, or syncs
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -56,6 +57,9 @@ def members(tmp_path: Path, data_dir: Path, etcd_server: LocalEtcd) -> Iterator[
         member.close()
 
 
+Size = Callable[[Any], int]
+
+
 def call(app: object, method: str, url: str, **kwargs: object) -> httpx.Response:
     async def go() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
@@ -94,8 +98,20 @@ def test_a_bad_revision_header_is_a_clear_400(members: list[Member], value: byte
     )
 
 
+SIZE_BY_SURFACE: dict[str, Callable[[Path, str], tuple[str, dict[str, str], Size]]] = {
+    "rest-v1": lambda data, uri: ("/v1/status", {"path": uri}, lambda body: body["size"]),
+    "webhdfs": lambda data, uri: (
+        f"/webhdfs/v1/file{data}/y",
+        {"op": "GETFILESTATUS"},
+        lambda body: body["FileStatus"]["length"],
+    ),
+    "alluxio": lambda data, uri: ("/v1/info", {"path": uri}, lambda body: body[0]["mLength"]),
+}
+
+
+@pytest.mark.parametrize("surface", sorted(SIZE_BY_SURFACE))
 def test_a_revision_not_reached_in_time_is_answered_by_a_sync(
-    members: list[Member], data_dir: Path
+    members: list[Member], data_dir: Path, surface: str
 ) -> None:
     a, _ = members
     uri = f"file://{data_dir}/y"
@@ -103,10 +119,9 @@ def test_a_revision_not_reached_in_time_is_answered_by_a_sync(
     assert a.service.status(a.service.request(uri)).size == 1
     (data_dir / "y").write_bytes(b"22")  # outside the cache: only a sync sees it
     far = a.node.follower.applied + 1000
-    answer = call(
-        a.app, "GET", "/v1/status", params={"path": uri}, headers={"X-Dora-Revision": str(far)}
-    )
-    assert answer.json()["size"] == 2
+    url, params, size = SIZE_BY_SURFACE[surface](data_dir, uri)
+    answer = call(a.app, "GET", url, params=params, headers={"X-Dora-Revision": str(far)})
+    assert size(answer.json()) == 2
     assert a.node.middleware is not None and a.node.middleware.outcomes["synced"] == 1
 
 
