@@ -76,7 +76,7 @@ def main() -> None:
                     latest[uri] = (data, time.perf_counter())
                 for uri in uris:
                     for name, service in (("sync 0", polling), ("events at -1", fed)):
-                        served = b"".join(service.read(uri).chunks)
+                        served = b"".join(service.read(service.request(uri)).chunks)
                         data, written = latest[uri]
                         if served != data:
                             stale[name].append(time.perf_counter() - written)

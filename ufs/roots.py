@@ -65,7 +65,10 @@ class MountRoots:
         Raises UfsInvalidPath for a malformed or traversing URI or a symlink loop,
         UfsOutsideRoots otherwise; the URI returned is the name, not its resolution.
         """
-        canonical = uris.normalize(uri)
+        return self.inside(uris.normalize(uri))
+
+    def inside(self, canonical: str) -> str:
+        """:meth:`check` of a URI already in canonical form (``ufs.uri.normalize``)."""
         if not self._named_inside(canonical):
             allowed = ", ".join(self.roots) or "none configured (set dora.worker.ufs.roots)"
             raise UfsOutsideRoots(f"path {canonical!r} is outside the mount roots ({allowed})")

@@ -2,9 +2,9 @@
 
 How old a cached answer a request may get used to be decided in four places (the surface's
 parameter, the per-path rules, the feed revision the client saw, the metadata default), and a
-fast path that forgot one answered stale. Now a surface calls :func:`resolve` once per request
-(through ``WorkerService.freshness``) and passes the :class:`Freshness` it gets down; below it,
-nothing decides again.
+fast path that forgot one answered stale. Now :func:`resolve` is called once per request, when
+the surface builds its context (``worker.request.context``), and the :class:`Freshness` it
+gets goes down in that context; below it, nothing decides again.
 
 The order, most specific first: the per-call option (``sync_interval``), else the longest
 matching per-path rule (``dora.worker.path.conf``), else the configured default
@@ -50,12 +50,12 @@ class Freshness:
 def resolve(
     config: Config, uri: str, given: int | None = None, *, must_sync: bool = False
 ) -> Freshness:
-    """The freshness of a request for ``uri``: ``given`` is its per-call sync interval (None:
-    it sent none), ``must_sync`` that its client saw a feed revision this worker has not
-    applied.
+    """The freshness of a request for canonical ``uri`` (``ufs.uri.normalize``): ``given`` is
+    its per-call sync interval (None: it sent none), ``must_sync`` that its client saw a feed
+    revision this worker has not applied.
 
-    Raises UfsInvalidPath for a malformed URI, ConfigError for a bad rule table."""
-    settings = pathconf.resolve(config, uri)
+    Raises ConfigError for a bad rule table."""
+    settings = pathconf.settings(config, uri)
     path_interval: int = (
         config.get(SYNC_INTERVAL) if settings.sync_interval is None else settings.sync_interval
     )

@@ -194,7 +194,11 @@ def resolve(config: Config, uri: str, sync_interval: int | None = None) -> PathS
 
     Raises UfsInvalidPath for a malformed URI, ConfigError for a bad table.
     """
-    canonical = uris.normalize(uri)
+    return settings(config, uris.normalize(uri), sync_interval)
+
+
+def settings(config: Config, canonical: str, sync_interval: int | None = None) -> PathSettings:
+    """:func:`resolve` of a URI already in canonical form (``ufs.uri.normalize``)."""
     rules = table(config)
     if sync_interval is None:
         # The rules file's globs (immutable, max-age) before this table's prefixes.

@@ -8,17 +8,17 @@ so a file that changes mid-read ends the read with :class:`UfsVersionChanged` â€
 
 from __future__ import annotations
 
-import contextvars
 import fnmatch
 import functools
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pagestore.api import Fill, Lookup, PageStore
 from pagestore.page import PageId
+from pagestore.shortcircuit import PageLocations
 from ufs.adapter import Ufs
 from ufs.errors import UfsError, UfsVersionChanged
 from ufs.status import UfsStatus, file_id
@@ -26,12 +26,9 @@ from worker.meta.counters import Counters
 from worker.metrics import Metrics
 
 READ_AHEAD_PAGES = 8
-# Bytes served by source ("cache", "ufs") for the request being answered, when the access log
-# asks: it sets a fresh dict per request, and the reader's consuming threads see that dict
-# through the context each thread-pool hop copies.
-SERVED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
-    "dora_served", default=None
-)
+Served = Callable[[str, int], None]
+"""Told ``(source, n)`` for each ``n`` bytes a read serves from ``cache`` or ``ufs`` (the
+request's own tally, for the access log)."""
 _SOURCES = ("bytes_from_cache", "bytes_from_ufs", "page_hits", "page_misses", "passthrough")
 
 
@@ -47,6 +44,27 @@ class CachePolicy:
         if self.include and not any(fnmatch.fnmatchcase(uri, p) for p in self.include):
             return False
         return not any(fnmatch.fnmatchcase(uri, p) for p in self.exclude)
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """A read ready to stream: the pinned status, the range served and its bytes."""
+
+    status: UfsStatus
+    offset: int
+    length: int
+    chunks: Iterator[bytes]
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the cached pages of a range of one pinned file version are (``locations``) and
+    which page indices of the range are not cached (``missing``: read those through the worker,
+    which fills them)."""
+
+    status: UfsStatus
+    locations: PageLocations
+    missing: tuple[int, ...]
 
 
 class Reader:
@@ -74,7 +92,14 @@ class Reader:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def chunks(
-        self, status: UfsStatus, offset: int, length: int, *, cache: bool = True, ramp: bool = False
+        self,
+        status: UfsStatus,
+        offset: int,
+        length: int,
+        *,
+        cache: bool = True,
+        ramp: bool = False,
+        served: Served | None = None,
     ) -> Iterator[bytes]:
         """The bytes ``[offset, offset+length)`` of ``status``'s version, page by page. The
         range must lie within the file (the caller checks it).
@@ -82,26 +107,31 @@ class Reader:
         ``cache=False`` serves the range pass-through whatever the cache policy says. With
         ``ramp`` (a client that may hang up before the end), read-ahead starts at one page and
         doubles with every page the consumer takes, up to READ_AHEAD_PAGES; closing the
-        iterator cancels the fills not yet started.
+        iterator cancels the fills not yet started. ``served`` is told where the bytes came
+        from.
         """
         if length <= 0:
             return iter(())
         if not (cache and self.policy.caches(status.uri)):
             self.counters.add("passthrough")
             self._metrics.passthrough_reads.inc()
-            return self._passthrough(status, offset, length)
-        return self._cached(status, offset, length, 1 if ramp else READ_AHEAD_PAGES)
+            return self._passthrough(status, offset, length, served)
+        return self._cached(status, offset, length, 1 if ramp else READ_AHEAD_PAGES, served)
 
-    def _passthrough(self, status: UfsStatus, offset: int, length: int) -> Iterator[bytes]:
+    def _passthrough(
+        self, status: UfsStatus, offset: int, length: int, served: Served | None
+    ) -> Iterator[bytes]:
         end = offset + length
         while offset < end:
             size = min(self.page_size, end - offset)
             data = self._fetch(status, offset, size)
-            self._count("ufs", len(data))
+            self._count("ufs", len(data), served)
             yield data
             offset += size
 
-    def _cached(self, status: UfsStatus, offset: int, length: int, window: int) -> Iterator[bytes]:
+    def _cached(
+        self, status: UfsStatus, offset: int, length: int, window: int, served: Served | None
+    ) -> Iterator[bytes]:
         fid = file_id(status.uri)
         first, last = offset // self.page_size, (offset + length - 1) // self.page_size
         ahead: deque[tuple[int, Future[list[Fill]], int]] = deque()
@@ -116,7 +146,7 @@ class Reader:
                     )
                     if found.lookup is Lookup.HIT:
                         self.counters.add("page_hits")
-                        self._count("cache", len(found.data))
+                        self._count("cache", len(found.data), served)
                         yield found.data
                         continue
                     lookup = found.lookup
@@ -132,18 +162,18 @@ class Reader:
                 window = min(2 * window, READ_AHEAD_PAGES)
                 _, batch, position = ahead.popleft()
                 fill = batch.result()[position]
-                self._account(fill, lookup, stop - start)
+                self._account(fill, lookup, stop - start, served)
                 yield fill.data[start:stop]
         finally:
             for _, pending, _ in ahead:
                 pending.cancel()
 
-    def _account(self, fill: Fill, lookup: Lookup, size: int) -> None:
+    def _account(self, fill: Fill, lookup: Lookup, size: int, served: Served | None) -> None:
         """Count a page served through a fill. This is the one place where a page store failure
         that sent a read to the UFS is counted (``dora_cache_failures``): the page's copy could
         not be served, or what was fetched could not be stored."""
         self.counters.add("page_misses" if fill.fetched else "page_hits")
-        self._count("ufs" if fill.fetched else "cache", size)
+        self._count("ufs" if fill.fetched else "cache", size, served)
         if fill.cache_failure or lookup is Lookup.FAILED:
             self._metrics.cache_failures.inc()
 
@@ -220,9 +250,8 @@ class Reader:
             raise UfsVersionChanged(status.uri, status.version, None)
         return data
 
-    def _count(self, source: str, n: int) -> None:
+    def _count(self, source: str, n: int, served: Served | None = None) -> None:
         self.counters.add(f"bytes_from_{source}", n)
         self._metrics.bytes_served.labels(source).inc(n)
-        served = SERVED.get()
         if served is not None:
-            served[source] = served.get(source, 0) + n
+            served(source, n)

@@ -11,7 +11,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,10 @@ from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys, pathconf, pathrules
-from worker.cluster import context as cluster_context
 from worker.cluster.events import Event, Op
 from worker.errors import IsADirectory
 from worker.feeds.change import CacheSink
 from worker.feeds.keys import feed_specs
-from worker.freshness import Freshness
 from worker.freshness import resolve as resolve_freshness
 from worker.insight import History, TopFiles
 from worker.load import LoadManager
@@ -47,7 +44,9 @@ from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.ranges import Span, Window
-from worker.reader import CachePolicy, Reader
+from worker.reader import CachePolicy, Located, Reader, ReadResult
+from worker.request import Exchange, RequestContext
+from worker.request import context as request_context
 
 log = logging.getLogger(__name__)
 
@@ -78,27 +77,6 @@ def _generation_file(path: Path) -> GenerationFile | None:
     except OSError as exc:
         log.warning("no near-cache for same-host clients: generation file %s: %s", path, exc)
         return None
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    """A read ready to stream: the pinned status, the range served and its bytes."""
-
-    status: UfsStatus
-    offset: int
-    length: int
-    chunks: Iterator[bytes]
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where the cached pages of a range of one pinned file version are (``locations``) and
-    which page indices of the range are not cached (``missing``: read those through the worker,
-    which fills them)."""
-
-    status: UfsStatus
-    locations: PageLocations
-    missing: tuple[int, ...]
 
 
 class WorkerService:
@@ -234,96 +212,76 @@ class WorkerService:
             described.append(data)
         return described
 
-    def freshness(self, uri: str, sync_interval: int | None = None) -> Freshness:
-        """The freshness of the current request for ``uri`` (``worker.freshness.resolve``):
-        ``sync_interval`` is its per-call option (None: it sent none). A surface calls this
-        once per request and passes the value to the operations below. Raises
-        UfsInvalidPath for a malformed URI."""
-        return resolve_freshness(
-            self.config, uri, sync_interval, must_sync=cluster_context.must_sync()
-        )
+    def request(
+        self,
+        uri: str,
+        sync_interval: int | None = None,
+        version: str | None = None,
+        exchange: Exchange | None = None,
+    ) -> RequestContext:
+        """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` is
+        its per-call option (None: it sent none), ``version`` the one it pins, ``exchange``
+        the HTTP request it answers (None: a call from inside the worker). A surface builds it
+        once per call and passes it to the operations below. Raises UfsInvalidPath for a
+        malformed URI."""
+        return request_context(self.config, uri, sync_interval, version, exchange)
 
-    def status(
-        self, uri: str, fresh: Freshness | None = None, version: str | None = None
-    ) -> UfsStatus:
-        """The status of ``uri`` as fresh as ``fresh`` asks (None: :meth:`freshness` of a
-        call without options)."""
-        uri = self.roots.check(uri)
-        fresh = fresh or self.freshness(uri)
-        return self.meta.get_status(uri, fresh.sync_interval, version)
+    def status(self, call: RequestContext) -> UfsStatus:
+        """The status of ``call.uri``, as fresh as it asks, at the version it pins."""
+        uri = self.roots.inside(call.uri)
+        return self.meta.get_status(uri, call.fresh.sync_interval, call.version)
 
-    def status_cached(
-        self, uri: str, fresh: Freshness | None = None, version: str | None = None
-    ) -> UfsStatus | None:
+    def status_cached(self, call: RequestContext) -> UfsStatus | None:
         """:meth:`status` without I/O, for a caller on the event loop: the same answer or
         error when the metadata memory tier holds a usable entry, else None (call
         :meth:`status` in a thread). Local (``file``) URIs are always None: their mount-roots
         check resolves the path on disk."""
-        canonical = uris.normalize(uri)
-        if uris.split(canonical)[0] == "file":
+        if call.uri.startswith("file:"):
             return None
-        fresh = fresh or self.freshness(canonical)
-        return self.meta.cached_status(self.roots.check(canonical), fresh.sync_interval, version)
+        uri = self.roots.inside(call.uri)
+        return self.meta.cached_status(uri, call.fresh.sync_interval, call.version)
 
-    def list(self, uri: str, fresh: Freshness | None = None) -> list[UfsStatus]:
-        """The children of directory ``uri`` as fresh as ``fresh`` asks (as :meth:`status`)."""
-        uri = self.roots.check(uri)
-        fresh = fresh or self.freshness(uri)
-        entries = self.meta.list_status(uri, fresh.sync_interval)
+    def list(self, call: RequestContext) -> list[UfsStatus]:
+        """The children of directory ``call.uri``, as fresh as it asks (as :meth:`status`)."""
+        uri = self.roots.inside(call.uri)
+        entries = self.meta.list_status(uri, call.fresh.sync_interval)
         # Entries that lead outside the roots are left out (see MountRoots.visible).
         return self.roots.visible(entries)
 
     # -- data ----------------------------------------------------------------------------------
 
-    def read(
-        self,
-        uri: str,
-        offset: int = 0,
-        length: int | None = None,
-        fresh: Freshness | None = None,
-        version: str | None = None,
-    ) -> ReadResult:
+    def read(self, call: RequestContext, offset: int = 0, length: int | None = None) -> ReadResult:
         """:meth:`read_span` of ``length`` bytes from ``offset`` (None: to the end); a range
         past the end is cut at the end, an offset past the end is RangeNotSatisfiable."""
-        return self.read_span(uri, Window(offset, length), fresh, version)
+        return self.read_span(call, Window(offset, length))
 
-    def read_span(
-        self,
-        uri: str,
-        span: Span,
-        fresh: Freshness | None = None,
-        version: str | None = None,
-        *,
-        ramp: bool = False,
-    ) -> ReadResult:
-        """Resolve the status (``fresh`` and ``version`` as :meth:`status` takes them), resolve
-        ``span`` against its size, and fetch the first chunk, so that errors surface here,
-        before a caller starts answering. Raises IsADirectory, RangeNotSatisfiable, the status
-        lookup's errors, and UfsVersionChanged when the file changed under a caller-given
-        ``version``.
+    def read_span(self, call: RequestContext, span: Span, *, ramp: bool = False) -> ReadResult:
+        """Resolve the status (as :meth:`status`), resolve ``span`` against its size, and
+        fetch the first chunk, so that errors surface here, before a caller starts answering.
+        Raises IsADirectory, RangeNotSatisfiable, the status lookup's errors, and
+        UfsVersionChanged when the file changed under the version the call pins.
 
         A change found while reading is evidence, and so is the file found gone: the new status
         is recorded at once (a sync, which also evicts the old version's pages and drops the
-        parent's listing). Found before
-        the first byte, with no ``version`` asked for, the new version is served instead; found
-        later, the chunks end with UfsVersionChanged (a caller cuts its answer short).
+        parent's listing). Found before the first byte, with no version pinned, the new
+        version is served instead; found later, the chunks end with UfsVersionChanged (a
+        caller cuts its answer short).
 
         A per-path rule with ``dora.user.file.readtype.default=NO_CACHE`` serves the range
         pass-through, whatever the cache policy says. ``ramp`` is for a client that reads what
         it needs and hangs up (WebHDFS ``OPEN``): read-ahead starts at one page and grows while
         the client keeps reading; closing the chunks cancels the fills not yet started."""
-        fresh = fresh or self.freshness(uri)
-        status, cache = self.status(uri, fresh, version), fresh.cache
+        status = self.status(call)
         try:
-            return self._open(status, span, cache, ramp)
+            return self._open(call, status, span, ramp)
         except UfsNotFound:
             self._record_change(status.uri)
             raise
         except UfsVersionChanged:
-            if version is not None:
+            if call.version is not None:
                 self._record_change(status.uri)
                 raise
-        return self._open(self.meta.get_status(status.uri, sync_interval=0), span, cache, ramp)
+        return self._open(call, self.meta.get_status(status.uri, sync_interval=0), span, ramp)
 
     def cache_whole(self, files: Sequence[UfsStatus]) -> Sequence[UfsStatus]:
         """Cache small files a load job listed (a page or less each), many at a time
@@ -337,16 +295,18 @@ class WorkerService:
         batch: list[UfsStatus] = []
         rest: list[UfsStatus] = []
         for status in files:
-            cached = id(status) in inside and self.freshness(status.uri).cache
+            cached = id(status) in inside and resolve_freshness(self.config, status.uri).cache
             (batch if cached and self.reader.policy.caches(status.uri) else rest).append(status)
         return [*rest, *self.reader.store_whole(batch)]
 
-    def _open(self, status: UfsStatus, span: Span, cache: bool, ramp: bool) -> ReadResult:
+    def _open(self, call: RequestContext, status: UfsStatus, span: Span, ramp: bool) -> ReadResult:
         if status.is_dir:
             raise IsADirectory(f"cannot read {status.uri!r}: it is a directory")
         offset, length = span.resolve(status.size)
         self.top_files.record(status.uri, length)
-        chunks = self.reader.chunks(status, offset, length, cache=cache, ramp=ramp)
+        chunks = self.reader.chunks(
+            status, offset, length, cache=call.fresh.cache, ramp=ramp, served=call.served
+        )
         first = next(chunks, b"")
         return ReadResult(status, offset, length, self._watched(status.uri, first, chunks))
 
@@ -373,21 +333,14 @@ class WorkerService:
         except UfsError as exc:
             log.info("could not record the change of %s found by a read: %s", uri, exc)
 
-    def locate(
-        self,
-        uri: str,
-        version: str | None,
-        offset: int = 0,
-        length: int | None = None,
-        fresh: Freshness | None = None,
-    ) -> Located:
+    def locate(self, call: RequestContext, offset: int = 0, length: int | None = None) -> Located:
         """Where the cached pages of ``[offset, offset + length)`` (None: to the end) of one
-        file version are, for a same-host client's short-circuit read. ``version`` pins it
-        (None: the current one, as a status call with ``fresh`` finds it).
-        Raises what :meth:`status` raises (VersionMismatch when the file is not at
-        ``version``), IsADirectory, RangeNotSatisfiable for an offset past the end. A page
-        listed may be evicted at any time after: the client's read of it then misses."""
-        status = self.status(uri, fresh, version)
+        file version are, for a same-host client's short-circuit read: the version the call
+        pins (None: the current one, as :meth:`status` finds it). Raises what :meth:`status`
+        raises (VersionMismatch when the file is not at the pinned version), IsADirectory,
+        RangeNotSatisfiable for an offset past the end. A page listed may be evicted at any
+        time after: the client's read of it then misses."""
+        status = self.status(call)
         if status.is_dir:
             raise IsADirectory(f"cannot locate pages of {status.uri!r}: it is a directory")
         start, count = Window(offset, length).resolve(status.size)

@@ -26,7 +26,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> None:
 def body(service: WorkerService, uri: str) -> bytes | None:
     """What the worker serves for ``uri`` at sync interval -1 (None: not found)."""
     try:
-        return b"".join(service.read(uri, fresh=service.freshness(uri, -1)).chunks)
+        return b"".join(service.read(service.request(uri, -1)).chunks)
     except UfsNotFound:
         return None
 

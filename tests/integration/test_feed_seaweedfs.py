@@ -100,7 +100,9 @@ def test_a_filer_killed_and_restarted_is_a_gap(tmp_path: Path, private_s3: Local
         client.pipe_file(uri, b"before")
         wait_until(served(service, uri, b"before"))
         # Its page cached, so that only the metadata decides what is served.
-        wait_until(lambda: service.describe(service.status(uri))["cached_bytes"] == 6)
+        wait_until(
+            lambda: service.describe(service.status(service.request(uri)))["cached_bytes"] == 6
+        )
         feeds.close()  # the consumer is gone: the next write's event reaches nobody
         client.pipe_file(uri, b"after the crash")
         # Killed before its once-a-minute flush: the filer loses that event's log.

@@ -56,12 +56,7 @@ def keyless_worker(
 
 
 def read(service: WorkerService) -> bytes:
-    return b"".join(
-        service.read(
-            f"s3://{BUCKET}/creds/hello.txt",
-            fresh=service.freshness(f"s3://{BUCKET}/creds/hello.txt", 0),
-        ).chunks
-    )
+    return b"".join(service.read(service.request(f"s3://{BUCKET}/creds/hello.txt", 0)).chunks)
 
 
 def test_credentials_from_the_environment(

@@ -37,7 +37,7 @@ class Worker:
 
     def page_paths(self, name: str) -> list[Path]:
         """The paths of the files holding the file's cached pages, in page order."""
-        located = self.service.locate(f"file://{self.data}/{name}", None)
+        located = self.service.locate(self.service.request(f"file://{self.data}/{name}"))
         return [Path(page.path) for page in located.locations.pages]
 
 
@@ -200,7 +200,7 @@ def test_small_files_are_read_from_their_pack(spark: Any, worker: Worker) -> Non
     assert warm["short_circuit_bytes"] == sum(len(text) for text in texts.values())
     assert (warm["http_bytes"], warm["misses"]) == (0, 0)
     # A page in the pack with a flipped byte is read over HTTP; its neighbours are not.
-    located = worker.service.locate(f"file://{worker.data}/small/f7.txt", None)
+    located = worker.service.locate(worker.service.request(f"file://{worker.data}/small/f7.txt"))
     (page,) = located.locations.pages
     raw = bytearray(pack.read_bytes())
     raw[page.offset + located.locations.header_size + 3] ^= 0xFF

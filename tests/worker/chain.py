@@ -39,8 +39,7 @@ def pages_left(work: Path, uri: str, version: str) -> list[Path]:
 def read_all(
     service: WorkerService, uri: str, sync_interval: int | None = None, version: str | None = None
 ) -> bytes:
-    fresh = service.freshness(uri, sync_interval)
-    return b"".join(service.read(uri, 0, None, fresh, version).chunks)
+    return b"".join(service.read(service.request(uri, sync_interval, version)).chunks)
 
 
 class InvalidationChain:
@@ -51,13 +50,13 @@ class InvalidationChain:
         old, new = os.urandom(3 * PAGE), os.urandom(2 * PAGE + 7)
         outside.write(uri, old)
         assert read_all(service, uri) == old
-        old_version = service.status(uri).version
+        old_version = service.status(service.request(uri)).version
         assert len(page_files(work, uri, old_version)) == 3
         outside.write(uri, new)
         assert read_all(service, uri, sync_interval=-1) == old  # cached, not re-checked
         assert read_all(service, uri, sync_interval=0) == new
         assert pages_left(work, uri, old_version) == []
-        assert service.status(uri, service.freshness(uri, -1)).version != old_version
+        assert service.status(service.request(uri, -1)).version != old_version
 
     def test_never_sync_serves_cached_bytes_until_ttl(
         self, service: WorkerService, root: str, outside: Outside
@@ -76,19 +75,19 @@ class InvalidationChain:
         uri = f"{root}/del.bin"
         outside.write(uri, os.urandom(PAGE + 1))
         read_all(service, uri)
-        version = service.status(uri).version
+        version = service.status(service.request(uri)).version
         assert page_files(work, uri, version)
         outside.delete(uri)
         with pytest.raises(UfsNotFound):
-            service.read(uri, 0, None, service.freshness(uri, 0))
+            service.read(service.request(uri, 0))
         assert pages_left(work, uri, version) == []
         with pytest.raises(UfsNotFound):
-            service.status(uri, service.freshness(uri, -1))  # the negative entry answers
+            service.status(service.request(uri, -1))  # the negative entry answers
 
     def test_version_pin(self, service: WorkerService, root: str, outside: Outside) -> None:
         uri = f"{root}/pin.bin"
         outside.write(uri, b"v1" * 10)
-        v1 = service.status(uri).version
+        v1 = service.status(service.request(uri)).version
         assert read_all(service, uri, version=v1) == b"v1" * 10
         outside.write(uri, b"v2" * 11)
         # The caller knows which version it wants: the cached v1 is served with no UFS call.
@@ -96,16 +95,16 @@ class InvalidationChain:
         v2 = service.ufs.status(uri).version
         assert read_all(service, uri, version=v2) == b"v2" * 11  # one sync finds v2
         with pytest.raises(VersionMismatch):
-            service.read(uri, 0, None, version=v1)  # v1 is gone from the cache and the UFS
+            service.read(service.request(uri, version=v1))  # v1 is gone from the cache and the UFS
         with pytest.raises(VersionMismatch):
-            service.status(uri, version="no-such-version")
+            service.status(service.request(uri, version="no-such-version"))
 
     def test_change_mid_read_is_an_error_not_a_mix(
         self, service: WorkerService, root: str, outside: Outside
     ) -> None:
         uri = f"{root}/mid.bin"
         outside.write(uri, b"a" * (12 * PAGE))
-        chunks = service.read(uri, 0, None, service.freshness(uri, 0)).chunks
+        chunks = service.read(service.request(uri, 0)).chunks
         first = next(chunks)
         outside.write(uri, b"b" * (12 * PAGE))
         served = bytearray(first)
@@ -120,15 +119,15 @@ class InvalidationChain:
         uri = f"{root}/found.bin"
         new = b"b" * (12 * PAGE + 5)
         outside.write(uri, b"a" * (12 * PAGE))
-        old_version = service.status(uri).version
-        chunks = service.read(uri, 0, None, service.freshness(uri, -1)).chunks
+        old_version = service.status(service.request(uri)).version
+        chunks = service.read(service.request(uri, -1)).chunks
         next(chunks)
         outside.write(uri, new)
         with pytest.raises(UfsVersionChanged):
             for _ in chunks:
                 pass
         # The change is evidence: with "never sync", the next read serves the new version.
-        assert service.status(uri, service.freshness(uri, -1)).version != old_version
+        assert service.status(service.request(uri, -1)).version != old_version
         assert read_all(service, uri, sync_interval=-1) == new
 
     def test_a_change_found_before_the_first_byte_serves_the_new_version(
@@ -137,9 +136,9 @@ class InvalidationChain:
         uri = f"{root}/before.bin"
         new = b"b" * (2 * PAGE + 1)
         outside.write(uri, b"a" * (3 * PAGE))
-        old_version = service.status(uri).version  # cached; no page is
+        old_version = service.status(service.request(uri)).version  # cached; no page is
         outside.write(uri, new)
-        result = service.read(uri, 0, None, service.freshness(uri, -1))
+        result = service.read(service.request(uri, -1))
         assert result.status.version != old_version
         assert (result.length, b"".join(result.chunks)) == (len(new), new)
 
@@ -148,8 +147,8 @@ class InvalidationChain:
     ) -> None:
         uri = f"{root}/pinned.bin"
         outside.write(uri, b"a" * (2 * PAGE))
-        old_version = service.status(uri).version
+        old_version = service.status(service.request(uri)).version
         outside.write(uri, b"b" * PAGE)
         with pytest.raises(UfsVersionChanged):
-            service.read(uri, 0, None, service.freshness(uri, -1), version=old_version)
+            service.read(service.request(uri, -1, old_version))
         assert read_all(service, uri, sync_interval=-1) == b"b" * PAGE

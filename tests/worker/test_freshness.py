@@ -3,7 +3,6 @@
 import pytest
 
 from tests.worker.test_pathconf import READ, SYNC, conf
-from ufs.errors import UfsInvalidPath
 from worker.freshness import Freshness, Source, listed, resolve
 from worker.meta.entry import stricter
 
@@ -20,13 +19,6 @@ def test_a_revision_the_worker_has_not_applied_re_checks_whatever_else_says() ->
     assert resolve(config, "s3://lake/cold/a", -1, must_sync=True) == Freshness(
         0, Source.REVISION, -1, True
     )
-
-
-def test_the_uri_is_matched_in_its_canonical_form() -> None:
-    config = conf(f"s3://lake/hot {SYNC}=0")
-    assert resolve(config, "S3://lake/hot/a/").source is Source.RULE
-    with pytest.raises(UfsInvalidPath):
-        resolve(config, "no-scheme")
 
 
 @pytest.mark.parametrize(

@@ -95,12 +95,14 @@ def test_a_worker_takes_an_edited_rules_file(
     service = make_service(
         f"dora.worker.path.rules.file={rules}", "dora.user.file.metadata.sync.interval=0"
     )
-    assert b"".join(service.read(uri).chunks) == b"one"
+    assert b"".join(service.read(service.request(uri)).chunks) == b"one"
     (data_dir / "tables" / "f").write_bytes(b"two, longer")
-    assert b"".join(service.read(uri).chunks) == b"one"  # immutable: never re-checked
+    assert (
+        b"".join(service.read(service.request(uri)).chunks) == b"one"
+    )  # immutable: never re-checked
     rules.write_text(f"file://{data_dir}/tables/** max-age=0\n")
     deadline = time.monotonic() + 30
-    while b"".join(service.read(uri).chunks) != b"two, longer":
+    while b"".join(service.read(service.request(uri)).chunks) != b"two, longer":
         assert time.monotonic() < deadline, "the edited rules file was not taken"
         time.sleep(0.1)
 

@@ -84,7 +84,7 @@ def test_a_read_only_page_dir_sends_every_page_to_the_ufs_and_each_is_counted(
     try:
         assert read_all(worker, uri) == content
         assert cache_failures(worker) == PAGES
-        assert b"".join(worker.read(uri, 0, PAGE).chunks) == content[:PAGE]
+        assert b"".join(worker.read(worker.request(uri), 0, PAGE).chunks) == content[:PAGE]
         assert cache_failures(worker) == PAGES + 1
     finally:
         subprocess.run(["umount", "-l", str(pages)], check=True)

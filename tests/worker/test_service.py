@@ -152,7 +152,7 @@ def test_readiness_reports_a_metastore_that_stopped_persisting(
                 continue
     for n in range(200):  # statuses to persist: their commits fail on the full disk
         (data_dir / f"s{n}.bin").write_bytes(b"x")
-        service.status(f"file://{data_dir}/s{n}.bin")
+        service.status(service.request(f"file://{data_dir}/s{n}.bin"))
     wait_until(lambda: service.readiness()["metastore"] == "memory-only")
     assert service.readiness() == {"ready": True, "metastore": "memory-only", "pages": "ready"}
 
@@ -167,15 +167,17 @@ def test_status_cached_answers_a_memory_hit_and_leaves_the_rest_to_status(
     )  # fmt: skip
     try:
         status = UfsStatus("s3://bucket/data/a", "a", False, 3, 1, '"etag"', '"etag"')
-        assert service.status_cached(status.uri) is None
+        assert service.status_cached(service.request(status.uri)) is None
         service.meta.record_write(status.uri, status, Operation.CREATED)
-        assert service.status_cached("s3://bucket/data/a/") == status
-        assert service.status_cached(status.uri, service.freshness(status.uri, 0)) is None
+        assert service.status_cached(service.request("s3://bucket/data/a/")) == status
+        assert service.status_cached(service.request(status.uri, 0)) is None
         with pytest.raises(UfsOutsideRoots):
-            service.status_cached("s3://bucket/other")
+            service.status_cached(service.request("s3://bucket/other"))
         (data_dir / "b").write_bytes(b"b")
-        service.status(f"file://{data_dir}/b")
-        assert service.status_cached(f"file://{data_dir}/b") is None  # resolved on disk
+        service.status(service.request(f"file://{data_dir}/b"))
+        assert (
+            service.status_cached(service.request(f"file://{data_dir}/b")) is None
+        )  # resolved on disk
     finally:
         service.close()
 

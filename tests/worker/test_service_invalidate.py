@@ -33,7 +33,7 @@ def cached(tmp_path: Path, data_dir: Path) -> Iterator[dict[str, str]]:
         (data_dir / name).write_bytes(os.urandom(2 * PAGE))
         uri = f"file://{data_dir}/{name}"
         read_all(first, uri)
-        versions[uri] = first.status(uri).version
+        versions[uri] = first.status(first.request(uri)).version
     first.close()
     yield versions
 

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from worker.reader import SERVED
+from worker.request import exchange
 
 log = logging.getLogger("worker.access")
 
@@ -47,8 +47,7 @@ class AccessLog:
             return
         started = time.perf_counter()
         status, sent = 0, 0
-        served: dict[str, int] = {}
-        SERVED.set(served)
+        served = exchange(scope).served
 
         async def counting(message: Message) -> None:
             nonlocal status, sent

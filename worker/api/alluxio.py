@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ufs.errors import UfsAlreadyExists, UfsIsADirectory, UfsNotADirectory, UfsNotFound
@@ -29,14 +29,15 @@ from worker import keys
 from worker.api import alluxio_keys, params
 from worker.api import alluxio_params as ap
 from worker.api import alluxio_shapes as shapes
-from worker.api.body import SPOOL_IN_MEMORY, file_chunks, spool_body
+from worker.api.body import SPOOL_IN_MEMORY, file_chunks, read_body, spool_body
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route as SurfaceRoute
-from worker.api.surface import Surface
+from worker.api.surface import Surface, context
 from worker.errors import InvalidRequest as BadRequest
 from worker.errors import RangeNotSatisfiable
 from worker.ranges import Span, Window
+from worker.reader import ReadResult
 from worker.service import WorkerService
 
 Route = Callable[[WorkerService, Request], Awaitable[Response]]
@@ -70,14 +71,20 @@ def _record(service: WorkerService, status: UfsStatus) -> dict[str, Any]:
     return shapes.file_record(status, service.describe(status)["cached_bytes"])
 
 
-async def _stream(service: WorkerService, uri: str, span: Span, status: int = 200) -> Response:
+async def _stream(
+    service: WorkerService, request: Request, uri: str, span: Span, status: int = 200
+) -> Response:
     """``span`` of ``uri``, streamed; errors before the first byte get their status."""
-    result = await run_in_threadpool(service.read_span, uri, span, service.freshness(uri))
-    headers = {"Content-Length": str(result.length), "X-Dora-Version": result.status.version}
-    if status == 206:
-        last = result.offset + result.length - 1
-        headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
-    return StreamingResponse(result.chunks, status, headers, "application/octet-stream")
+    call = context(service, request, uri)
+
+    def answer(result: ReadResult) -> tuple[int, dict[str, str]]:
+        headers = {"X-Dora-Version": result.status.version}
+        if status == 206:
+            last = result.offset + result.length - 1
+            headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
+        return status, headers
+
+    return await read_body(lambda: service.read_span(call, span), answer)
 
 
 @dataclass(frozen=True)
@@ -106,23 +113,19 @@ async def node(service: WorkerService, request: Request) -> Response:
 
 
 async def info(service: WorkerService, request: Request) -> Response:
-    path = params.required(request.query_params, "path")
-    fresh = service.freshness(path)
-    return json_response(
-        await run_in_threadpool(lambda: [_record(service, service.status(path, fresh))])
-    )
+    call = context(service, request, params.required(request.query_params, "path"))
+    return json_response(await run_in_threadpool(lambda: [_record(service, service.status(call))]))
 
 
 async def files(service: WorkerService, request: Request) -> Response:
     """A directory's children; a file lists as itself, as in Alluxio."""
-    path = params.required(request.query_params, "path")
-    fresh = service.freshness(path)
+    call = context(service, request, params.required(request.query_params, "path"))
 
     def work() -> list[dict[str, Any]]:
         try:
-            children = service.list(path, fresh)
+            children = service.list(call)
         except UfsNotADirectory:
-            children = [service.status(path, fresh)]
+            children = [service.status(call)]
         return [_record(service, child) for child in children]
 
     return json_response(await run_in_threadpool(work))
@@ -135,7 +138,7 @@ async def read_range(service: WorkerService, request: Request) -> Response:
     uri = ap.target(request)
     offset = params.optional_int(request.query_params, "offset") or 0
     length = params.optional_int(request.query_params, "length")
-    return await _stream(service, uri, Window(offset, length))
+    return await _stream(service, request, uri, Window(offset, length))
 
 
 async def read_page(service: WorkerService, request: Request) -> Response:
@@ -148,7 +151,7 @@ async def read_page(service: WorkerService, request: Request) -> Response:
     if within >= page_size:
         raise RangeNotSatisfiable(f"offset {within} is past the page size {page_size}")
     length = page_size - within if length is None else min(length, page_size - within)
-    return await _stream(service, uri, Window(index * page_size + within, length))
+    return await _stream(service, request, uri, Window(index * page_size + within, length))
 
 
 async def read_chunk(service: WorkerService, request: Request) -> Response:
@@ -156,17 +159,17 @@ async def read_chunk(service: WorkerService, request: Request) -> Response:
     otherwise not needed)."""
     uri = ap.target(request)
     params.optional_int(request.query_params, "chunkSize")
-    return await _stream(service, uri, Window())
+    return await _stream(service, request, uri, Window())
 
 
 async def head(service: WorkerService, request: Request) -> Response:
     uri, count = ap.target(request), ap.byte_count(request, "numOfBytes", HEAD_TAIL_BYTES)
-    return await _stream(service, uri, Window(0, count))
+    return await _stream(service, request, uri, Window(0, count))
 
 
 async def tail(service: WorkerService, request: Request) -> Response:
     uri, count = ap.target(request), ap.byte_count(request, "numOfBytes", HEAD_TAIL_BYTES)
-    return await _stream(service, uri, _Tail(count))
+    return await _stream(service, request, uri, _Tail(count))
 
 
 async def read_object(service: WorkerService, request: Request) -> Response:
@@ -176,8 +179,8 @@ async def read_object(service: WorkerService, request: Request) -> Response:
     header = request.headers.get("range")
     span = None if header is None else ap.object_range(header)
     if span is None:
-        return await _stream(service, uri, Window())
-    return await _stream(service, uri, span, 206)
+        return await _stream(service, request, uri, Window())
+    return await _stream(service, request, uri, span, 206)
 
 
 # -- writes and mutations ----------------------------------------------------------------------
@@ -213,10 +216,10 @@ async def write_page(service: WorkerService, request: Request) -> Response:
             raise RangeNotSatisfiable(f"page {index} starts at {start}, past the end ({size})")
         with _spooled() as content:
             if old is not None and start:
-                _copy(service.read(uri, 0, start, version=old.version).chunks, content)
+                _copy(_pinned(service, old, 0, start), content)
             end = start + _copy(file_chunks(body), content)
             if old is not None and end < size:
-                _copy(service.read(uri, end, None, version=old.version).chunks, content)
+                _copy(_pinned(service, old, end, None), content)
             content.seek(0)
             return service.write(uri, file_chunks(content))[1]
 
@@ -294,7 +297,7 @@ def _copy_file(service: WorkerService, source: UfsStatus, dst: str, forced: bool
     # Spooled whole first: a source that changes mid-read fails the copy before anything is
     # written, rather than leaving a torn destination.
     with _spooled() as content:
-        _copy(service.read(source.uri, version=source.version).chunks, content)
+        _copy(_pinned(service, source), content)
         content.seek(0)
         service.write(dst, file_chunks(content))
 
@@ -304,7 +307,7 @@ def _files_under(service: WorkerService, root: UfsStatus) -> list[UfsStatus]:
     pending = [root.uri]
     while pending:
         directory = pending.pop()
-        for child in service.list(directory, service.freshness(directory, 0)):
+        for child in service.list(service.request(directory, 0)):
             if child.is_dir:
                 pending.append(child.uri)
             else:
@@ -314,7 +317,14 @@ def _files_under(service: WorkerService, root: UfsStatus) -> list[UfsStatus]:
 
 def _checked(service: WorkerService, uri: str) -> UfsStatus:
     """The status of ``uri`` re-checked with the UFS: a mutation decides on the truth."""
-    return service.status(uri, service.freshness(uri, 0))
+    return service.status(service.request(uri, 0))
+
+
+def _pinned(
+    service: WorkerService, status: UfsStatus, offset: int = 0, length: int | None = None
+) -> Iterator[bytes]:
+    """``[offset, offset + length)`` of the version ``status`` names (None: to the end)."""
+    return service.read(service.request(status.uri, version=status.version), offset, length).chunks
 
 
 def _spooled() -> IO[bytes]:

@@ -40,7 +40,7 @@ from worker.api.contract import UNAUTHORIZED
 from worker.api.keys import ACCESS_LOG, BODY_IDLE_TIMEOUT, MAX_UPLOADS
 from worker.api.limits import BodyLimits, UploadGauge
 from worker.api.params import Lean
-from worker.api.surface import Handler, Surface
+from worker.api.surface import Route, Surface
 from worker.metrics import Metrics
 from worker.service import WorkerService
 from worker.tls import keys as tls_keys
@@ -76,6 +76,7 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
     token = (service.config.get(keys.TOKEN) or "").encode()
     lean_routes = 0
     for surface in surfaces:
+        target = service if surface.bind is None else surface.bind(service)
         for route in surface.routes:
             declared = dict(route.declared)
             if token and route.path not in OPEN_PATHS:
@@ -84,12 +85,12 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
             if route.lean is not None:
                 # In front of every declared route: a request matches it without trying the
                 # others in turn, and the declared one is only the document.
-                endpoint = _lean(service, surface, route.path, route.handler, route.lean)
+                endpoint = _lean(service, surface, route, target, route.lean)
                 plain = StarletteRoute(route.path, endpoint, include_in_schema=False)
                 plain.methods = {route.method}  # Starlette would add HEAD to GET; FastAPI does not
                 app.router.routes.insert(lean_routes, plain)
                 lean_routes += 1
-            handle = _guarded(service, surface, route.path, route.handler)
+            handle = _guarded(service, surface, route, target)
             app.add_api_route(
                 route.path, handle, methods=[route.method], tags=[surface.name], **declared
             )
@@ -153,15 +154,17 @@ def _answer_error(surface: Surface, exc: BaseException, metrics: Metrics) -> Res
 
 
 def _guarded(
-    service: WorkerService, surface: Surface, path: str, handler: Handler
+    service: WorkerService, surface: Surface, route: Route, target: Any
 ) -> Callable[..., Awaitable[Response]]:
-    """``handler`` with the service given, error answers and latency metrics around it. It
-    keeps the handler's other parameters, so FastAPI declares and parses them."""
-    latency = service.metrics.request_latency.labels(path)
+    """The route's handler with ``target`` given (the service, or what the surface binds to
+    it), error answers and latency metrics around it. It keeps the handler's other
+    parameters, so FastAPI declares and parses them."""
+    latency = service.metrics.request_latency.labels(route.path)
+    handler = route.handler
 
     async def handle(**declared: Any) -> Response:
         return await _answered(
-            service.metrics, surface, latency, lambda: handler(service, **declared)
+            service.metrics, surface, latency, lambda: handler(target, **declared)
         )
 
     handle.__name__ = handler.__name__  # FastAPI names the operation after it
@@ -173,16 +176,17 @@ def _guarded(
 
 
 def _lean(
-    service: WorkerService, surface: Surface, path: str, handler: Handler, lean: Lean
+    service: WorkerService, surface: Surface, route: Route, target: Any, lean: Lean
 ) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` as a plain Starlette endpoint: ``lean`` parses its parameters; the same
-    error answers and latency metrics as :func:`_guarded`. The token is the middleware's to
-    check (the declared route's security dependency only documents it)."""
-    latency = service.metrics.request_latency.labels(path)
+    """The route's handler as a plain Starlette endpoint: ``lean`` parses its
+    parameters; the same error answers and latency metrics as :func:`_guarded`. The token is
+    the middleware's to check (the declared route's security dependency only documents it)."""
+    latency = service.metrics.request_latency.labels(route.path)
+    handler = route.handler
 
     async def endpoint(request: Request) -> Response:
         return await _answered(
-            service.metrics, surface, latency, lambda: handler(service, **lean(request))
+            service.metrics, surface, latency, lambda: handler(target, **lean(request))
         )
 
     return endpoint

@@ -1,17 +1,19 @@
 """Bodies: of writes, spooled whole before the UFS sees a byte, so a client that stops
 mid-upload leaves nothing behind, and refused past the configured size; of small requests (a
 form), read into memory but refused past :data:`SMALL_BODY_LIMIT` before anything in them is
-checked; of reads, pulled from the page iterator in batches (:class:`PagedBody`)."""
+checked; of reads, pulled from the page iterator in batches: :func:`read_body`, the one
+streamer of every surface's reads."""
 
 from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
 import anyio
+from anyio.lowlevel import checkpoint
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from worker.api import numbers
 from worker.errors import InvalidRequest, PayloadTooLarge
+from worker.reader import ReadResult
 
 SPOOL_IN_MEMORY = 16 << 20
 SMALL_BODY_LIMIT = 64 << 10
@@ -110,31 +113,64 @@ def pull(chunks: Iterator[bytes], budget: int = BATCH_BYTES) -> Batch:
     return batch
 
 
+async def read_body(
+    start: Callable[[], ReadResult],
+    answer: Callable[[ReadResult], tuple[int, dict[str, str]]],
+    *,
+    budget: int = BATCH_BYTES,
+    slice_bytes: int | None = None,
+) -> Response:
+    """The answer to a read: ``start()`` (``WorkerService.read_span``) and its first batch
+    in one thread-pool hop, so that its errors are answered with their status; then
+    ``answer(result)``'s status and headers (Content-Length is added) over a
+    :class:`PagedBody` of ``budget`` bytes a hop, sent in ``slice_bytes`` slices if given."""
+
+    def opened() -> tuple[ReadResult, Batch]:
+        result = start()
+        return result, pull(result.chunks, budget)
+
+    result, first = await run_in_threadpool(opened)
+    status, headers = answer(result)
+    headers["Content-Length"] = str(result.length)
+    return PagedBody(first, result.chunks, status, headers, budget, slice_bytes)
+
+
 class PagedBody(Response):
-    """A read's answer: ``first`` (pulled by the handler, in the hop that resolved the read)
-    and the rest of ``chunks`` pulled a :func:`pull` batch per thread-pool hop, not a hop per
-    chunk as StreamingResponse does, the next batch while the last is sent; a read that fits
-    one batch needs no further hop. An
-    error of the iterator cuts the body short of its Content-Length (the connection closes),
-    so a client sees an error, never mixed bytes; pulling stops when the client goes away."""
+    """A read's answer: ``first`` (pulled in the hop that resolved the read) and the rest of
+    ``chunks`` pulled a :func:`pull` batch of ``budget`` bytes per thread-pool hop, not a hop
+    per chunk as StreamingResponse does, the next batch while the last is sent; a read that
+    fits one batch needs no further hop. With ``slice_bytes``, chunks go out in slices of that
+    size, so that the server's flow control holds back at most a slice beyond what the socket
+    took (a client that reads what it needs and hangs up: WebHDFS ``OPEN``). An error of the
+    iterator cuts the body short of its Content-Length (the connection closes), so a client
+    sees an error, never mixed bytes; pulling stops when the client goes away, and the
+    iterator is then closed (which cancels its read-ahead)."""
 
     media_type = "application/octet-stream"
 
     def __init__(
-        self, first: Batch, chunks: Iterator[bytes], status_code: int, headers: dict[str, str]
+        self,
+        first: Batch,
+        chunks: Iterator[bytes],
+        status_code: int,
+        headers: dict[str, str],
+        budget: int = BATCH_BYTES,
+        slice_bytes: int | None = None,
     ) -> None:
         self.status_code = status_code
         self.background = None
         self.init_headers(headers)
         self._first = first
         self._chunks = chunks
+        self._budget = budget
+        self._slice = slice_bytes
         self._error: Exception | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code,
                     "headers": self.raw_headers})  # fmt: skip
         if self._first.done and self._first.error is None:
-            await _send_batch(send, self._first, last=True)
+            await self._send(send, self._first, last=True)
             return
         async with anyio.create_task_group() as group:
             group.start_soon(self._stream, send, group.cancel_scope)
@@ -149,31 +185,51 @@ class PagedBody(Response):
         try:
             while not batch.done:
                 # The next batch is read while this one goes out: disk and socket overlap.
-                pending = asyncio.ensure_future(run_in_threadpool(pull, self._chunks))
-                await _send_batch(send, batch, last=False)
+                pending = asyncio.ensure_future(run_in_threadpool(pull, self._chunks, self._budget))
+                await self._send(send, batch, last=False)
                 batch = await pending
-            await _send_batch(send, batch, last=batch.error is None)
+            await self._send(send, batch, last=batch.error is None)
             self._error = batch.error
         except Exception as exc:  # noqa: BLE001 — raised by __call__, after the task group
             self._error = exc
         finally:
             if pending is not None and not pending.done():
-                # The client went away: the pull in flight ends by itself, unheard.
-                pending.add_done_callback(_forget)
+                # The client went away: the pull in flight ends by itself, unheard, and the
+                # iterator is closed after it (a generator cannot be closed while it runs).
+                pending.add_done_callback(self._close_after)
+            else:
+                self._close()
         scope.cancel()
+
+    def _close_after(self, pulled: asyncio.Future[Batch]) -> None:
+        _forget(pulled)
+        self._close()
+
+    def _close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+    async def _send(self, send: Send, batch: Batch, last: bool) -> None:
+        step = self._slice
+        for i, chunk in enumerate(batch.chunks):
+            more = not last or i < len(batch.chunks) - 1
+            if step is None or len(chunk) <= step:
+                await send({"type": "http.response.body", "body": chunk, "more_body": more})
+                continue
+            for at in range(0, len(chunk), step):
+                piece = chunk[at : at + step]
+                await send({"type": "http.response.body", "body": piece,
+                            "more_body": more or at + step < len(chunk)})  # fmt: skip
+                # Lets the loop see a hang-up between slices, which cancels this stream.
+                await checkpoint()
+        if last and not batch.chunks:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _forget(future: asyncio.Future[Batch]) -> None:
     if not future.cancelled():
         future.exception()  # retrieved, so asyncio does not log it as never retrieved
-
-
-async def _send_batch(send: Send, batch: Batch, last: bool) -> None:
-    for i, chunk in enumerate(batch.chunks):
-        more = not last or i < len(batch.chunks) - 1
-        await send({"type": "http.response.body", "body": chunk, "more_body": more})
-    if last and not batch.chunks:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _until_disconnect(receive: Receive) -> None:

@@ -19,13 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import Response
 
 from worker.api import contract as c
 from worker.api import params
 from worker.api.jsonbody import json_response
-from worker.api.surface import Route
-from worker.service import Located, WorkerService
+from worker.api.surface import Route, context
+from worker.reader import Located
+from worker.service import WorkerService
 
 
 class Locations(BaseModel):
@@ -55,6 +57,7 @@ class SameHost(BaseModel):
 
 async def locate(
     service: WorkerService,
+    request: Request,
     path: c.UfsPath,
     version: c.Version = None,
     offset: c.Offset = None,
@@ -62,10 +65,10 @@ async def locate(
 ) -> Response:
     start = params.nonnegative("offset", offset) or 0
     size = params.nonnegative("length", length)
-    fresh = service.freshness(path)
+    call = context(service, request, path, version=version)
 
     def work() -> dict[str, Any]:
-        return answer(service, service.locate(path, version or None, start, size, fresh))
+        return answer(service, service.locate(call, start, size))
 
     return json_response(await run_in_threadpool(work))
 
@@ -105,7 +108,8 @@ ROUTES = (
                 "version": params.text,
                 "offset": params.integer,
                 "length": params.integer,
-            }
+            },
+            request=True,
         ),
     ),
     Route(

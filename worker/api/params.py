@@ -1,8 +1,12 @@
-"""Query parameters and the Range header, parsed by hand: precise 400s naming the parameter,
-and no per-request model validation on the hot paths.
+"""The one parser of query parameters and the Range header, for every surface, by hand:
+precise 400s naming the parameter, and no per-request model validation on the hot paths.
 
-Numbers in a request are read by the one integer parser of every surface
-(:mod:`worker.api.numbers`): ASCII digits and nothing else, bounded, a 400 naming the parameter.
+The rules of what a value may be are the same on every surface: numbers by the one integer
+parser (:mod:`worker.api.numbers`: ASCII digits and nothing else, bounded), booleans by
+:func:`truth`, sync intervals by :func:`interval`. A surface's :class:`Dialect` says only how
+its protocol matches names (WebHDFS: in any case, as the NameNode) and words a refusal
+(:data:`REST`; WebHDFS's in ``worker.api.webhdfs_errors``). :class:`Query` reads one request
+by them.
 """
 
 from __future__ import annotations
@@ -24,12 +28,90 @@ _RANGE_SPEC = re.compile(r"([0-9]*)-([0-9]*)")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """How a surface's protocol names its parameters and words a refusal; what a value may be
+    is the same on every surface. ``fold_case``: names match in any case. ``missing(name)``
+    and ``invalid(name, shown value, what was expected)`` are the messages of the 400s."""
+
+    fold_case: bool
+    missing: Callable[[str], str]
+    invalid: Callable[[str, str, str], str]
+
+
+REST = Dialect(
+    fold_case=False,
+    missing=lambda name: f"missing query parameter {name!r}",
+    invalid=lambda name, shown, expected: f"query parameter {name}={shown}: {expected}",
+)
+"""REST v1's and the Alluxio routes' wording."""
+
+
+class Query:
+    """One request's query parameters, read by the shared rules in ``dialect``'s wording. An
+    empty value is an absent one. Not shared between requests."""
+
+    def __init__(self, params: QueryParams, dialect: Dialect = REST) -> None:
+        self.dialect = dialect
+        self._values: Mapping[str, str] = (
+            {name.lower(): value for name, value in params.multi_items()}
+            if dialect.fold_case
+            else params
+        )
+
+    def text(self, name: str) -> str | None:
+        value = self._values.get(name)
+        return value if value else None
+
+    def required(self, name: str) -> str:
+        """A parameter that must be given and not empty."""
+        value = self.text(name)
+        if value is None:
+            raise InvalidRequest(self.dialect.missing(name))
+        return value
+
+    def invalid(self, name: str, text: str, expected: object) -> InvalidRequest:
+        """The refusal of ``text`` as parameter ``name``, saying what was ``expected``."""
+        return InvalidRequest(self.dialect.invalid(name, numbers.shown(text), str(expected)))
+
+    def natural(self, name: str, default: int) -> int:
+        """A non-negative integer parameter (an offset, a length); absent: ``default``."""
+        text = self.text(name)
+        if text is None:
+            return default
+        try:
+            return numbers.natural(text)
+        except ValueError as exc:
+            raise self.invalid(name, text, exc) from None
+
+    def optional_natural(self, name: str) -> int | None:
+        """:meth:`natural`, None when not given (a length: to the end)."""
+        return None if self.text(name) is None else self.natural(name, 0)
+
+    def boolean(self, name: str, default: bool = False) -> bool:
+        """A boolean parameter (:func:`truth`); absent: ``default``."""
+        text = self.text(name)
+        if text is None:
+            return default
+        try:
+            return bool(truth(text))
+        except ValueError as exc:
+            raise self.invalid(name, text, exc) from None
+
+    def sync_interval(self) -> int | None:
+        """``sync_interval`` (:func:`duration`), None when absent: the path's applies."""
+        text = self.text("sync_interval")
+        if text is None:
+            return None
+        try:
+            return duration(text)
+        except ValueError as exc:
+            raise self.invalid("sync_interval", text, exc) from None
+
+
 def required(params: QueryParams, name: str) -> str:
     """A parameter that must be given and not empty."""
-    value = params.get(name)
-    if not value:
-        raise InvalidRequest(f"missing query parameter {name!r}")
-    return value
+    return Query(params).required(name)
 
 
 def optional_int(params: QueryParams, name: str) -> int | None:
@@ -58,11 +140,8 @@ def nonnegative(name: str, value: int | None) -> int | None:
 
 
 def boolean(params: QueryParams, name: str) -> bool:
-    text = params.get(name, "")
-    try:
-        return bool(truth(text))
-    except ValueError as exc:
-        raise InvalidRequest(f"query parameter {name}={text.lower()!r}: {exc}") from None
+    """A boolean parameter (:func:`truth`); absent: False."""
+    return Query(params).boolean(name)
 
 
 def truth(text: object) -> object:
@@ -77,22 +156,23 @@ def truth(text: object) -> object:
     raise ValueError("expected true or false")
 
 
-def sync_interval(params: QueryParams) -> int | None:
-    """``sync_interval`` in ms or as a duration (``30s``); -1 never, 0 always; absent: default."""
-    return interval(params.get("sync_interval"))
-
-
 def interval(text: str | None) -> int | None:
-    """A ``sync_interval`` value (see :func:`sync_interval`); InvalidRequest if malformed."""
-    if text is None or text == "":
+    """A ``sync_interval`` value in ms or as a duration (``30s``); -1 never, 0 always; absent
+    or empty: None (the path's). InvalidRequest if malformed."""
+    if not text:
         return None
     try:
-        if _DURATION.fullmatch(text) is None:
-            raise ValueError("expected a duration such as 0, 500ms, 30s or 1h, or -1 for never")
-        return parse_duration(text, allow_never=True)
+        return duration(text)
     except ValueError as exc:
-        shown = numbers.shown(text)
-        raise InvalidRequest(f"query parameter sync_interval={shown}: {exc}") from None
+        refusal = REST.invalid("sync_interval", numbers.shown(text), str(exc))
+        raise InvalidRequest(refusal) from None
+
+
+def duration(text: str) -> int:
+    """A sync interval's text as ms; ValueError saying what was expected."""
+    if _DURATION.fullmatch(text) is None:
+        raise ValueError("expected a duration such as 0, 500ms, 30s or 1h, or -1 for never")
+    return parse_duration(text, allow_never=True)
 
 
 def byte_range(header: str) -> ByteRange | None:
@@ -160,7 +240,8 @@ class Lean:
     query: Mapping[str, QueryReader] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
     request: bool = False
-    """Pass the ``Request`` itself (a handler that reads its own parameters)."""
+    """Pass the ``Request`` itself too: a handler that reads its own parameters, or builds
+    the call's context from it (``worker.api.surface.context``)."""
 
     def __call__(self, request: Request) -> dict[str, object]:
         given = request.query_params

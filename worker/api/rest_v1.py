@@ -23,14 +23,15 @@ from ufs.status import UfsStatus
 from worker import keys
 from worker.api import contract as c
 from worker.api import insight, locate, params
-from worker.api.body import Batch, PagedBody, file_chunks, pull, spool_body
+from worker.api.body import file_chunks, read_body, spool_body
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
-from worker.api.surface import Route, Surface
+from worker.api.surface import Route, Surface, context
 from worker.errors import NotFound
 from worker.freshness import Freshness, listed
 from worker.ranges import Window
-from worker.service import ReadResult, WorkerService
+from worker.reader import ReadResult
+from worker.service import WorkerService
 
 
 async def healthz(service: WorkerService) -> Response:
@@ -52,18 +53,18 @@ async def stats(service: WorkerService) -> Response:
 
 async def status(
     service: WorkerService,
+    request: Request,
     path: c.UfsPath,
     sync_interval: c.SyncInterval = None,
     version: c.Version = None,
 ) -> Response:
-    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
-
-    cached = service.status_cached(path, fresh, version)
+    call = context(service, request, path, params.interval(sync_interval), version)
+    cached = service.status_cached(call)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
-        return json_response(_aged(service, cached, fresh))
+        return json_response(_aged(service, cached, call.fresh))
 
     def work() -> dict[str, Any]:
-        return _aged(service, service.status(path, fresh, version), fresh)
+        return _aged(service, service.status(call), call.fresh)
 
     return json_response(await run_in_threadpool(work))
 
@@ -78,15 +79,18 @@ def _aged(service: WorkerService, status: UfsStatus, fresh: Freshness) -> dict[s
 
 
 async def listing(
-    service: WorkerService, path: c.UfsPath, sync_interval: c.SyncInterval = None
+    service: WorkerService,
+    request: Request,
+    path: c.UfsPath,
+    sync_interval: c.SyncInterval = None,
 ) -> Response:
-    fresh = service.freshness(path, params.interval(sync_interval))
+    call = context(service, request, path, params.interval(sync_interval))
 
     def work() -> dict[str, Any]:
-        children = service.list(path, fresh)
-        age = service.meta.listing_age(path, children) if children else None
+        children = service.list(call)
+        age = service.meta.listing_age(call.uri, children) if children else None
         entries = service.describe_many(children)
-        kept = listed(service.config, fresh, [child.uri for child in children])
+        kept = listed(service.config, call.fresh, [child.uri for child in children])
         for entry, interval in zip(entries, kept, strict=True):
             entry["age_ms"] = age
             entry["sync_interval_ms"] = interval
@@ -97,6 +101,7 @@ async def listing(
 
 async def read(
     service: WorkerService,
+    request: Request,
     path: c.UfsPath,
     offset: c.Offset = None,
     length: c.Length = None,
@@ -104,29 +109,22 @@ async def read(
     version: c.Version = None,
     header: c.ByteRangeHeader = None,
 ) -> Response:
-    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
+    call = context(service, request, path, params.interval(sync_interval), version)
     start_at = params.nonnegative("offset", offset)
     window = Window(start_at or 0, params.nonnegative("length", length))
     requested = None if header is None else params.byte_range(header)
 
     span = requested or window
 
-    def start() -> tuple[ReadResult, Batch]:
-        result = service.read_span(path, span, fresh, version)
-        return result, pull(result.chunks)
-
-    result, first = await run_in_threadpool(start)
-    headers = {
-        "Content-Length": str(result.length),
-        "X-Dora-Version": result.status.version,
-        "Accept-Ranges": "bytes",
-    }
-    status_code = 200
-    if requested is not None:
-        status_code = 206
+    def answer(result: ReadResult) -> tuple[int, dict[str, str]]:
+        headers = {"X-Dora-Version": result.status.version, "Accept-Ranges": "bytes"}
+        if requested is None:
+            return 200, headers
         last = result.offset + result.length - 1
         headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
-    return PagedBody(first, result.chunks, status_code, headers)
+        return 206, headers
+
+    return await read_body(lambda: service.read_span(call, span), answer)
 
 
 async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
@@ -246,7 +244,8 @@ SURFACE = Surface(
             status,
             _json(c.FileStatus, "One status", 412),
             lean=params.Lean(
-                {"path": params.required, "sync_interval": params.text, "version": params.text}
+                {"path": params.required, "sync_interval": params.text, "version": params.text},
+                request=True,
             ),
         ),
         Route(
@@ -254,7 +253,7 @@ SURFACE = Surface(
             "/v1/list",
             listing,
             _json(c.Listing, "A directory's children"),
-            lean=params.Lean({"path": params.required, "sync_interval": params.text}),
+            lean=params.Lean({"path": params.required, "sync_interval": params.text}, request=True),
         ),
         Route(
             "GET",
@@ -274,6 +273,7 @@ SURFACE = Surface(
                     "version": params.text,
                 },
                 headers={"range": "header"},
+                request=True,
             ),
         ),
         Route(

@@ -10,21 +10,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi.security import HTTPBearer
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
 from worker.api.params import Lean
 from worker.errors import ErrorKind
+from worker.request import RequestContext, exchange
+from worker.service import WorkerService
 
 Handler = Callable[..., Awaitable[Response]]
-"""A route: the service in, the answer out; errors are raised, not answered. Its other
-parameters are FastAPI's: the ``Request``, or declared query parameters and headers."""
+"""A route: the service (or what the surface's ``bind`` made of it) in, the answer out; errors
+are raised, not answered. Its other parameters are FastAPI's: the ``Request``, or declared
+query parameters and headers."""
 
 ErrorRenderer = Callable[[ErrorKind, str, dict[str, str]], Response]
 """How a surface answers an error: the catalogue's kind, a message, extra headers."""
 
 Credential = Callable[[Scope], bytes | None]
 """The token a request carries, the way a surface's clients send it (None: none)."""
+
+
+def context(
+    service: WorkerService,
+    request: Request,
+    uri: str,
+    sync_interval: int | None = None,
+    version: str | None = None,
+) -> RequestContext:
+    """The one context of a call to ``uri`` that ``request`` makes (``WorkerService.request``),
+    with the request's exchange: what every surface passes to the service's operations."""
+    return service.request(uri, sync_interval, version, exchange(request.scope))
 
 
 def bearer_token(scope: Scope) -> bytes | None:
@@ -60,7 +76,9 @@ class Surface:
     token, requests under it must carry it as ``credential`` reads it (``credential_hint``
     says how, in the 401's message; ``scheme`` is how the OpenAPI document says it).
     ``open_paths`` are paths of it answered without the token because they check a credential
-    of their own (WebHDFS's OAuth2 token grant checks its client secret)."""
+    of their own (WebHDFS's OAuth2 token grant checks its client secret). ``bind`` makes what
+    the routes take in place of the service, once, when the app is built (WebHDFS's namespace
+    and ring over it); None: the routes take the service itself."""
 
     name: str
     prefix: str
@@ -69,6 +87,7 @@ class Surface:
     credential: Credential = bearer_token
     credential_hint: str = "Authorization: Bearer <token>"
     open_paths: frozenset[str] = frozenset()
+    bind: Callable[[WorkerService], Any] | None = None
     scheme: Callable[..., Any] = field(
         default_factory=lambda: HTTPBearer(
             auto_error=False, description="The worker's dora.worker.security.token."

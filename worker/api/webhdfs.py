@@ -22,9 +22,9 @@ the worker token as client secret; that path checks the secret itself), or ``del
 from __future__ import annotations
 
 import hmac
-import threading
-import weakref
+import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -34,25 +34,30 @@ from starlette.responses import Response
 
 from ufs import uri as uris
 from ufs.errors import UfsNotFound, UfsOutsideRoots
-from ufs.status import UfsStatus
 from worker import keys
 from worker.api import webhdfs_json as shapes
 from worker.api.body import small_body
 from worker.api.jsonbody import json_response
 from worker.api.locate import pages_answer
-from worker.api.params import Lean
-from worker.api.surface import Route, Surface
+from worker.api.params import Lean, Query
+from worker.api.surface import Route, Surface, context
 from worker.api.webhdfs_data import append_file, create_file, open_file, status_or_none
-from worker.api.webhdfs_errors import CREDENTIAL_HINT, credential, json_answer, render_error
+from worker.api.webhdfs_errors import (
+    CREDENTIAL_HINT,
+    DIALECT,
+    credential,
+    json_answer,
+    render_error,
+)
 from worker.api.webhdfs_listing import ListingPages
 from worker.api.webhdfs_locality import Locality, host_and_name
 from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
-from worker.api.webhdfs_query import Query
 from worker.errors import InvalidRequest, IsADirectory, UnsupportedOperation
-from worker.freshness import Freshness
+from worker.request import RequestContext
 from worker.service import WorkerService
 
 TOKEN_LIFETIME_S = 3600
+_FSACTION = re.compile(r"[r-][w-][x-]")
 Op = Callable[["WebHdfs", Request, Query, str], Awaitable[Response]]
 # Operations of the WebHDFS API (Hadoop 3.5's GetOpParam, PutOpParam, PostOpParam and
 # DeleteOpParam) this surface does not offer: answered as such, not as unknown.
@@ -72,28 +77,14 @@ UNSUPPORTED = frozenset(
     }
 )
 
-_SURFACES: weakref.WeakKeyDictionary[WorkerService, WebHdfs] = weakref.WeakKeyDictionary()
-_SURFACES_LOCK = threading.Lock()
-
-
-def _of(service: WorkerService) -> WebHdfs:
-    """The WebHDFS state of ``service`` (namespace, ring), built on its first request."""
-    with _SURFACES_LOCK:
-        state = _SURFACES.get(service)
-        if state is None:
-            state = _SURFACES[service] = WebHdfs(service)
-        return state
-
-
 LEAN = Lean(request=True)
 """Every WebHDFS call is served as a plain route: ``dispatch`` reads its own parameters, and
 Spark's reads make many small calls (a positioned read is one)."""
 
 
-async def dispatch(service: WorkerService, request: Request) -> Response:
+async def dispatch(state: WebHdfs, request: Request) -> Response:
     """Every ``/webhdfs/v1`` call: on the method and ``op``."""
-    state = _of(service)
-    query = Query(request.query_params)
+    query = Query(request.query_params, DIALECT)
     op = (query.text("op") or "").upper()
     handler = OPS.get((request.method, op))
     if handler is None:
@@ -113,11 +104,11 @@ def _refusal(method: str, op: str) -> Exception:
     )
 
 
-async def issue_token(service: WorkerService, request: Request) -> Response:
+async def issue_token(state: WebHdfs, request: Request) -> Response:
     """OAuth2 client-credentials grant (RFC 6749, 4.4) for the Hadoop client's token provider:
     the client secret is the worker token, and so is the access token. Answered in OAuth2's
     shape (RFC 6749, 5.2), not as a RemoteException."""
-    token = (service.config.get(keys.TOKEN) or "").encode()
+    token = (state.service.config.get(keys.TOKEN) or "").encode()
     form = parse_qs((await small_body(request)).decode("utf-8", "replace"))
     secret = (form.get("client_secret") or [""])[0]
     if token and not hmac.compare_digest(secret.encode(), token):
@@ -132,8 +123,9 @@ async def issue_token(service: WorkerService, request: Request) -> Response:
 
 
 class WebHdfs:
-    """The WebHDFS operations over one service. Thread-safe: it holds the service and immutable
-    or thread-safe parts."""
+    """The WebHDFS operations over one service, made once when the app is built (the
+    surface's ``bind``). Thread-safe: it holds the service and immutable or thread-safe
+    parts."""
 
     def __init__(self, service: WorkerService) -> None:
         self.service = service
@@ -150,35 +142,37 @@ class WebHdfs:
     async def get_file_status(self, request: Request, query: Query, path: str) -> Response:
         if self._virtual(path):
             return json_answer(shapes.status_answer(shapes.directory("")))
-        uri = self._uri(path)
-        status = await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
+        call = self._call(request, query, path)
+        status = await run_in_threadpool(self.service.status, call)
         return json_answer(shapes.status_answer(shapes.file_status(status, "")))
 
-    def _fresh(self, uri: str, query: Query) -> Freshness:
-        """The request's freshness for ``uri`` (its ``sync_interval``, else the path's)."""
-        return self.service.freshness(uri, query.sync_interval())
+    def _call(
+        self, request: Request, query: Query, path: str, version: str | None = None
+    ) -> RequestContext:
+        """The context of a call to non-virtual ``path`` (its ``sync_interval``, else the
+        path's rules)."""
+        return context(self.service, request, uri_of(path), query.sync_interval(), version)
 
     def _virtual(self, path: str) -> bool:
         return path.strip("/") == "" or self.namespace.is_virtual(path)
 
-    async def _entries(self, query: Query, path: str) -> list[dict[str, Any]]:
+    async def _entries(self, request: Request, query: Query, path: str) -> list[dict[str, Any]]:
         """The statuses a listing of ``path`` shows: the children of a directory, or the file
         itself with an empty suffix (as HDFS answers for a file)."""
         if self._virtual(path):
             return [shapes.directory(name) for name in self.namespace.children(path)]
-        uri = self._uri(path)
-        fresh = self._fresh(uri, query)
+        call = self._call(request, query, path)
 
         def work() -> list[dict[str, Any]]:
-            status = self.service.status(uri, fresh)
+            status = self.service.status(call)
             if not status.is_dir:
                 return [shapes.file_status(status, "")]
-            return [shapes.file_status(s, s.name) for s in self.service.list(uri, fresh)]
+            return [shapes.file_status(s, s.name) for s in self.service.list(call)]
 
         return await run_in_threadpool(work)
 
     async def list_status(self, request: Request, query: Query, path: str) -> Response:
-        return json_answer(shapes.statuses(await self._entries(query, path)))
+        return json_answer(shapes.statuses(await self._entries(request, query, path)))
 
     async def list_status_batch(self, request: Request, query: Query, path: str) -> Response:
         after = query.text("startafter")
@@ -187,21 +181,20 @@ class WebHdfs:
                 name for name in self.namespace.children(path) if after is None or name > after
             ]
             return json_answer(shapes.directory_listing([shapes.directory(n) for n in names], 0))
-        uri = self._uri(path)
-        fresh = self.service.freshness(uri, query.sync_interval())
+        call = self._call(request, query, path)
 
         def work() -> dict[str, Any]:
-            status = self.service.status(uri, fresh)
+            status = self.service.status(call)
             if not status.is_dir:
                 return shapes.directory_listing([shapes.file_status(status, "")], 0)
-            return self.listings.page(status.uri, after, lambda: self.service.list(uri, fresh))
+            return self.listings.page(status.uri, after, lambda: self.service.list(call))
 
         return json_answer(await run_in_threadpool(work))
 
     async def block_locations(self, request: Request, query: Query, path: str) -> Response:
-        uri = self._uri(path)
-        offset, length = query.long("offset", 0), query.long("length", 1 << 62)
-        status = await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
+        call = self._call(request, query, path)
+        offset, length = query.natural("offset", 0), query.natural("length", 1 << 62)
+        status = await run_in_threadpool(self.service.status, call)
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {path}")
         owner = await run_in_threadpool(self.locality.owner, status.uri)
@@ -217,12 +210,11 @@ class WebHdfs:
         file."""
         if self._virtual(path):
             return json_answer({"BlockLocationsByName": {}})
-        uri, here = self._uri(path), _this_worker(request)
-        fresh = self._fresh(uri, query)
+        call, here = self._call(request, query, path), _this_worker(request)
 
         def work() -> dict[str, Any]:
-            status = self.service.status(uri, fresh)
-            files = [status] if not status.is_dir else self.service.list(uri, fresh)
+            status = self.service.status(call)
+            files = [status] if not status.is_dir else self.service.list(call)
             return {
                 f.name: shapes.block_locations(f, 0, f.size, self.locality.owner(f.uri) or here)
                 for f in files
@@ -232,11 +224,10 @@ class WebHdfs:
         return json_answer({"BlockLocationsByName": await run_in_threadpool(work)})
 
     async def content_summary(self, request: Request, query: Query, path: str) -> Response:
-        uri = self._uri(path)
-        fresh = self._fresh(uri, query)
+        call = self._call(request, query, path)
 
         def work() -> dict[str, Any]:
-            status = self.service.status(uri, fresh)
+            status = self.service.status(call)
             if not status.is_dir:
                 return shapes.content_summary(status.size, 1, 0)
             length = files = 0
@@ -244,7 +235,8 @@ class WebHdfs:
             while pending:
                 # Each directory as its own path rules say (a subtree may have its own).
                 directory = pending.pop()
-                for child in self.service.list(directory, self._fresh(directory, query)):
+                below = context(self.service, request, directory, query.sync_interval())
+                for child in self.service.list(below):
                     if child.is_dir:
                         directories += 1
                         pending.append(child.uri)
@@ -256,8 +248,7 @@ class WebHdfs:
         return json_answer(await run_in_threadpool(work))
 
     async def checksum(self, request: Request, query: Query, path: str) -> Response:
-        uri = self._uri(path)
-        status = await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
+        status = await run_in_threadpool(self.service.status, self._call(request, query, path))
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {path}")
         return json_answer(shapes.checksum(status))
@@ -277,10 +268,11 @@ class WebHdfs:
         return json_answer(shapes.fs_status())
 
     async def check_access(self, request: Request, query: Query, path: str) -> Response:
-        query.fsaction()
+        fsaction = query.required("fsaction")
+        if not _FSACTION.fullmatch(fsaction):
+            raise query.invalid("fsaction", fsaction, "an action such as r-x")
         if not self._virtual(path):
-            uri = self._uri(path)
-            await run_in_threadpool(self.service.status, uri, self._fresh(uri, query))
+            await run_in_threadpool(self.service.status, self._call(request, query, path))
         return Response(b"", 200)
 
     # -- data ----------------------------------------------------------------------------------
@@ -288,9 +280,8 @@ class WebHdfs:
     async def open(self, request: Request, query: Query, path: str) -> Response:
         if self._virtual(path):
             raise IsADirectory(f"Path is not a file: {path}")
-        return await open_file(
-            self.service, request, query, self._uri(path), self.locality.live_owner
-        )
+        call = self._call(request, query, path, query.text("version"))
+        return await open_file(self.service, request, query, call, self.locality.live_owner)
 
     async def page_locations(self, request: Request, query: Query, path: str) -> Response:
         """``GETPAGELOCATIONS``, doracache's own op for its JVM short-circuit reader
@@ -301,16 +292,16 @@ class WebHdfs:
         applies. One call serves the client's status and the open that follows it."""
         if self._virtual(path):
             return json_answer(shapes.status_answer(shapes.directory("")))
-        uri, version = self._uri(path), query.text("version")
-        fresh = self._fresh(uri, query)
-        offset, length = query.long("offset", 0), query.optional_long("length")
+        call = self._call(request, query, path, query.text("version"))
+        offset, length = query.natural("offset", 0), query.optional_natural("length")
 
         def work() -> dict[str, Any]:
-            status = self.service.status(uri, fresh, version)
+            status = self.service.status(call)
             answer = shapes.status_answer(shapes.file_status(status, ""))
             if not status.is_dir:
                 # Pinned to the version just resolved: no second look at the UFS.
-                located = self.service.locate(status.uri, status.version, offset, length)
+                pinned = replace(call, version=status.version)
+                located = self.service.locate(pinned, offset, length)
                 body = pages_answer(located)
                 body["length"] = located.status.size
                 answer["PageLocations"] = body
@@ -346,32 +337,30 @@ class WebHdfs:
             raise InvalidRequest(f"destination {destination!r} is not an absolute path")
         self._refuse_virtual(destination, "rename")
         src, dst = self._uri(path), self._uri(destination)
-        return json_answer(
-            shapes.boolean(await run_in_threadpool(self._rename, src, dst, query.sync_interval()))
-        )
+        # Each end as its own rules say: the two ends of a rename may have different ones.
+        interval = query.sync_interval()
+        ends = (context(self.service, request, uri, interval) for uri in (src, dst))
+        return json_answer(shapes.boolean(await run_in_threadpool(self._rename, *ends)))
 
-    def _rename(self, src: str, dst: str, interval: int | None) -> bool:
+    def _rename(self, src: RequestContext, dst: RequestContext) -> bool:
         # The target is looked up as the path rules say, not forced fresh: a directory made
         # through the worker on an object store exists only in the worker's metadata.
-        source = self._status_or_none(src, interval)
+        source = status_or_none(self.service, src)
         if source is None:
             return False
-        target = uris.normalize(dst)
-        existing = self._status_or_none(target, interval)
+        target = dst.uri
+        existing = status_or_none(self.service, dst)
         if existing is not None:
             if not existing.is_dir:
                 return False
             target = f"{existing.uri}/{source.name}"
-            if self._status_or_none(target, interval) is not None:
+            inner = self.service.request(target, dst.fresh.sync_interval, None, dst.exchange)
+            if status_or_none(self.service, inner) is not None:
                 return False
         if uris.is_under(target, source.uri):
             return False
         self.service.rename(source.uri, target)
         return True
-
-    def _status_or_none(self, uri: str, interval: int | None) -> UfsStatus | None:
-        # Each path as its own rules say: the two ends of a rename may have different ones.
-        return status_or_none(self.service, uri, self.service.freshness(uri, interval))
 
     async def delete(self, request: Request, query: Query, path: str) -> Response:
         """True when something was deleted, false when nothing was there (as HDFS answers)."""
@@ -438,5 +427,6 @@ SURFACE = Surface(
     credential=credential,
     credential_hint=CREDENTIAL_HINT,
     open_paths=frozenset({TOKEN_PATH}),
+    bind=WebHdfs,
 )
 """WebHDFS: errors as RemoteException, the token by bearer header or ``delegation=``."""

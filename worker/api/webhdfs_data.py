@@ -17,24 +17,24 @@ service. Every location handed out is percent-encoded (:func:`data_location`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
-from anyio.lowlevel import checkpoint
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from ufs.errors import UfsAlreadyExists, UfsNotFound
 from ufs.status import UfsStatus
 from worker import keys
-from worker.api.body import file_chunks, spool_body
+from worker.api.body import file_chunks, read_body, spool_body
+from worker.api.params import Query
+from worker.api.surface import context
 from worker.api.webhdfs_errors import json_answer
-from worker.api.webhdfs_query import Query
 from worker.errors import IsADirectory
-from worker.freshness import Freshness
 from worker.ranges import Window
+from worker.request import RequestContext
 from worker.service import WorkerService
 
 SEND_SLICE = 64 << 10
@@ -58,29 +58,26 @@ async def open_file(
     service: WorkerService,
     request: Request,
     query: Query,
-    uri: str,
+    call: RequestContext,
     owner: Callable[[str], str | None] = lambda uri: None,
 ) -> Response:
-    """``OPEN``: the redirect to the version-pinned data URL — on the worker ``owner`` names
-    (``host:port``) when it names one, else here — or the data from ``offset``."""
-    version = query.text("version")
-    fresh = service.freshness(uri, query.sync_interval())
-    span = OpenSpan(query.long("offset", 0), query.optional_long("length"))
+    """``OPEN`` of ``call``: the redirect to the version-pinned data URL — on the worker
+    ``owner`` names (``host:port``) when it names one, else here — or the data from
+    ``offset``."""
+    span = OpenSpan(query.natural("offset", 0), query.optional_natural("length"))
     if not query.boolean("data"):
-        status = await run_in_threadpool(service.status, uri, fresh, version)
+        status = await run_in_threadpool(service.status, call)
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {request.url.path}")
         target = await run_in_threadpool(owner, status.uri)
         extra = {"data": "true", "version": status.version}
         return _redirect(request, query, extra, target)
-    result = await run_in_threadpool(
-        lambda: service.read_span(uri, span, fresh, version, ramp=True)
-    )
-    return StreamingResponse(
-        _until_disconnect(result.chunks),
-        200,
-        {"Content-Length": str(result.length)},
-        media_type="application/octet-stream",
+    # A chunk a hop, sent in slices: what the client never reads is never filled.
+    return await read_body(
+        lambda: service.read_span(call, span, ramp=True),
+        lambda result: (200, {}),
+        budget=1,
+        slice_bytes=SEND_SLICE,
     )
 
 
@@ -90,11 +87,11 @@ async def create_file(
     """``CREATE``: the redirect to the data URL, then the body written through. The path is
     checked against the mount roots before the redirect, so a client is never sent on to
     upload a body that would then be refused."""
-    uri = await run_in_threadpool(service.roots.check, uri)
     # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
-    fresh = service.freshness(uri, 0)
+    call = context(service, request, uri, 0)
+    uri = await run_in_threadpool(service.roots.inside, call.uri)
     if not query.boolean("overwrite") and (
-        await run_in_threadpool(status_or_none, service, uri, fresh) is not None
+        await run_in_threadpool(status_or_none, service, call) is not None
     ):
         raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
     if not query.boolean("data"):
@@ -109,7 +106,7 @@ async def append_file(service: WorkerService, request: Request, query: Query, ur
     body appended through (:meth:`WorkerService.append`)."""
     if not query.boolean("data"):
         # Re-checked against the UFS, as for CREATE: the append itself looks again anyway.
-        status = await run_in_threadpool(service.status, uri, service.freshness(uri, 0))
+        status = await run_in_threadpool(service.status, context(service, request, uri, 0))
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {request.url.path}")
         return _redirect(request, query, {"data": "true"})
@@ -132,10 +129,10 @@ async def _body_to(
         spool.close()
 
 
-def status_or_none(service: WorkerService, uri: str, fresh: Freshness) -> UfsStatus | None:
-    """The status of ``uri`` as fresh as ``fresh`` asks, or None if nothing is there."""
+def status_or_none(service: WorkerService, call: RequestContext) -> UfsStatus | None:
+    """The status ``call`` asks for, or None if nothing is there."""
     try:
-        return service.status(uri, fresh)
+        return service.status(call)
     except UfsNotFound:
         return None
 
@@ -160,20 +157,3 @@ def _redirect(
     if query.boolean("noredirect"):
         return json_answer({"Location": location})
     return Response(b"", 307, {"Location": location})
-
-
-async def _until_disconnect(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
-    """``chunks`` pulled in the thread pool; closed when the response ends for any reason —
-    also when the client hangs up mid-stream and the response task is cancelled."""
-    try:
-        while (chunk := await run_in_threadpool(next, chunks, None)) is not None:
-            # In slices: the server's flow control then holds back at most one slice beyond
-            # what the socket took, not a whole page the client may never read.
-            for start in range(0, len(chunk), SEND_SLICE):
-                yield chunk[start : start + SEND_SLICE]
-                # Lets the loop see a hang-up between slices, which cancels this stream.
-                await checkpoint()
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()

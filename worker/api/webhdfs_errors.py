@@ -17,8 +17,19 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from worker.api.jsonbody import json_body
+from worker.api.params import Dialect
 from worker.api.surface import bearer_token
 from worker.errors import ErrorKind
+
+DIALECT = Dialect(
+    fold_case=True,
+    missing=lambda name: f'Missing webhdfs parameter "{name}"',
+    invalid=lambda name, shown, expected: (
+        f'Invalid value for webhdfs parameter "{name}": {shown}: {expected}'
+    ),
+)
+"""WebHDFS parameters: names in any case and refusals in the NameNode's words, as Hadoop's
+client and shell show them."""
 
 CREDENTIAL_HINT = (
     "Authorization: Bearer <token> (Hadoop: the dfs.webhdfs.oauth2.* settings) "

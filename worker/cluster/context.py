@@ -1,56 +1,39 @@
-"""What one request knows about the feed, shared between the HTTP layer and the service.
+"""Where a request's own feed revision goes: from the publisher to the request's answer.
 
-The revision middleware (:mod:`worker.cluster.http`) opens a :class:`RequestState` per request;
-the surface reads it once, resolving the request's freshness (must this call sync with the
-UFS?), and the publisher writes to it (the revision of this request's own changes). A context
-variable carries it into the thread the request's blocking work runs in (Starlette copies the
-context into its thread pool), and the state object is shared, not copied, so what the thread
-writes the middleware reads.
+A change this worker publishes, or a sync that finds a change (the metadata manager's sync
+listener, deep in a lookup), gets a feed revision that the request's answer must name
+(``worker.cluster.http``). The publisher is called from inside the service with no request at
+hand, so the revision middleware makes the request's :class:`~worker.request.Exchange`
+current in a context variable (Starlette copies the context into the thread the request's
+blocking work runs in; the exchange is shared, not copied, so what the thread writes the
+middleware reads). This is write-only: no request reads its state from here; a surface reads
+the exchange from the ASGI scope (``worker.request.exchange``).
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the client imports REVISION_HEADER from here: no server module at run time
+    from worker.request import Exchange
 
 REVISION_HEADER = "X-Dora-Revision"
 
-
-@dataclass
-class RequestState:
-    """``must_sync``: the worker could not apply the revision the client named in time, so
-    this request re-checks the UFS instead. ``revision``: the newest feed revision this
-    request's answer depends on (its own changes' revision once published)."""
-
-    must_sync: bool = False
-    revision: int = 0
+_CURRENT: ContextVar[Exchange | None] = ContextVar("dora_cluster_request", default=None)
 
 
-_CURRENT: ContextVar[RequestState | None] = ContextVar("dora_cluster_request", default=None)
-
-
-def current() -> RequestState | None:
-    return _CURRENT.get()
-
-
-def enter(state: RequestState) -> object:
-    """Make ``state`` the current request's; returns the token :func:`leave` takes."""
-    return _CURRENT.set(state)
+def enter(exchange: Exchange) -> object:
+    """Make ``exchange`` the current request's; returns the token :func:`leave` takes."""
+    return _CURRENT.set(exchange)
 
 
 def leave(token: object) -> None:
     _CURRENT.reset(token)  # type: ignore[arg-type]
 
 
-def must_sync() -> bool:
-    """Whether the current request must re-check the UFS (``worker.freshness`` reads it once
-    per request)."""
-    state = _CURRENT.get()
-    return state is not None and state.must_sync
-
-
 def observed(revision: int) -> None:
-    """This request's answer depends on feed revision ``revision``."""
-    state = _CURRENT.get()
-    if state is not None and revision > state.revision:
-        state.revision = revision
+    """The current request's answer depends on feed revision ``revision``."""
+    exchange = _CURRENT.get()
+    if exchange is not None and revision > exchange.revision:
+        exchange.revision = revision

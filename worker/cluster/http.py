@@ -17,6 +17,7 @@ from typing import Any
 
 from worker.cluster import context
 from worker.cluster.follower import Follower
+from worker.request import exchange
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -46,7 +47,7 @@ class RevisionMiddleware:
         except ValueError as exc:
             await _bad_request(send, str(exc))
             return
-        state = context.RequestState()
+        state = exchange(scope)
         if wanted > self.follower.applied:
             reached = await self.follower.wait_applied_async(wanted, self.wait_s)
             self.outcomes["applied" if reached else "synced"] += 1

@@ -70,7 +70,7 @@ class LoadManager:
         denied, unavailable) and LoadRejected if the queue is full or the manager is closed.
         """
         # Refused now, not later in the job.
-        root = self._service.status(path, self._service.freshness(path, 0))
+        root = self._service.status(self._service.request(path, 0))
         with self._cond:
             if self._closed:
                 raise LoadRejected(

@@ -88,7 +88,7 @@ class JobWork:
             return pool.submit(self._fill, batch)
         if self._dirs:
             directory = self._dirs.popleft()
-            task = pool.submit(self._service.list, directory, self._service.freshness(directory, 0))
+            task = pool.submit(self._service.list, self._service.request(directory, 0))
             self._listing[task] = directory
             return task
         return None
@@ -149,7 +149,7 @@ class JobWork:
 
 def _load_file(service: WorkerService, job: LoadJob, status: UfsStatus) -> None:
     try:
-        result = service.read(status.uri, 0, None, service.freshness(status.uri, -1))
+        result = service.read(service.request(status.uri, -1))
         for chunk in result.chunks:
             job.count(bytes_done=len(chunk))
             if job.cancel.is_set():

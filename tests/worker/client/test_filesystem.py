@@ -223,7 +223,7 @@ def changed_mid_read(
     transport = BeforeRead(
         SyncBridge(httpx.ASGITransport(app=create_app(service))),
         sync_before,
-        lambda: service.status(uri, service.freshness(uri, 0)),
+        lambda: service.status(service.request(uri, 0)),
     )
     fs = DoraFileSystem(transport=transport, config=client_config(), skip_instance_cache=True)
     return fs, uri

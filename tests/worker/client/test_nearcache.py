@@ -54,7 +54,7 @@ def fill_status(near: NearCache, service: WorkerService, path: str) -> dict[str,
     key = near.key(path)
     assert key is not None
     stamp, asked_at = near.stamp(key), near.now()
-    status = service.status(path)
+    status = service.status(service.request(path))
     answer = service.describe(status)
     near.put_status(key, stamp, asked_at, answer, service.meta.status_age(path, status.version))
     return answer
@@ -64,7 +64,7 @@ def fill_listing(near: NearCache, service: WorkerService, path: str) -> list[dic
     key = near.key(path)
     assert key is not None
     stamp, asked_at = near.stamp(key), near.now()
-    children = service.list(path)
+    children = service.list(service.request(path))
     entries = [service.describe(s) for s in children]
     age = service.meta.listing_age(path, children)
     near.put_listing(key, stamp, asked_at, [(e["uri"], e) for e in entries], age)
@@ -90,7 +90,7 @@ def test_a_change_a_sync_finds_drops_the_entry(
     (data_dir / "d" / "a").write_bytes(b"outside writer, longer")
     os.utime(data_dir / "d" / "a", ns=(1, 1))
     assert near.status(uri) is not None  # the worker has not looked yet
-    service.status(uri, service.freshness(uri, 0))
+    service.status(service.request(uri, 0))
     assert near.status(uri) is None
 
 
@@ -98,7 +98,7 @@ def test_a_sync_that_finds_nothing_new_keeps_the_entry(
     near: NearCache, service: WorkerService, uri: str
 ) -> None:
     fill_status(near, service, uri)
-    service.status(uri, service.freshness(uri, 0))
+    service.status(service.request(uri, 0))
     assert near.status(uri) is not None
 
 

@@ -73,7 +73,7 @@ def ask_status(
     if kept is not None:
         return dict(kept)
     stamp, asked_at = near.stamp(key), near.now()
-    status = service.status(path, service.freshness(path, interval_ms))
+    status = service.status(service.request(path, interval_ms))
     answer = service.describe(status)
     near.put_status(key, stamp, asked_at, answer, service.meta.status_age(path, status.version))
     return answer
@@ -88,7 +88,7 @@ def ask_listing(
     if kept is not None:
         return [dict(entry) for entry in kept]
     stamp, asked_at = near.stamp(key), near.now()
-    children = service.list(directory, service.freshness(directory, interval_ms))
+    children = service.list(service.request(directory, interval_ms))
     entries = [service.describe(child) for child in children]
     age = service.meta.listing_age(directory, children)
     near.put_listing(key, stamp, asked_at, [(e["uri"], e) for e in entries], age)

@@ -103,7 +103,7 @@ def case(
 
 
 def warm(service: WorkerService, uri: str) -> str:
-    result = service.read(uri)
+    result = service.read(service.request(uri))
     b"".join(result.chunks)
     return result.status.version
 
@@ -133,7 +133,7 @@ def test_warm_reads_come_from_page_files(
 def test_missing_pages_are_read_over_http_then_from_files(
     service: WorkerService, reader: ShortCircuitReader, remote: Remote, uri: str, content: bytes
 ) -> None:
-    version = service.status(uri).version
+    version = service.status(service.request(uri)).version
     assert read(reader, uri, version, 10, 100) == content[10:110]
     assert remote.fetched == [(10, 100)]  # not cached: over HTTP, and the worker keeps it
     assert read(reader, uri, version, 200, 100) == content[200:300]
@@ -153,7 +153,9 @@ def test_an_evicted_page_is_a_miss_not_wrong_bytes(case: Case) -> None:
 
 def test_a_file_unlinked_while_open_is_still_read_whole(case: Case) -> None:
     version = warm(case.service, case.uri)
-    located = PageLocations.from_dict(answer(case.service, case.service.locate(case.uri, version)))
+    located = PageLocations.from_dict(
+        answer(case.service, case.service.locate(case.service.request(case.uri, version=version)))
+    )
     with PageFile(located, located.pages[1]) as opened:
         for path in case.pages():
             path.unlink()  # as eviction does, under the open reader

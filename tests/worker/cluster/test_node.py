@@ -5,9 +5,10 @@ pages whose version a re-check confirms; the revision middleware waits, or syncs
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -56,6 +57,9 @@ def members(tmp_path: Path, data_dir: Path, etcd_server: LocalEtcd) -> Iterator[
         member.close()
 
 
+Size = Callable[[Any], int]
+
+
 def call(app: object, method: str, url: str, **kwargs: object) -> httpx.Response:
     async def go() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
@@ -71,7 +75,7 @@ def test_a_write_through_one_worker_drops_the_others_entry(
     a, b = members
     uri = f"file://{data_dir}/x.csv"
     (data_dir / "x.csv").write_bytes(b"old")
-    assert b.service.status(uri).size == 3
+    assert b.service.status(b.service.request(uri)).size == 3
     written = call(a.app, "PUT", "/v1/write", params={"path": uri}, content=b"newer")
     revision = int(written.headers["X-Dora-Revision"])
     assert revision > 0
@@ -94,19 +98,30 @@ def test_a_bad_revision_header_is_a_clear_400(members: list[Member], value: byte
     )
 
 
+SIZE_BY_SURFACE: dict[str, Callable[[Path, str], tuple[str, dict[str, str], Size]]] = {
+    "rest-v1": lambda data, uri: ("/v1/status", {"path": uri}, lambda body: body["size"]),
+    "webhdfs": lambda data, uri: (
+        f"/webhdfs/v1/file{data}/y",
+        {"op": "GETFILESTATUS"},
+        lambda body: body["FileStatus"]["length"],
+    ),
+    "alluxio": lambda data, uri: ("/v1/info", {"path": uri}, lambda body: body[0]["mLength"]),
+}
+
+
+@pytest.mark.parametrize("surface", sorted(SIZE_BY_SURFACE))
 def test_a_revision_not_reached_in_time_is_answered_by_a_sync(
-    members: list[Member], data_dir: Path
+    members: list[Member], data_dir: Path, surface: str
 ) -> None:
     a, _ = members
     uri = f"file://{data_dir}/y"
     (data_dir / "y").write_bytes(b"1")
-    assert a.service.status(uri).size == 1
+    assert a.service.status(a.service.request(uri)).size == 1
     (data_dir / "y").write_bytes(b"22")  # outside the cache: only a sync sees it
     far = a.node.follower.applied + 1000
-    answer = call(
-        a.app, "GET", "/v1/status", params={"path": uri}, headers={"X-Dora-Revision": str(far)}
-    )
-    assert answer.json()["size"] == 2
+    url, params, size = SIZE_BY_SURFACE[surface](data_dir, uri)
+    answer = call(a.app, "GET", url, params=params, headers={"X-Dora-Revision": str(far)})
+    assert size(answer.json()) == 2
     assert a.node.middleware is not None and a.node.middleware.outcomes["synced"] == 1
 
 
@@ -114,10 +129,13 @@ def test_a_sync_that_finds_a_change_is_published(members: list[Member], data_dir
     a, b = members
     uri = f"file://{data_dir}/z"
     (data_dir / "z").write_bytes(b"1")
-    assert a.service.status(uri).size == 1 and b.service.status(uri).size == 1
+    assert (
+        a.service.status(a.service.request(uri)).size == 1
+        and b.service.status(b.service.request(uri)).size == 1
+    )
     (data_dir / "z").write_bytes(b"22")
-    assert a.service.status(uri, a.service.freshness(uri, 0)).size == 2
-    wait_for(lambda: b.service.status(uri).size == 2)
+    assert a.service.status(a.service.request(uri, 0)).size == 2
+    wait_for(lambda: b.service.status(b.service.request(uri)).size == 2)
 
 
 def test_the_position_is_a_marker_beside_the_entries(members: list[Member], data_dir: Path) -> None:
@@ -136,12 +154,12 @@ def test_a_reset_rechecks_but_keeps_confirmed_pages(
     a, _ = members
     uri = f"file://{data_dir}/p"
     (data_dir / "p").write_bytes(b"x" * 1000)
-    result = a.service.read(uri)
+    result = a.service.read(a.service.request(uri))
     assert b"".join(result.chunks) == b"x" * 1000
     calls = a.service.meta.counters()["ufs_calls"]
     # What the follower's sink does past a compaction: everything cached so far is unproven.
     a.service.meta.require_sync_before(int(time.time() * 1000) + 1)
-    assert a.service.status(uri).size == 1000
+    assert a.service.status(a.service.request(uri)).size == 1000
     assert a.service.meta.counters()["ufs_calls"] == calls + 1
     assert pages_stored(tmp_path / "work0", uri)
 
@@ -203,7 +221,7 @@ def test_a_failed_follower_is_unready_and_restarts(
     a, b = members
     uri = f"file://{data_dir}/fails"
     (data_dir / "fails").write_bytes(b"1")
-    assert b.service.status(uri).size == 1
+    assert b.service.status(b.service.request(uri)).size == 1
     apply, healed = MetaSink.apply, threading.Event()
 
     def fails_until_healed(sink: MetaSink, event: Event) -> None:
@@ -217,9 +235,13 @@ def test_a_failed_follower_is_unready_and_restarts(
     wait_for(lambda: call(b.app, "GET", "/readyz").status_code == 503)
     assert call(b.app, "GET", "/readyz").json()["feed"] == "failed"
     assert "dora_cluster_feed_follower_up 0.0" in call(b.app, "GET", "/metrics").text
-    assert b.service.status(uri).size == 1  # not applied: which is why it is not ready
+    assert (
+        b.service.status(b.service.request(uri)).size == 1
+    )  # not applied: which is why it is not ready
     healed.set()
-    wait_for(lambda: b.service.status(uri).size == 2)  # restarted from its position
+    wait_for(
+        lambda: b.service.status(b.service.request(uri)).size == 2
+    )  # restarted from its position
     ready = call(b.app, "GET", "/readyz")
     assert ready.status_code == 200 and ready.json()["feed"] == "following"
     assert "dora_cluster_feed_follower_up 1.0" in call(b.app, "GET", "/metrics").text

@@ -17,7 +17,7 @@ def service(make_service: Callable[..., WorkerService]) -> WorkerService:
 
 
 def read(service: WorkerService, uri: str) -> bytes:
-    return b"".join(service.read(uri, fresh=service.freshness(uri, -1)).chunks)
+    return b"".join(service.read(service.request(uri, -1)).chunks)
 
 
 def test_an_event_naming_the_cached_version_costs_nothing(
@@ -25,7 +25,7 @@ def test_an_event_naming_the_cached_version_costs_nothing(
 ) -> None:
     (data_dir / "a").write_bytes(b"one")
     uri = f"file://{data_dir}/a"
-    version = service.status(uri).version
+    version = service.status(service.request(uri)).version
     calls = service.stats()["metadata_ufs_calls"]
     service.changes.apply("test", [Change(uri, version), Change(uri, version)])
     assert read(service, uri) == b"one"

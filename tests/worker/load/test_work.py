@@ -14,6 +14,7 @@ from tests.worker.load.conftest import WAIT_S, HeldUfs
 from ufs.errors import UfsError
 from ufs.status import UfsStatus, file_id
 from worker.load import JobState, LoadJob
+from worker.request import RequestContext
 from worker.service import WorkerService
 
 Make = Callable[..., WorkerService]
@@ -39,7 +40,7 @@ def run(service: WorkerService, path: Path, recursive: bool = True, **options: b
 
 
 def cached(service: WorkerService, path: Path) -> int:
-    status = service.status(f"file://{path}")
+    status = service.status(service.request(f"file://{path}"))
     return service.pages.cached_bytes(file_id(status.uri), status.version)
 
 
@@ -59,9 +60,9 @@ def listing_threads(service: WorkerService) -> set[str]:
     names: set[str] = set()
     list_status = service.list
 
-    def spy(uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
+    def spy(call: RequestContext) -> list[UfsStatus]:
         names.add(threading.current_thread().name)
-        return list_status(uri, sync_interval)
+        return list_status(call)
 
     service.list = spy  # type: ignore[method-assign]
     return names
@@ -107,9 +108,9 @@ def test_a_metadata_only_job_caches_statuses_and_listings_but_no_data(
     assert (progress["files_total"], progress["files_done"], progress["bytes_total"]) == (8, 8, 0)
     calls = service.meta.counters()["ufs_calls"]
     for path in files:
-        assert service.status(f"file://{path}").size == 1500
+        assert service.status(service.request(f"file://{path}")).size == 1500
         assert cached(service, path) == 0
-    assert service.list(f"file://{data_dir}/t/a")
+    assert service.list(service.request(f"file://{data_dir}/t/a"))
     assert service.meta.counters()["ufs_calls"] == calls
 
 
@@ -133,7 +134,10 @@ def test_small_files_are_read_in_one_request_and_stored_together_in_a_pack(
     assert [p.name for p in (tmp_path / "work").rglob("*.pack")] == ["0.pack"]
     reads = service.reader.counters.snapshot()
     for n, path in enumerate(files):
-        assert b"".join(service.read(f"file://{path}").chunks) == bytes([n % 2]) * 1500
+        assert (
+            b"".join(service.read(service.request(f"file://{path}")).chunks)
+            == bytes([n % 2]) * 1500
+        )
     after = service.reader.counters.snapshot()
     assert after["bytes_from_ufs"] == reads["bytes_from_ufs"]  # all from the cache
     assert after["bytes_from_cache"] - reads.get("bytes_from_cache", 0) == 8 * 1500
@@ -158,7 +162,7 @@ def test_files_of_every_size_are_loaded_and_counted_as_reads_count_them(
     loaded = service.reader.counters.snapshot()
     assert (loaded["bytes_from_ufs"], loaded["page_misses"]) == (sum(sizes), 41 + 2)
     for path, data in files.items():
-        assert b"".join(service.read(f"file://{path}").chunks) == data
+        assert b"".join(service.read(service.request(f"file://{path}")).chunks) == data
     assert service.reader.counters.snapshot()["bytes_from_ufs"] == sum(sizes)
 
 
@@ -183,7 +187,7 @@ def test_a_file_changed_after_its_listing_is_loaded_at_its_new_version(
     done = service.loads.wait(job.id, timeout=WAIT_S)
     assert done is not None and done.to_dict()["files_done"] == 8
     assert cached(service, data_dir / "t" / "f1.bin") == 2900
-    data = b"".join(service.read(f"file://{data_dir}/t/f1.bin").chunks)
+    data = b"".join(service.read(service.request(f"file://{data_dir}/t/f1.bin")).chunks)
     assert data == b"rewritten, longer than before" * 100
 
 

@@ -1,0 +1,86 @@
+"""One request, one context (DESIGN.md): what a surface knows about a call, decided once.
+
+A surface turns each call into a :class:`RequestContext` with :func:`context` (through
+``WorkerService.request``) and passes it to the service's operations; nothing below decides
+the request's URI or freshness again, and nothing reads per-request state from a module
+global or a context variable to do it.
+
+What the HTTP layer and the request's work tell each other lives in one :class:`Exchange` per
+HTTP request, kept in the ASGI scope (:func:`exchange`): the revision middleware
+(``worker.cluster.http``) says whether the call must re-check the UFS, the reader counts the
+bytes it served for the access log, the publisher the revision of the request's own changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from config import Config
+from ufs import uri as uris
+from worker.freshness import Freshness, resolve
+
+SCOPE_KEY = "dora.exchange"
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One HTTP request's record, shared by the middlewares (on the event loop) and the
+    request's work (in a thread). Each field has one writer: ``must_sync`` the revision
+    middleware before the request runs (the worker could not apply the feed revision the
+    client named in time, so this request re-checks the UFS); ``revision`` the publisher (the
+    newest feed revision the answer depends on); ``served`` the reader (bytes served by
+    source, ``cache`` or ``ufs``, for the access log)."""
+
+    must_sync: bool = False
+    revision: int = 0
+    served: dict[str, int] = field(default_factory=dict)
+
+    def count(self, source: str, n: int) -> None:
+        self.served[source] = self.served.get(source, 0) + n
+
+
+def exchange(scope: Any) -> Exchange:
+    """The :class:`Exchange` of the request whose ASGI scope is ``scope``, made on first use
+    (whichever middleware, or the surface, comes first)."""
+    found: Exchange | None = scope.get(SCOPE_KEY)
+    if found is None:
+        found = scope[SCOPE_KEY] = Exchange()
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One call: ``uri`` in canonical form (the mount roots are checked by the operation that
+    uses it, since for a local path that means looking at the disk), its :class:`Freshness`,
+    the ``version`` it pins (None: the current one), and the HTTP ``exchange`` it answers
+    (None: a call from inside the worker, such as a load job). Immutable; the exchange is the
+    one mutable part, written as :class:`Exchange` says."""
+
+    uri: str
+    fresh: Freshness
+    version: str | None = None
+    exchange: Exchange | None = None
+
+    def served(self, source: str, n: int) -> None:
+        """``n`` bytes of the answer came from ``source`` (``cache`` or ``ufs``)."""
+        if self.exchange is not None:
+            self.exchange.count(source, n)
+
+
+def context(
+    config: Config,
+    uri: str,
+    sync_interval: int | None = None,
+    version: str | None = None,
+    exchange: Exchange | None = None,
+) -> RequestContext:
+    """The context of a call to ``uri``: the URI normalised once, the freshness resolved once
+    (``worker.freshness.resolve``: the per-call ``sync_interval``, the path rules, the feed
+    revision the exchange says was not applied, the default). An empty ``version`` is none.
+
+    Raises UfsInvalidPath for a malformed URI, ConfigError for a bad rule table."""
+    canonical = uris.normalize(uri)
+    must_sync = exchange is not None and exchange.must_sync
+    fresh = resolve(config, canonical, sync_interval, must_sync=must_sync)
+    return RequestContext(canonical, fresh, version or None, exchange)
