@@ -7,12 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pagestore.api import PageStore
+from pagestore.cache import PageCache
+from pagestore.factory import on_disk
 from pagestore.layout import record_of
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.owner import LOCK_FILE, MARKER
 from pagestore.pack import TornEntryError, parse_entry
 from pagestore.page import PageId, PageKey
-from pagestore.store import LocalPageStore
 
 PAGE_SIZE = 4096
 FILE_A = "a" * 64
@@ -50,8 +51,10 @@ def make_options(
     )
 
 
-def open_local(options: PageStoreOptions) -> LocalPageStore:
-    store = LocalPageStore(options)
+def open_local(options: PageStoreOptions, memory: int = 0, memory_limit: int = 0) -> PageCache:
+    """A started, ready page cache on disk, with a memory tier of ``memory`` bytes for pages of
+    up to ``memory_limit`` bytes when ``memory`` is above 0."""
+    store = on_disk(options, memory=memory, memory_limit=memory_limit)
     store.start()
     assert store.wait_ready(30)
     return store
