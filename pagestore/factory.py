@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from config import Config
+from config import Config, ConfigError
+from pagestore import keys
 from pagestore.cache import PageCache
 from pagestore.memory import MemoryStore
 from pagestore.options import PageStoreOptions
@@ -17,9 +18,18 @@ from pagestore.store import DiskStore
 
 
 def page_cache(config: Config, options: PageStoreOptions | None = None) -> PageCache:
-    """The worker's page cache: the disk store of ``options`` (from ``config`` when None). Not
-    started."""
-    return on_disk(options or PageStoreOptions.from_config(config))
+    """The worker's page cache: the disk store of ``options`` (from ``config`` when None), with
+    a memory tier in front when ``dora.worker.page.store.memory.size`` is above 0. Not started.
+    Raises ConfigError naming the keys when the tier cannot hold one page of its limit."""
+    options = options or PageStoreOptions.from_config(config)
+    size, limit = config.get(keys.MEMORY_SIZE), config.get(keys.MEMORY_PAGE_LIMIT)
+    if size and size < limit:
+        raise ConfigError(
+            f"{keys.MEMORY_SIZE.name}={size} cannot hold one page of "
+            f"{keys.MEMORY_PAGE_LIMIT.name}={limit}; expected at least {limit}, or 0 for no "
+            "memory tier"
+        )
+    return on_disk(options, memory=size, memory_limit=limit)
 
 
 def on_disk(

@@ -33,8 +33,9 @@ KINDS = [
     ("local", "lfu"),
     ("memory", "lru"),
     ("memory", "lfu"),
+    ("tiered", "lru"),
 ]
-"""Each store under the page cache."""
+"""Each store under the page cache; ``tiered`` is the disk store with a memory tier in front."""
 
 
 @pytest.fixture(params=KINDS, ids=[f"{kind}-{evictor}" for kind, evictor in KINDS])
