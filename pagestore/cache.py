@@ -9,9 +9,10 @@ cache failure becomes a miss". The stores (:mod:`pagestore.store` on disk,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from pagestore.api import (
     Fault,
@@ -58,6 +59,7 @@ class PageCache:
         self._flights: SingleFlight[PageId, Fill] = SingleFlight()
         self._counters = Counters()
         self._memory_hits = 0  # under the log lock: cheap, and rare enough not to contend
+        self._invalidating = 0  # invalidations under way, under the log lock
 
     # -- lifecycle and gauges: the store's ------------------------------------------------------
 
@@ -95,13 +97,8 @@ class PageCache:
     def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
         """See PageStore.read."""
         check_range(offset, length)
-        if self.memory is not None:
-            data = self._read_memory(page_id, offset, length)
-            if data is not None:
-                self._counters.add_hit(len(data))
-                return PageRead(Lookup.HIT, data)
         try:
-            data = self.store.read(page_id, offset, length)
+            data = self._read_through(page_id, offset, length)
         except PageFault as fault:
             return PageRead(self._faulted(page_id, fault))
         if data is None:
@@ -110,29 +107,24 @@ class PageCache:
         self._counters.add_hit(len(data))
         return PageRead(Lookup.HIT, data)
 
-    def _read_memory(self, page_id: PageId, offset: int, length: int | None) -> bytes | None:
-        """The bytes from the memory tier, promoting a small page found in the store into it;
-        None when neither has it small (the caller reads the store as usual)."""
-        assert self.memory is not None
-        try:
-            data = self.memory.read(page_id, offset, length)
-        except PageFault:
-            data = None  # a memory store has nothing to fault on; read the store instead
+    def _read_through(self, page_id: PageId, offset: int, length: int | None) -> bytes | None:
+        """The bytes from the memory tier, else from the store (promoting a small page found
+        there into the memory tier); None when neither holds the page."""
+        if self.memory is None:
+            return self.store.read(page_id, offset, length)
+        data = self.memory.read(page_id, offset, length)
         if data is not None:
             with self._log_lock:
                 self._memory_hits += 1
             return data
         stored = self.store.entry(page_id)
         if stored is None or stored.size > self.memory_limit:
-            return None
+            return self.store.read(page_id, offset, length)
         since = self.mark()
-        try:
-            whole = self.store.read(page_id, 0, None)
-        except PageFault:
-            return None  # the read of the store below meets the fault again and counts it
+        whole = self.store.read(page_id, 0, None)
         if whole is None:
             return None
-        self.memory.put_many([(page_id, whole, stored.uri)], self._keeper(since))
+        self.memory.put_many([(page_id, whole, stored.uri)], self._keeper(since, promoted=True))
         return slice_page(whole, min(offset, len(whole)), length)
 
     def _faulted(self, page_id: PageId, fault: PageFault) -> Lookup:
@@ -180,11 +172,16 @@ class PageCache:
         with self._log_lock:
             return self._invalidations.mark()
 
-    def _keeper(self, since: int) -> Keep:
-        """The check a store makes before a page fetched after ``since`` becomes visible."""
+    def _keeper(self, since: int, promoted: bool = False) -> Keep:
+        """The check a store makes before a page fetched after ``since`` becomes visible. A
+        page ``promoted`` from the store below was not fetched fresh: it may be one an
+        invalidation begun before ``since`` has yet to delete, so none is promoted while an
+        invalidation is under way (each also logs its end)."""
 
         def keep(key: PageKey, uri: str) -> bool:
             with self._log_lock:
+                if promoted and self._invalidating:
+                    return False
                 return not self._invalidations.invalidated_since(since, key, uri)
 
         return keep
@@ -308,24 +305,35 @@ class PageCache:
 
     def delete_file(self, file_id: str, version: str | None = None) -> int:
         """See PageStore.delete_file. Fills of the file already running are not stored."""
-        with self._log_lock:
-            vkey = None if version is None else version_key(version)
-            self._invalidations.record(Invalidation(file_id, vkey))
-        if self.memory is not None:
-            self.memory.delete_file(file_id, version)
-        dropped = self.store.delete_file(file_id, version)
+        vkey = None if version is None else version_key(version)
+        with self._logged(Invalidation(file_id, vkey)):
+            if self.memory is not None:
+                self.memory.delete_file(file_id, version)
+            dropped = self.store.delete_file(file_id, version)
         if dropped:
             self._counters.add(Count.INVALIDATED_PAGES, dropped)
         return dropped
 
     def delete_prefix(self, prefix: str) -> int:
         """See PageStore.delete_prefix."""
+        with self._logged(Invalidation(None, prefix=prefix)):
+            file_ids = self.store.files_under(prefix)
+            if self.memory is not None:
+                file_ids |= self.memory.files_under(prefix)
+            return sum(self.delete_file(file_id) for file_id in sorted(file_ids))
+
+    @contextlib.contextmanager
+    def _logged(self, invalidation: Invalidation) -> Iterator[None]:
+        """Log ``invalidation`` as it begins and again as it ends (see :meth:`_keeper`)."""
         with self._log_lock:
-            self._invalidations.record(Invalidation(None, prefix=prefix))
-        file_ids = self.store.files_under(prefix)
-        if self.memory is not None:
-            file_ids |= self.memory.files_under(prefix)
-        return sum(self.delete_file(file_id) for file_id in sorted(file_ids))
+            self._invalidations.record(invalidation)
+            self._invalidating += 1
+        try:
+            yield
+        finally:
+            with self._log_lock:
+                self._invalidations.record(invalidation)
+                self._invalidating -= 1
 
     # -- statistics -----------------------------------------------------------------------------
 

@@ -134,3 +134,32 @@ def test_a_tier_smaller_than_its_page_limit_is_refused_naming_the_keys(tmp_path:
         )
     assert "dora.worker.page.store.memory.size" in str(refused.value)
     assert "dora.worker.page.store.memory.page.limit" in str(refused.value)
+
+
+class SlowDeletes(MemoryStore):
+    """A store whose deletions wait for ``gate``: an invalidation held half done."""
+
+    def __init__(self) -> None:
+        super().__init__(PAGE_SIZE, 8 * PAGE_SIZE)
+        self.deleting, self.gate = threading.Event(), threading.Event()
+
+    def delete_file(self, file_id: str, version: str | None) -> int:
+        self.deleting.set()
+        assert self.gate.wait(10)
+        return super().delete_file(file_id, version)
+
+
+def test_no_page_is_promoted_while_an_invalidation_is_under_way() -> None:
+    below = SlowDeletes()
+    cache = PageCache(below, MemoryStore(PAGE_SIZE, 4 * SMALL), SMALL)
+    page_id = small(0)
+    cache.put(page_id, content(page_id, SMALL), "s3://b/x")
+    cache.memory.delete_file(FILE_A, None)  # only below holds it now, as after a restart
+    invalidation = threading.Thread(target=cache.delete_file, args=(FILE_A,))
+    invalidation.start()
+    assert below.deleting.wait(10)
+    # The store below still serves the old page, but it must not reach the memory tier.
+    assert cache.get(page_id) == content(page_id, SMALL)
+    below.gate.set()
+    invalidation.join(10)
+    assert cache.read(page_id).lookup is Lookup.MISS
