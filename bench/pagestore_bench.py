@@ -76,10 +76,8 @@ def drop_cached(paths: Sequence[Path]) -> None:
             os.close(fd)
 
 
-def open_store(root: Path, page_size: int, capacity: int, memory: bool = False) -> PageCache:
-    """A ready page cache on disk; ``memory``: with a memory tier as large, for every page."""
-    options = PageStoreOptions((PageDirOptions(root, capacity),), page_size)
-    store = on_disk(options, memory=capacity if memory else 0, memory_limit=page_size)
+def open_store(root: Path, page_size: int, capacity: int) -> PageCache:
+    store = on_disk(PageStoreOptions((PageDirOptions(root, capacity),), page_size))
     store.start()
     store.wait_ready()
     return store
@@ -109,12 +107,10 @@ class ReadSetup:
         return in_threads(threads, [partial(self.store.get, p) for p in self.ids])
 
 
-def set_up_reads(
-    root: Path, pages: int, page_size: int, memory: bool = False
-) -> tuple[ReadSetup, Row]:
+def set_up_reads(root: Path, pages: int, page_size: int) -> tuple[ReadSetup, Row]:
     data = [os.urandom(page_size) for _ in range(min(pages, 16))]
     ids = [PageId(FILE_ID, "v", n) for n in range(pages)]
-    store = open_store(root / "store", page_size, pages * page_size, memory)
+    store = open_store(root / "store", page_size, pages * page_size)
     seconds = timed(
         lambda: [
             store.get_or_fill(p, partial(data.__getitem__, p.index % len(data)), URI) for p in ids
@@ -131,10 +127,8 @@ def set_up_reads(
     return setup, fill
 
 
-def bench_reads(
-    root: Path, pages: int, page_size: int, passes: int, threads: int, memory: bool = False
-) -> list[Row]:
-    setup, fill_row = set_up_reads(root, pages, page_size, memory)
+def bench_reads(root: Path, pages: int, page_size: int, passes: int, threads: int) -> list[Row]:
+    setup, fill_row = set_up_reads(root, pages, page_size)
     total = pages * page_size * passes
     rows = [fill_row]
     try:
@@ -267,9 +261,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--drop-caches", action="store_true", help="drop dentries (root)")
     parser.add_argument("--dir", default=None, help="where to put the pages (default: a temp dir)")
     parser.add_argument(
-        "--memory-tier", action="store_true", help="the page cache with its memory tier on"
-    )
-    parser.add_argument(
         "--sections", default=",".join(SECTIONS), help=f"comma separated, of {', '.join(SECTIONS)}"
     )
     args = parser.parse_args(argv)
@@ -281,17 +272,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if "reads" in sections:
             rows += bench_reads(
-                root / "reads",
-                args.pages,
-                args.page_size,
-                args.passes,
-                args.threads,
-                args.memory_tier,
+                root / "reads", args.pages, args.page_size, args.passes, args.threads
             )
         if "shortcircuit" in sections:
-            setup, _ = set_up_reads(
-                root / "shortcircuit", args.pages, args.page_size, args.memory_tier
-            )
+            setup, _ = set_up_reads(root / "shortcircuit", args.pages, args.page_size)
             try:
                 rows += bench_shortcircuit(setup, args.random_reads, args.repeats)
             finally:
@@ -303,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         shutil.rmtree(root, ignore_errors=True)
     print(
         f"page store benchmark: {os.cpu_count()} CPUs, {args.page_size:,}-byte pages, "
-        f"xxh3-64 checksums, memory tier {'on' if args.memory_tier else 'off'}"
+        "xxh3-64 checksums"
     )
     width = max(len(row.metric) for row in rows)
     for row in rows:

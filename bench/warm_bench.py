@@ -2,16 +2,15 @@
 on) against fsspec's blockcache and a raw read of the same local file, in one run: a whole file
 read cold, then three times warm (the first warm read right after the fill, as the side-by-side
 bench measures it, and the steady state after it), and random 64 KiB reads through a file held
-open. Then the page cache's memory tier, on and off in the same run (issue 27): random 64 KiB
-``fs.cat_file(path, start, end)`` p50 and ``fs.open(path).read(8 MiB)`` streamed, through the
-client with its defaults and over HTTP only (``short_circuit=False``: the reads the worker's
-page cache serves), against ``cat_file`` of the local filesystem and a raw 8 MiB read loop.
+open. Then (issue 27) random 64 KiB ``fs.cat_file(path, start, end)`` p50 and
+``fs.open(path).read(8 MiB)`` streamed, through the client with its defaults and over HTTP only
+(``short_circuit=False``: the reads the worker's page cache serves), against ``cat_file`` of the
+local filesystem and a raw 8 MiB read loop.
 
 Run with ``.venv/bin/python -m bench.warm_bench`` (``--size-mb``, ``--reads``, ``--repeats``;
-``--profile`` adds a py-spy summary of each worker under the HTTP reads).
-The workers are real ``dora worker start`` processes over a local-directory UFS, one with the
-memory tier off and one with it on (large enough for the file, every page admitted). Each
-figure is the median of the repetitions with their min-max.
+``--profile`` adds a py-spy summary of the worker under the HTTP reads).
+The worker is a real ``dora worker start`` process over a local-directory UFS. Each figure is
+the median of the repetitions with their min-max.
 """
 
 from __future__ import annotations
@@ -37,13 +36,6 @@ from worker.client.filesystem import DoraFileSystem
 MB = 1 << 20
 READ = 64 << 10
 CHUNK = 8 << 20
-TIERS = {
-    "tier off": [],
-    "tier on": [
-        "dora.worker.page.store.memory.size=1GB",
-        "dora.worker.page.store.memory.page.limit=1MB",
-    ],
-}
 
 
 def seconds(fn: Callable[[], object]) -> float:
@@ -94,41 +86,29 @@ def profile(worker: WorkerProcess, fs: Any, uri: str, offsets: list[int], name: 
     print(f"  total: {format_top(summary.top_total, 8)}")
 
 
-def tier_run(
-    root: Path, local: Path, size: int, offsets: list[int], profiled: bool = False
+def ranged_and_streamed(
+    worker: WorkerProcess, local: Path, size: int, offsets: list[int], profiled: bool
 ) -> dict[str, float]:
-    """The memory tier off and on, each through the default client and over HTTP only, with
-    the local filesystem's ``cat_file`` and a raw read loop as peers; ``profiled``: a py-spy
-    pass of each worker under the HTTP client's reads too."""
+    """Ranged ``cat_file`` and 8 MiB streamed reads through the default client and over HTTP
+    only, with the local filesystem's ``cat_file`` and a raw read loop as peers; ``profiled``:
+    a py-spy pass of the worker under the HTTP client's reads too."""
     uri = f"file://{local}"
     figures: dict[str, float] = {}
     plain = fsspec.filesystem("file", skip_instance_cache=True)
     figures["raw cat_file 64 KiB p50 us"] = cat_p50_us(plain, str(local), offsets)
     figures["raw 8 MiB stream MB/s"] = streamed_mb_s(lambda: local.open("rb"), size)
-    for tier, defines in TIERS.items():
-        worker = WorkerProcess(
-            root / tier.replace(" ", "-"),
-            [
-                f"dora.worker.ufs.roots=file://{local.parent}",
-                "dora.worker.page.store.sizes=4GB",
-                *defines,
-            ],
+    for client, short_circuit in (("defaults", True), ("HTTP", False)):
+        fs = DoraFileSystem(
+            workers=[worker.address], skip_instance_cache=True, short_circuit=short_circuit
         )
-        try:
-            for client, short_circuit in (("defaults", True), ("HTTP", False)):
-                fs = DoraFileSystem(
-                    workers=[worker.address], skip_instance_cache=True, short_circuit=short_circuit
-                )
-                fs.cat_file(uri)  # fills the cache (and the tier)
-                name = f"dora {client}, {tier}"
-                figures[f"{name} cat_file 64 KiB p50 us"] = cat_p50_us(fs, uri, offsets)
-                stream = streamed_mb_s(functools.partial(fs.open, uri, "rb"), size)
-                figures[f"{name} 8 MiB stream MB/s"] = stream
-                figures[f"{name} stream / raw"] = stream / figures["raw 8 MiB stream MB/s"]
-                if profiled and client == "HTTP":
-                    profile(worker, fs, uri, offsets, name)
-        finally:
-            worker.stop()
+        fs.cat_file(uri)  # warm
+        name = f"dora {client}"
+        figures[f"{name} cat_file 64 KiB p50 us"] = cat_p50_us(fs, uri, offsets)
+        stream = streamed_mb_s(functools.partial(fs.open, uri, "rb"), size)
+        figures[f"{name} 8 MiB stream MB/s"] = stream
+        figures[f"{name} stream / raw"] = stream / figures["raw 8 MiB stream MB/s"]
+        if profiled and client == "HTTP":
+            profile(worker, fs, uri, offsets, name)
     return figures
 
 
@@ -169,9 +149,9 @@ def one_run(root: Path, size: int, reads: int, profiled: bool = False) -> dict[s
             with handle:
                 figures[f"{name} random 64 KiB p50 us"] = random_p50_us(handle, offsets)
         figures["blockcache cat_file 64 KiB p50 us"] = cat_p50_us(block, str(local), offsets)
+        return figures | ranged_and_streamed(worker, local, size, offsets, profiled)
     finally:
         worker.stop()
-    return figures | tier_run(root, local, size, offsets, profiled)
 
 
 def main() -> None:
@@ -180,7 +160,7 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--profile", action="store_true", help="py-spy the workers in the last repetition"
+        "--profile", action="store_true", help="py-spy the worker in the last repetition"
     )
     args = parser.parse_args()
     runs: list[dict[str, float]] = []
@@ -193,9 +173,9 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
     for name in runs[0]:
         values = [run[name] for run in runs]
-        print(
-            f"{name:32s} {statistics.median(values):10.1f}  ({min(values):.1f}-{max(values):.1f})"
-        )
+        digits = 3 if name.endswith("/ raw") else 1
+        low, mid, high = min(values), statistics.median(values), max(values)
+        print(f"{name:40s} {mid:10.{digits}f}  ({low:.{digits}f}-{high:.{digits}f})")
 
 
 if __name__ == "__main__":

@@ -5,11 +5,11 @@ Where things live:
 - ``api``: the two interfaces, :class:`~pagestore.api.PageStore` (what the worker uses) and
   :class:`~pagestore.api.Store` (what the cache sits on), with ``PutResult`` and ``StoreStats``;
 - ``cache``: :class:`~pagestore.cache.PageCache`, the one ``PageStore``: read-through with single
-  flight, the invalidation log, admission to a memory tier, counters, failures as misses;
+  flight, the invalidation log, counters, failures as misses;
 - ``factory``: the cache the keys ask for (the worker builds it there and nowhere else);
 - ``store``: :class:`~pagestore.store.DiskStore`, the store on disk; ``reaper``: what removes
   its pages' files; ``memory``: :class:`~pagestore.memory.MemoryStore`, the store in memory
-  (the memory tier, and tests);
+  (for tests);
 - ``invalidation`` and ``counters``: the cache's log of invalidations and its counters;
 - ``page``: ``PageId`` and the on-disk name of a page; ``pagefile``: the page file format (a
   header with a checksum per 16 KiB block, then the data);

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from pagestore.page import PageId, PageKey
 from pagestore.shortcircuit import PageLocations
@@ -107,10 +107,6 @@ class StoreStats:
     not yet given back (``used_bytes`` counts only stored pages' data)."""
     dirs: tuple[DirUsage, ...] = ()
     """Each directory's use, for a store that has directories."""
-    memory_hits: int = 0
-    """Hits served by the memory tier (counted in ``hits`` too); 0 without one."""
-    memory_bytes: int = 0
-    """Bytes of pages held by the memory tier (not in ``used_bytes``)."""
 
     @property
     def puts(self) -> int:
@@ -143,13 +139,6 @@ class PageFault(Exception):
         self.dropped = dropped
         """Whether this call dropped the page: False when it was already gone (evicted or
         replaced since it was looked up), which is a plain miss."""
-
-
-class StoredPage(NamedTuple):
-    """A page a store holds: its size and its file's URI."""
-
-    size: int
-    uri: str
 
 
 Keep = Callable[[PageKey, str], bool]
@@ -208,9 +197,8 @@ class Store(Space, Protocol):
         stored. Counts as an access for eviction."""
         ...
 
-    def entry(self, page_id: PageId) -> StoredPage | None:
-        """The stored page's size and its file's URI, or None when not stored; not an
-        access."""
+    def has_page(self, page_id: PageId) -> bool:
+        """Whether the page is stored; not an access."""
         ...
 
     def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:

@@ -2,17 +2,16 @@
 
 What a cache of pages needs beyond storing them lives here once, whatever the store: read
 through with single flight, the invalidation log that keeps a fill racing an invalidation from
-storing stale pages, admission to a memory tier in front of the store, the counters, and "a
-cache failure becomes a miss". The stores (:mod:`pagestore.store` on disk,
-:mod:`pagestore.memory` in memory) implement :class:`~pagestore.api.Store`.
+storing stale pages, the counters, and "a cache failure becomes a miss". The stores
+(:mod:`pagestore.store` on disk, :mod:`pagestore.memory` in memory) implement
+:class:`~pagestore.api.Store`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from pagestore.api import (
     Fault,
@@ -28,7 +27,7 @@ from pagestore.api import (
 from pagestore.counters import Count, Counters
 from pagestore.flight import FlightCall, SingleFlight
 from pagestore.invalidation import Invalidation, InvalidationLog
-from pagestore.page import PageId, PageKey, check_pages, check_range, slice_page, version_key
+from pagestore.page import PageId, PageKey, check_pages, check_range, version_key
 from pagestore.shortcircuit import PageLocations
 
 logger = logging.getLogger(__name__)
@@ -37,29 +36,20 @@ Led = list[tuple[int, FlightCall[Fill]]]
 
 
 class PageCache:
-    """Pages by :class:`PageId` over a ``store``, with an optional ``memory`` tier in front of
-    it holding the pages of at most ``memory_limit`` bytes that were read or written lately.
-
-    The memory tier is written through: every page it holds is offered to the store too, so
-    the store alone answers for restore, short-circuit locations and space; invalidations drop
-    pages from both.
+    """Pages by :class:`PageId` over one ``store``.
 
     Thread-safe. Locks: the log lock guards the invalidation log and is a leaf (a store may
     take it under its own lock, through a :data:`~pagestore.api.Keep`); the single-flight and
-    counter locks are leaves too. No lock of the cache is held while a store is called.
+    counter locks are leaves too. No lock of the cache is held while the store is called.
     """
 
-    def __init__(self, store: Store, memory: Store | None = None, memory_limit: int = 0) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.memory = memory
-        self.memory_limit = memory_limit if memory is not None else 0
         self.page_size = store.page_size
         self._log_lock = threading.Lock()
         self._invalidations = InvalidationLog()
         self._flights: SingleFlight[PageId, Fill] = SingleFlight()
         self._counters = Counters()
-        self._memory_hits = 0  # under the log lock: cheap, and rare enough not to contend
-        self._invalidating = 0  # invalidations under way, under the log lock
 
     # -- lifecycle and gauges: the store's ------------------------------------------------------
 
@@ -70,8 +60,6 @@ class PageCache:
     def close(self) -> None:
         """Finish the store's background work and release it. Idempotent."""
         self.store.close()
-        if self.memory is not None:
-            self.memory.close()
 
     @property
     def ready(self) -> bool:
@@ -98,7 +86,7 @@ class PageCache:
         """See PageStore.read."""
         check_range(offset, length)
         try:
-            data = self._read_through(page_id, offset, length)
+            data = self.store.read(page_id, offset, length)
         except PageFault as fault:
             return PageRead(self._faulted(page_id, fault))
         if data is None:
@@ -106,26 +94,6 @@ class PageCache:
             return PageRead(Lookup.MISS)
         self._counters.add_hit(len(data))
         return PageRead(Lookup.HIT, data)
-
-    def _read_through(self, page_id: PageId, offset: int, length: int | None) -> bytes | None:
-        """The bytes from the memory tier, else from the store (promoting a small page found
-        there into the memory tier); None when neither holds the page."""
-        if self.memory is None:
-            return self.store.read(page_id, offset, length)
-        data = self.memory.read(page_id, offset, length)
-        if data is not None:
-            with self._log_lock:
-                self._memory_hits += 1
-            return data
-        stored = self.store.entry(page_id)
-        if stored is None or stored.size > self.memory_limit:
-            return self.store.read(page_id, offset, length)
-        since = self.mark()
-        whole = self.store.read(page_id, 0, None)
-        if whole is None:
-            return None
-        self.memory.put_many([(page_id, whole, stored.uri)], self._keeper(since, promoted=True))
-        return slice_page(whole, min(offset, len(whole)), length)
 
     def _faulted(self, page_id: PageId, fault: PageFault) -> Lookup:
         """A cache failure becomes a miss: counted, logged, answered as FAILED (the store
@@ -146,9 +114,7 @@ class PageCache:
 
     def has_page(self, page_id: PageId) -> bool:
         """See PageStore.has_page."""
-        if self.memory is not None and self.memory.entry(page_id) is not None:
-            return True
-        return self.store.entry(page_id) is not None
+        return self.store.has_page(page_id)
 
     def locate(
         self, file_id: str, version: str, first: int = 0, last: int | None = None
@@ -172,16 +138,11 @@ class PageCache:
         with self._log_lock:
             return self._invalidations.mark()
 
-    def _keeper(self, since: int, promoted: bool = False) -> Keep:
-        """The check a store makes before a page fetched after ``since`` becomes visible. A
-        page ``promoted`` from the store below was not fetched fresh: it may be one an
-        invalidation begun before ``since`` has yet to delete, so none is promoted while an
-        invalidation is under way (each also logs its end)."""
+    def _keeper(self, since: int) -> Keep:
+        """The check a store makes before a page fetched after ``since`` becomes visible."""
 
         def keep(key: PageKey, uri: str) -> bool:
             with self._log_lock:
-                if promoted and self._invalidating:
-                    return False
                 return not self._invalidations.invalidated_since(since, key, uri)
 
         return keep
@@ -200,10 +161,6 @@ class PageCache:
         ]
         for (_, data, _), result in zip(pages, results, strict=True):
             self._counters.add_put(result, len(data))
-        if self.memory is not None:
-            small = [page for page in fit if len(page[1]) <= self.memory_limit]
-            if small:
-                self.memory.put_many(small, self._keeper(since))
         return results
 
     def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
@@ -237,7 +194,7 @@ class PageCache:
         return Fill(data, fetched=True, cache_failure=failed or stored.failed)
 
     def _stored(self, page_id: PageId) -> PageRead | None:
-        """The page read again if a tier has it now, else None."""
+        """The page read again if the store has it now, else None."""
         return self.read(page_id) if self.has_page(page_id) else None
 
     def fill_run(
@@ -305,35 +262,20 @@ class PageCache:
 
     def delete_file(self, file_id: str, version: str | None = None) -> int:
         """See PageStore.delete_file. Fills of the file already running are not stored."""
-        vkey = None if version is None else version_key(version)
-        with self._logged(Invalidation(file_id, vkey)):
-            if self.memory is not None:
-                self.memory.delete_file(file_id, version)
-            dropped = self.store.delete_file(file_id, version)
+        with self._log_lock:
+            vkey = None if version is None else version_key(version)
+            self._invalidations.record(Invalidation(file_id, vkey))
+        dropped = self.store.delete_file(file_id, version)
         if dropped:
             self._counters.add(Count.INVALIDATED_PAGES, dropped)
         return dropped
 
     def delete_prefix(self, prefix: str) -> int:
         """See PageStore.delete_prefix."""
-        with self._logged(Invalidation(None, prefix=prefix)):
-            file_ids = self.store.files_under(prefix)
-            if self.memory is not None:
-                file_ids |= self.memory.files_under(prefix)
-            return sum(self.delete_file(file_id) for file_id in sorted(file_ids))
-
-    @contextlib.contextmanager
-    def _logged(self, invalidation: Invalidation) -> Iterator[None]:
-        """Log ``invalidation`` as it begins and again as it ends (see :meth:`_keeper`)."""
         with self._log_lock:
-            self._invalidations.record(invalidation)
-            self._invalidating += 1
-        try:
-            yield
-        finally:
-            with self._log_lock:
-                self._invalidations.record(invalidation)
-                self._invalidating -= 1
+            self._invalidations.record(Invalidation(None, prefix=prefix))
+        file_ids = self.store.files_under(prefix)
+        return sum(self.delete_file(file_id) for file_id in sorted(file_ids))
 
     # -- statistics -----------------------------------------------------------------------------
 
@@ -341,8 +283,6 @@ class PageCache:
         """The cache's counters with the store's gauges and its own events."""
         counts, puts = self._counters.snapshot()
         below = self.store.stats()
-        with self._log_lock:
-            memory_hits = self._memory_hits
         return StoreStats(
             hits=counts[Count.HITS],
             misses=counts[Count.MISSES],
@@ -362,8 +302,6 @@ class PageCache:
             restore_seconds=below.restore_seconds,
             pack_bytes=below.pack_bytes,
             dirs=below.dirs,
-            memory_hits=memory_hits,
-            memory_bytes=0 if self.memory is None else self.memory.used_bytes,
         )
 
 

@@ -139,11 +139,6 @@ class FileTable:
         entry.record = None
         return entry.uri
 
-    def uri_of(self, file_id: str) -> str | None:
-        """The URI of a file with pages here, or None."""
-        entry = self._files.get(file_id)
-        return None if entry is None else entry.uri
-
     def __len__(self) -> int:
         """Files with pages stored or being written."""
         return self._live

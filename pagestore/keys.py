@@ -46,29 +46,4 @@ PACK_LIMIT: PropertyKey[int] = PropertyKey(
     minimum=0,
 )
 
-MEMORY_SIZE: PropertyKey[int] = PropertyKey(
-    "dora.worker.page.store.memory.size",
-    KeyType.SIZE,
-    "0",
-    "Bytes of a memory tier in front of the page directories, holding the pages of at most "
-    "dora.worker.page.store.memory.page.limit bytes read or written lately (they are still "
-    "written to disk); 0 turns the tier off.",
-    minimum=0,
-)
-MEMORY_PAGE_LIMIT: PropertyKey[int] = PropertyKey(
-    "dora.worker.page.store.memory.page.limit",
-    KeyType.SIZE,
-    "64KB",
-    "The largest page the memory tier holds (with dora.worker.page.store.memory.size).",
-    minimum=1,
-)
-
-KEYS: list[PropertyKey[Any]] = [
-    PAGE_SIZE,
-    DIRS,
-    SIZES,
-    EVICTOR,
-    PACK_LIMIT,
-    MEMORY_SIZE,
-    MEMORY_PAGE_LIMIT,
-]
+KEYS: list[PropertyKey[Any]] = [PAGE_SIZE, DIRS, SIZES, EVICTOR, PACK_LIMIT]

@@ -1,12 +1,11 @@
-"""A store in memory: the page cache's memory tier for hot small pages, and a store for tests of
-the components that use a page cache."""
+"""A store in memory, for tests of the components that use a page cache."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
 
-from pagestore.api import Keep, PutResult, StoredPage, StoreStats
+from pagestore.api import Keep, PutResult, StoreStats
 from pagestore.evict import Evictor, make_evictor
 from pagestore.files import uri_under
 from pagestore.page import PageId, PageKey, slice_page, version_key
@@ -54,11 +53,9 @@ class MemoryStore:
                 self._evictor.on_get(key)
         return None if data is None else slice_page(data, offset, length)
 
-    def entry(self, page_id: PageId) -> StoredPage | None:
-        key = page_id.key
+    def has_page(self, page_id: PageId) -> bool:
         with self._lock:
-            data = self._pages.get(key)
-            return None if data is None else StoredPage(len(data), self._uris[key.file_id][0])
+            return page_id.key in self._pages
 
     def locate(self, file_id: str, version: str, first: int, last: int | None) -> PageLocations:
         """No page has a file: every page is to be read through the worker."""

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pagestore.api import DirUsage, Fault, Keep, PageFault, PutResult, StoredPage, StoreStats
+from pagestore.api import DirUsage, Fault, Keep, PageFault, PutResult, StoreStats
 from pagestore.counters import Count
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
@@ -236,14 +236,9 @@ class DiskStore:
         self._reaper.unlink(d, [key], records)
         return True
 
-    def entry(self, page_id: PageId) -> StoredPage | None:
-        key = page_id.key
+    def has_page(self, page_id: PageId) -> bool:
         with self._lock:
-            entry = self._index.get(key)
-            if entry is None:
-                return None
-            uri = self._dirs[entry.dir].files.uri_of(key.file_id)
-            return StoredPage(entry.size, uri or "")
+            return page_id.key in self._index
 
     def locate(self, file_id: str, version: str, first: int, last: int | None) -> PageLocations:
         vkey = version_key(version)

@@ -33,9 +33,8 @@ KINDS = [
     ("local", "lfu"),
     ("memory", "lru"),
     ("memory", "lfu"),
-    ("tiered", "lru"),
 ]
-"""Each store under the page cache; ``tiered`` is the disk store with a memory tier in front."""
+"""Each store under the page cache."""
 
 
 @pytest.fixture(params=KINDS, ids=[f"{kind}-{evictor}" for kind, evictor in KINDS])
@@ -46,12 +45,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
 
     def factory(pages: int = 8, page_size: int = PAGE_SIZE) -> PageStore:
         options = make_options(tmp_path / str(len(opened)), pages, 1, evictor, page_size)
-        store: PageStore
-        if kind == "memory":
-            store = in_memory(options)
-        else:
-            tier = pages * page_size // 2 if kind == "tiered" else 0
-            store = open_local(options, memory=tier, memory_limit=page_size)
+        store: PageStore = open_local(options) if kind == "local" else in_memory(options)
         opened.append(store)
         return store
 

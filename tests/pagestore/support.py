@@ -51,10 +51,9 @@ def make_options(
     )
 
 
-def open_local(options: PageStoreOptions, memory: int = 0, memory_limit: int = 0) -> PageCache:
-    """A started, ready page cache on disk, with a memory tier of ``memory`` bytes for pages of
-    up to ``memory_limit`` bytes when ``memory`` is above 0."""
-    store = on_disk(options, memory=memory, memory_limit=memory_limit)
+def open_local(options: PageStoreOptions) -> PageCache:
+    """A started, ready page cache on disk."""
+    store = on_disk(options)
     store.start()
     assert store.wait_ready(30)
     return store

@@ -115,23 +115,6 @@ def test_pages_of_other_versions_are_never_served(
     wait_until(lambda: len(page_files(tmp_path / "work", uri)) == 1)
 
 
-def test_the_memory_tier_serves_hot_pages_and_never_an_old_version(
-    make_service: Callable[..., WorkerService], data_dir: Path
-) -> None:
-    service = make_service(
-        "dora.worker.page.store.page.size=64KB", "dora.worker.page.store.memory.size=1MB"
-    )
-    uri = f"file://{data_dir}/hot.bin"
-    LocalOutside().write(uri, b"1" * PAGE)
-    assert read_all(service, uri) == b"1" * PAGE
-    assert read_all(service, uri) == b"1" * PAGE
-    assert service.pages.stats().memory_hits == 1
-    service.write(uri, b"2" * 1000)
-    assert read_all(service, uri) == b"2" * 1000
-    LocalOutside().write(uri, b"3" * PAGE)
-    assert read_all(service, uri, sync_interval=0) == b"3" * PAGE
-
-
 def test_a_bad_mount_root_is_refused_before_anything_opens(tmp_path: Path, data_dir: Path) -> None:
     threads = set(threading.enumerate())
     with pytest.raises(ConfigError, match=r"'dora\.worker\.ufs\.roots'.*'data'"):
