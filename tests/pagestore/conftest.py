@@ -28,13 +28,8 @@ def local_stores() -> Iterator[Callable[[PageStoreOptions], PageCache]]:
         store.close()
 
 
-KINDS = [
-    ("local", "lru"),
-    ("local", "lfu"),
-    ("memory", "lru"),
-    ("memory", "lfu"),
-]
-"""Each store under the page cache."""
+KINDS = [("local", "lru"), ("local", "lfu"), ("memory", "lru"), ("memory", "lfu")]
+"""Each store under the page cache (``local``: the disk store), with each evictor."""
 
 
 @pytest.fixture(params=KINDS, ids=[f"{kind}-{evictor}" for kind, evictor in KINDS])
