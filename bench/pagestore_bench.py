@@ -4,7 +4,7 @@ Run with ``.venv/bin/python -m bench.pagestore_bench`` (``--help`` for sizes and
 are timed warm (the OS page cache holds the pages, the usual case for a hot cache) and cold
 (every file's cached pages dropped with posix_fadvise before each pass, so bytes come from the
 disk). The short-circuit section compares, warm and in one thread, a plain ``preadv`` into a
-buffer, ``LocalPageStore.get`` and ``shortcircuit.read_into`` (open, check the header, read
+buffer, ``PageCache.get`` and ``shortcircuit.read_into`` (open, check the header, read
 into the caller's buffer, verify the blocks read, close) on 64 KiB random and whole-page
 sequential reads: the median of the repetitions with their min-max.
 """
@@ -27,11 +27,12 @@ from pathlib import Path
 import xxhash
 
 from pagestore.api import PutResult
+from pagestore.cache import PageCache
+from pagestore.factory import on_disk
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
 from pagestore.pagefile import BLOCK_SIZE
 from pagestore.shortcircuit import read_into
-from pagestore.store import LocalPageStore
 
 MB = 1 << 20
 FILE_ID = "ab" * 32
@@ -75,8 +76,8 @@ def drop_cached(paths: Sequence[Path]) -> None:
             os.close(fd)
 
 
-def open_store(root: Path, page_size: int, capacity: int) -> LocalPageStore:
-    store = LocalPageStore(PageStoreOptions((PageDirOptions(root, capacity),), page_size))
+def open_store(root: Path, page_size: int, capacity: int) -> PageCache:
+    store = on_disk(PageStoreOptions((PageDirOptions(root, capacity),), page_size))
     store.start()
     store.wait_ready()
     return store
@@ -86,7 +87,7 @@ def open_store(root: Path, page_size: int, capacity: int) -> LocalPageStore:
 class ReadSetup:
     """The same bytes twice: as pages in a store, and as one plain file read page by page."""
 
-    store: LocalPageStore
+    store: PageCache
     ids: list[PageId]
     page_files: list[Path]
     plain: Path
@@ -228,7 +229,7 @@ def bench_restore(root: Path, pages: int, drop_caches: bool) -> list[Row]:
     if drop_caches:
         Path("/proc/sys/vm/drop_caches").write_text("2\n")  # dentries and inodes: a reboot's view
     started = time.perf_counter()
-    store = LocalPageStore(PageStoreOptions((PageDirOptions(root, pages * page_size),), page_size))
+    store = on_disk(PageStoreOptions((PageDirOptions(root, pages * page_size),), page_size))
     store.start()
     first_answer = store.get(PageId(FILE_ID, "v", 0))
     serving = time.perf_counter() - started

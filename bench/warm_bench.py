@@ -2,9 +2,13 @@
 on) against fsspec's blockcache and a raw read of the same local file, in one run: a whole file
 read cold, then three times warm (the first warm read right after the fill, as the side-by-side
 bench measures it, and the steady state after it), and random 64 KiB reads through a file held
-open.
+open. Then (issue 27) random 64 KiB ``fs.cat_file(path, start, end)`` p50 and
+``fs.open(path).read(8 MiB)`` streamed, through the client with its defaults and over HTTP only
+(``short_circuit=False``: the reads the worker's page cache serves), against ``cat_file`` of the
+local filesystem and a raw 8 MiB read loop.
 
-Run with ``.venv/bin/python -m bench.warm_bench`` (``--size-mb``, ``--reads``, ``--repeats``).
+Run with ``.venv/bin/python -m bench.warm_bench`` (``--size-mb``, ``--reads``, ``--repeats``;
+``--profile`` adds a py-spy summary of the worker under the HTTP reads).
 The worker is a real ``dora worker start`` process over a local-directory UFS. Each figure is
 the median of the repetitions with their min-max.
 """
@@ -12,6 +16,7 @@ the median of the repetitions with their min-max.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import shutil
@@ -24,11 +29,13 @@ from typing import Any
 
 import fsspec
 
+from bench.side.profiling import Recording, format_top, summarize
 from bench.side.services import WorkerProcess
 from worker.client.filesystem import DoraFileSystem
 
 MB = 1 << 20
 READ = 64 << 10
+CHUNK = 8 << 20
 
 
 def seconds(fn: Callable[[], object]) -> float:
@@ -47,7 +54,65 @@ def random_p50_us(handle: Any, offsets: list[int]) -> float:
     return statistics.median(times) * 1e6
 
 
-def one_run(root: Path, size: int, reads: int) -> dict[str, float]:
+def cat_p50_us(fs: Any, path: str, offsets: list[int]) -> float:
+    times = []
+    for offset in offsets:
+        started = time.perf_counter()
+        fs.cat_file(path, offset, offset + READ)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1e6
+
+
+def streamed_mb_s(open_file: Callable[[], Any], size: int) -> float:
+    """MB/s of reading a whole file in CHUNK reads (the best of three passes, all warm)."""
+    best = 0.0
+    for _ in range(3):
+        started = time.perf_counter()
+        with open_file() as handle:
+            while handle.read(CHUNK):
+                pass
+        best = max(best, size / (time.perf_counter() - started) / MB)
+    return best
+
+
+def profile(worker: WorkerProcess, fs: Any, uri: str, offsets: list[int], name: str) -> None:
+    """Print where the worker spends an extra, untimed pass of the ``cat_file`` reads (py-spy,
+    :mod:`bench.side.profiling`)."""
+    recording = Recording(worker.pid, Path(tempfile.mkdtemp(prefix="warm-profile-")) / "raw")
+    cat_p50_us(fs, uri, offsets)
+    summary = summarize(recording.stop())
+    print(f"profile, {name}: {summary.samples} samples, {summary.waiting:.0%} waiting")
+    print(f"  self:  {format_top(summary.top_self, 8)}")
+    print(f"  total: {format_top(summary.top_total, 8)}")
+
+
+def ranged_and_streamed(
+    worker: WorkerProcess, local: Path, size: int, offsets: list[int], profiled: bool
+) -> dict[str, float]:
+    """Ranged ``cat_file`` and 8 MiB streamed reads through the default client and over HTTP
+    only, with the local filesystem's ``cat_file`` and a raw read loop as peers; ``profiled``:
+    a py-spy pass of the worker under the HTTP client's reads too."""
+    uri = f"file://{local}"
+    figures: dict[str, float] = {}
+    plain = fsspec.filesystem("file", skip_instance_cache=True)
+    figures["raw cat_file 64 KiB p50 us"] = cat_p50_us(plain, str(local), offsets)
+    figures["raw 8 MiB stream MB/s"] = streamed_mb_s(lambda: local.open("rb"), size)
+    for client, short_circuit in (("defaults", True), ("HTTP", False)):
+        fs = DoraFileSystem(
+            workers=[worker.address], skip_instance_cache=True, short_circuit=short_circuit
+        )
+        fs.cat_file(uri)  # warm
+        name = f"dora {client}"
+        figures[f"{name} cat_file 64 KiB p50 us"] = cat_p50_us(fs, uri, offsets)
+        stream = streamed_mb_s(functools.partial(fs.open, uri, "rb"), size)
+        figures[f"{name} 8 MiB stream MB/s"] = stream
+        figures[f"{name} stream / raw"] = stream / figures["raw 8 MiB stream MB/s"]
+        if profiled and client == "HTTP":
+            profile(worker, fs, uri, offsets, name)
+    return figures
+
+
+def one_run(root: Path, size: int, reads: int, profiled: bool = False) -> dict[str, float]:
     data = root / "data"
     data.mkdir()
     local = data / "big.bin"
@@ -83,7 +148,8 @@ def one_run(root: Path, size: int, reads: int) -> dict[str, float]:
         ):
             with handle:
                 figures[f"{name} random 64 KiB p50 us"] = random_p50_us(handle, offsets)
-        return figures
+        figures["blockcache cat_file 64 KiB p50 us"] = cat_p50_us(block, str(local), offsets)
+        return figures | ranged_and_streamed(worker, local, size, offsets, profiled)
     finally:
         worker.stop()
 
@@ -93,19 +159,23 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=64)
     parser.add_argument("--reads", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--profile", action="store_true", help="py-spy the worker in the last repetition"
+    )
     args = parser.parse_args()
-    runs = []
+    runs: list[dict[str, float]] = []
     for _ in range(args.repeats):
         root = Path(tempfile.mkdtemp(prefix="warm-bench-"))
         try:
-            runs.append(one_run(root, args.size_mb * MB, args.reads))
+            last = len(runs) == args.repeats - 1
+            runs.append(one_run(root, args.size_mb * MB, args.reads, args.profile and last))
         finally:
             shutil.rmtree(root, ignore_errors=True)
     for name in runs[0]:
         values = [run[name] for run in runs]
-        print(
-            f"{name:32s} {statistics.median(values):10.1f}  ({min(values):.1f}-{max(values):.1f})"
-        )
+        digits = 3 if name.endswith("/ raw") else 1
+        low, mid, high = min(values), statistics.median(values), max(values)
+        print(f"{name:40s} {mid:10.{digits}f}  ({low:.{digits}f}-{high:.{digits}f})")
 
 
 if __name__ == "__main__":

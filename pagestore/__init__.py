@@ -2,15 +2,19 @@
 
 Where things live:
 
-- ``api``: the :class:`~pagestore.api.PageStore` protocol, ``PutResult`` and ``StoreStats``;
-- ``store``: :class:`~pagestore.store.LocalPageStore`, the store on disk (also re-exports the
-  names the worker needs: ``PageStore``, ``PageStoreOptions``, ``PutResult``, ``StoreStats``);
-- ``memory``: ``MemoryPageStore``, the same contract in memory, for tests;
-- ``base``: what both stores share (read-through with single flight, invalidation log, counters);
+- ``api``: the two interfaces, :class:`~pagestore.api.PageStore` (what the worker uses) and
+  :class:`~pagestore.api.Store` (what the cache sits on), with ``PutResult`` and ``StoreStats``;
+- ``cache``: :class:`~pagestore.cache.PageCache`, the one ``PageStore``: read-through with single
+  flight, the invalidation log, counters, failures as misses;
+- ``factory``: the cache the keys ask for (the worker builds it there and nowhere else);
+- ``store``: :class:`~pagestore.store.DiskStore`, the store on disk; ``reaper``: what removes
+  its pages' files; ``memory``: :class:`~pagestore.memory.MemoryStore`, the store in memory
+  (for tests);
+- ``invalidation`` and ``counters``: the cache's log of invalidations and its counters;
 - ``page``: ``PageId`` and the on-disk name of a page; ``pagefile``: the page file format (a
   header with a checksum per 16 KiB block, then the data);
 - ``shortcircuit``: reading page files straight from disk, for clients on the worker's host
-  (given ``LocalPageStore.locate``); dependency-light;
+  (given ``PageCache.locate``); dependency-light;
 - ``disk``: one page directory's files; ``dirs``: directories at run time and page placement;
 - ``owner``: the marker that makes a directory the store's; ``layout``: the names the store
   gives to what it creates (nothing else is ever removed);

@@ -1,4 +1,10 @@
-"""What every page store offers (:class:`PageStore`), its put outcomes and its statistics."""
+"""The two interfaces of the page store and the values they exchange.
+
+:class:`PageStore` is what the worker uses: pages by :class:`PageId`, read through with single
+flight, never failing (a cache failure is an outcome). :class:`pagestore.cache.PageCache` is its
+one implementation. :class:`Store` is what the cache sits on: it only moves bytes by key and
+reports space (the disk store, the memory store).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pagestore.page import PageId
+from pagestore.page import PageId, PageKey
 from pagestore.shortcircuit import PageLocations
 
 
@@ -111,7 +117,114 @@ class StoreStats:
         return {result: n for result, n in self.put_results.items() if result is not PutResult.OK}
 
 
-class PageStore(Protocol):
+class Fault(enum.Enum):
+    """Why a stored page could not be served."""
+
+    CORRUPT = "corrupt"
+    IO_ERROR = "io_error"
+    GONE = "gone"
+    """Its file or directory vanished (the store logs a vanished directory itself)."""
+
+
+class PageFault(Exception):
+    """A stored page could not be served: corrupt, unreadable, or its directory is gone.
+
+    Raised by :meth:`Store.read` once the store has done its own housekeeping (dropped the page,
+    taken a vanished directory out of service); the page cache counts it and answers a miss.
+    """
+
+    def __init__(self, message: str, kind: Fault, dropped: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.dropped = dropped
+        """Whether this call dropped the page: False when it was already gone (evicted or
+        replaced since it was looked up), which is a plain miss."""
+
+
+Keep = Callable[[PageKey, str], bool]
+"""Asked by a store under its lock just before a written page of the file at the URI becomes
+visible: False (the file was invalidated while its bytes were fetched) keeps it out."""
+
+
+class Space(Protocol):
+    """What the page cache and each store under it report and how they open and close."""
+
+    @property
+    def page_count(self) -> int: ...
+
+    @property
+    def used_bytes(self) -> int: ...
+
+    @property
+    def capacity_bytes(self) -> int: ...
+
+    @property
+    def ready(self) -> bool:
+        """Whether the index is complete (after a restart it is rebuilt in the background)."""
+        ...
+
+    def wait_ready(self, timeout: float | None = None) -> bool: ...
+
+    def stats(self) -> StoreStats:
+        """Counters and gauges; a store reports its space and the events only it sees
+        (evictions, its own I/O errors), the cache adds its counters."""
+        ...
+
+    def start(self) -> None:
+        """Open the store; a restore, if any, continues in the background."""
+        ...
+
+    def close(self) -> None:
+        """Finish background work and release the directories. Idempotent."""
+        ...
+
+
+class Store(Space, Protocol):
+    """Pages by :class:`PageId` in one medium, bounded in bytes; below the page cache.
+
+    A store moves bytes and reports space: it evicts to make room and keeps its own index, but
+    it does not merge fills, order invalidations against fills or count hits (the page cache
+    does). Reads raise :class:`PageFault` for a page that could not be served; writes answer a
+    :class:`PutResult`; other cache failures are handled inside. Implementations are
+    thread-safe, and any lock they hold while calling a :data:`Keep` is taken before the
+    cache's.
+    """
+
+    page_size: int
+
+    def read(self, page_id: PageId, offset: int, length: int | None) -> bytes | None:
+        """Bytes ``[offset, offset + length)`` of a stored page, verified; None when not
+        stored. Counts as an access for eviction."""
+        ...
+
+    def has_page(self, page_id: PageId) -> bool:
+        """Whether the page is stored; not an access."""
+        ...
+
+    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
+        """Store pages ``(page_id, data, uri)`` (``uri``: the page's file), evicting others if
+        needed; a result per page, in order. A page ``keep`` refuses is REJECTED."""
+        ...
+
+    def delete_file(self, file_id: str, version: str | None) -> int:
+        """Drop the pages of one version of a file, or of all its versions; returns how many."""
+        ...
+
+    def files_under(self, prefix: str) -> set[str]:
+        """The ids of files with pages stored or being stored whose URI is under ``prefix``
+        (see :meth:`PageStore.delete_prefix`); called once the prefix is invalidated."""
+        ...
+
+    def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
+        """Bytes held of each ``(file_id, version)``, in order."""
+        ...
+
+    def locate(self, file_id: str, version: str, first: int, last: int | None) -> PageLocations:
+        """See :meth:`PageStore.locate`; a store without page files lists none."""
+        ...
+
+
+class PageStore(Space, Protocol):
     """Fixed-size pages by :class:`PageId`, bounded in bytes.
 
     A cache failure is an outcome (:class:`Lookup`, :class:`PutResult`, :class:`Fill`), never
@@ -199,30 +312,4 @@ class PageStore(Protocol):
         without page files lists none. Counts as an access for eviction. A page listed may be
         evicted at any time after: its reader then misses. Raises ValueError for a negative
         or reversed range."""
-        ...
-
-    @property
-    def page_count(self) -> int: ...
-
-    @property
-    def used_bytes(self) -> int: ...
-
-    @property
-    def capacity_bytes(self) -> int: ...
-
-    @property
-    def ready(self) -> bool:
-        """Whether the index is complete (after a restart it is rebuilt in the background)."""
-        ...
-
-    def wait_ready(self, timeout: float | None = None) -> bool: ...
-
-    def stats(self) -> StoreStats: ...
-
-    def start(self) -> None:
-        """Open the store; a restore, if any, continues in the background."""
-        ...
-
-    def close(self) -> None:
-        """Finish background work and release the directories. Idempotent."""
         ...

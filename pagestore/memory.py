@@ -1,40 +1,34 @@
-"""A page store in memory, for tests of the components that use a page store."""
+"""A store in memory, for tests of the components that use a page cache."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
-from pagestore.api import Lookup, PageRead, PutResult, StoreStats
-from pagestore.base import (
-    BasePageStore,
-    Count,
-    Invalidation,
-    check_pages,
-    check_range,
-    slice_page,
-)
+from pagestore.api import Keep, PutResult, StoreStats
 from pagestore.evict import Evictor, make_evictor
 from pagestore.files import uri_under
-from pagestore.options import PageStoreOptions
-from pagestore.page import PageId, PageKey, version_key
+from pagestore.page import PageId, PageKey, slice_page, version_key
 from pagestore.shortcircuit import PageLocations
 
 
-class MemoryPageStore(BasePageStore):
-    """Pages in a dict, bounded by the total capacity of the configured directories (which are
-    never touched), with the configured eviction policy. Same contract as LocalPageStore, ready
-    from the start. Thread-safe: one lock guards the pages and the evictor; no I/O is done.
+class MemoryStore:
+    """Pages in a dict, bounded to ``capacity`` bytes, with the eviction policy ``evictor``
+    (a :class:`~pagestore.api.Store`). Ready from the start; nothing survives a restart, and
+    no page has a file (short-circuit readers ask the worker for them).
+
+    Thread-safe: one lock guards the pages, the URIs and the evictor; no I/O is done.
     """
 
-    def __init__(self, options: PageStoreOptions) -> None:
-        super().__init__()
-        self.options = options
-        self.page_size = options.page_size
-        self._capacity = options.capacity_bytes
+    def __init__(self, page_size: int, capacity: int, evictor: str = "lru") -> None:
+        self.page_size = page_size
+        self._capacity = capacity
+        self._lock = threading.Lock()
         self._pages: dict[PageKey, bytes] = {}
         self._uris: dict[str, tuple[str, int]] = {}  # file id -> its URI and its page count
         self._used = 0
-        self._evictor: Evictor[PageKey] = make_evictor(options.evictor)
+        self._evictions = 0
+        self._evictor: Evictor[PageKey] = make_evictor(evictor)
         self._closed = False
 
     def start(self) -> None:
@@ -51,72 +45,67 @@ class MemoryPageStore(BasePageStore):
     def wait_ready(self, timeout: float | None = None) -> bool:
         return True
 
-    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
-        check_range(offset, length)
+    def read(self, page_id: PageId, offset: int, length: int | None) -> bytes | None:
         key = page_id.key
         with self._lock:
             data = self._pages.get(key)
             if data is not None:
                 self._evictor.on_get(key)
-        if data is None:
-            self._counters.add(Count.MISSES)
-            return PageRead(Lookup.MISS)
-        data = slice_page(data, offset, length)
-        self._counters.add_hit(len(data))
-        return PageRead(Lookup.HIT, data)
-
-    def locate(
-        self, file_id: str, version: str, first: int = 0, last: int | None = None
-    ) -> PageLocations:
-        """No page has a file: every page is to be read through the store."""
-        check_pages(first, last)
-        return PageLocations(file_id, version, self.page_size, ())
+        return None if data is None else slice_page(data, offset, length)
 
     def has_page(self, page_id: PageId) -> bool:
         with self._lock:
             return page_id.key in self._pages
 
-    def cached_bytes(self, file_id: str, version: str) -> int:
-        vkey = version_key(version)
-        with self._lock:
-            return sum(
-                len(data)
-                for key, data in self._pages.items()
-                if key.file_id == file_id and key.version_key == vkey
-            )
+    def locate(self, file_id: str, version: str, first: int, last: int | None) -> PageLocations:
+        """No page has a file: every page is to be read through the worker."""
+        return PageLocations(file_id, version, self.page_size, ())
 
     def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
-        return [self.cached_bytes(file_id, version) for file_id, version in files]
+        wanted = {(file_id, version_key(version)) for file_id, version in files}
+        held = dict.fromkeys(wanted, 0)
+        with self._lock:
+            for key, data in self._pages.items():
+                if (key.file_id, key.version_key) in wanted:
+                    held[key.file_id, key.version_key] += len(data)
+        return [held[file_id, version_key(version)] for file_id, version in files]
 
-    def _store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
-        if len(data) > self.page_size:
-            return PutResult.TOO_LARGE
-        key = page_id.key
+    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
+        results = []
         evicted = 0
         with self._lock:
-            if self._closed or self._invalidations.invalidated_since(since, key, uri):
-                return PutResult.REJECTED
-            if key in self._pages:
-                return PutResult.OK
-            while self._used + len(data) > self._capacity:
-                victim = self._evictor.evict()
-                if victim is None:
-                    return PutResult.NO_SPACE
-                self._remove(victim)
-                evicted += 1
-            self._pages[key] = bytes(data)
-            self._used += len(data)
-            pages = self._uris.get(key.file_id, (uri, 0))[1]
-            self._uris[key.file_id] = (uri, pages + 1)
-            self._evictor.on_put(key)
-        if evicted:
-            self._counters.add(Count.EVICTIONS, evicted)
-        return PutResult.OK
+            for page_id, data, uri in pages:
+                result, victims = self._put(page_id.key, data, uri, keep)
+                results.append(result)
+                evicted += victims
+            self._evictions += evicted
+        return results
 
-    def delete_file(self, file_id: str, version: str | None = None) -> int:
+    def _put(self, key: PageKey, data: bytes, uri: str, keep: Keep) -> tuple[PutResult, int]:
+        """Store one page under the lock; the outcome and how many pages were evicted."""
+        if self._closed or not keep(key, uri):
+            return PutResult.REJECTED, 0
+        if key in self._pages:
+            return PutResult.OK, 0
+        if len(data) > self._capacity:
+            return PutResult.TOO_LARGE, 0
+        evicted = 0
+        while self._used + len(data) > self._capacity:
+            victim = self._evictor.evict()
+            if victim is None:
+                return PutResult.NO_SPACE, evicted
+            self._remove(victim)
+            evicted += 1
+        self._pages[key] = bytes(data)
+        self._used += len(data)
+        pages = self._uris.get(key.file_id, (uri, 0))[1]
+        self._uris[key.file_id] = (uri, pages + 1)
+        self._evictor.on_put(key)
+        return PutResult.OK, evicted
+
+    def delete_file(self, file_id: str, version: str | None) -> int:
         vkey = None if version is None else version_key(version)
         with self._lock:
-            self._invalidations.record(Invalidation(file_id, vkey))
             doomed = [
                 key
                 for key in self._pages
@@ -124,12 +113,11 @@ class MemoryPageStore(BasePageStore):
             ]
             for key in doomed:
                 self._remove(key)
-        if doomed:
-            self._counters.add(Count.INVALIDATED_PAGES, len(doomed))
         return len(doomed)
 
-    def _prefix_invalidated(self, prefix: str) -> set[str]:
-        return {file_id for file_id, (uri, _) in self._uris.items() if uri_under(uri, prefix)}
+    def files_under(self, prefix: str) -> set[str]:
+        with self._lock:
+            return {file_id for file_id, (uri, _) in self._uris.items() if uri_under(uri, prefix)}
 
     def _remove(self, key: PageKey) -> None:
         self._used -= len(self._pages.pop(key))
@@ -156,6 +144,9 @@ class MemoryPageStore(BasePageStore):
 
     def stats(self) -> StoreStats:
         with self._lock:
-            return self._stats(
-                pages=len(self._pages), used_bytes=self._used, capacity_bytes=self._capacity
+            return StoreStats(
+                pages=len(self._pages),
+                used_bytes=self._used,
+                capacity_bytes=self._capacity,
+                evictions=self._evictions,
             )

@@ -73,3 +73,23 @@ class PageId:
     @property
     def key(self) -> PageKey:
         return PageKey(self.file_id, version_key(self.version), self.index)
+
+
+def check_range(offset: int, length: int | None) -> None:
+    """Raise ValueError for a negative offset or length (a caller's bug, not a cache failure)."""
+    if offset < 0 or (length is not None and length < 0):
+        raise ValueError(f"invalid page range: offset={offset}, length={length}")
+
+
+def check_pages(first: int, last: int | None) -> None:
+    """Raise ValueError for a negative or reversed page range (a caller's bug)."""
+    if first < 0 or (last is not None and last < first):
+        raise ValueError(f"invalid page range: first={first}, last={last}")
+
+
+def slice_page(data: bytes, offset: int, length: int | None) -> bytes:
+    """Bytes ``[offset, offset + length)`` of a whole page's data (no copy for all of it)."""
+    if offset == 0 and (length is None or length >= len(data)):
+        return data  # the common whole-page read: no copy
+    end = len(data) if length is None else offset + length
+    return data[offset:end]

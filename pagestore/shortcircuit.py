@@ -1,5 +1,5 @@
 """Short-circuit reads: a process on the worker's host reads cached pages straight from the page
-files, given where they are (:class:`PageLocations`, from ``LocalPageStore.locate``).
+files, given where they are (:class:`PageLocations`, from ``PageCache.locate``).
 
 Every read verifies the checksums of the blocks it touches and that the file is the page asked
 for, so whatever happens to a page file meanwhile the reader gets right bytes or a

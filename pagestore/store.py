@@ -1,45 +1,33 @@
-"""The page store on local disk: pages in one or more directories, each bounded in bytes, with
-eviction, invalidation, background restore and fault handling. See :class:`LocalPageStore`."""
+"""The store on local disk: pages in one or more directories, each bounded in bytes, with
+eviction, packs, background restore and fault handling. See :class:`DiskStore`."""
 
 from __future__ import annotations
 
 import errno
-import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
 
-from pagestore.api import DirUsage, Lookup, PageRead, PageStore, PutResult, StoreStats
-from pagestore.base import BasePageStore, Count, Invalidation, check_pages, check_range
+from pagestore.api import DirUsage, Fault, Keep, PageFault, PutResult, StoreStats
+from pagestore.counters import Count
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
 from pagestore.evict.storm import StormWatch
 from pagestore.files import uri_under
-from pagestore.index import PageEntry, PageIndex
+from pagestore.index import PageEntry
 from pagestore.options import PageStoreOptions
 from pagestore.owner import ForeignPageDirError
 from pagestore.pack import packed
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
+from pagestore.reaper import DiskState, Reaper
 from pagestore.restore import remove_other_layouts, restore
 from pagestore.shortcircuit import PageLocation, PageLocations
-
-__all__ = [
-    "ForeignPageDirError",
-    "LocalPageStore",
-    "PageStore",
-    "PageStoreOptions",
-    "PutResult",
-    "StoreStats",
-]
 
 logger = logging.getLogger(__name__)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _DELETE_BATCH = 1024
-_T = TypeVar("_T")
 
 # An eviction storm: a tenth of the store's pages evicted within STORM_WINDOW seconds, and at
 # least STORM_MIN_PAGES (a tiny store churns without it meaning much). Warned about at most once
@@ -59,45 +47,49 @@ class _Reservation:
     records: list[str] = field(default_factory=list)
 
 
-class LocalPageStore(BasePageStore):
-    """Pages on local disk. Thread-safe: any number of threads may read, fill and invalidate.
+class DiskStore:
+    """Pages on local disk (a :class:`~pagestore.api.Store`). Thread-safe: any number of
+    threads may read, write and delete.
 
-    Locking: one store lock guards the index, the evictors, the directories' accounting and the
-    set of busy keys; it is held only for in-memory work, never for disk I/O. A read looks the
-    page up under the lock and reads the file outside it; a write reserves space (evicting
-    victims from the index) under the lock, unlinks the victims and writes its file outside it,
-    and indexes the page under the lock again. A key is *busy* while its file is being written
-    or unlinked, and no other writer touches a busy key, so a late unlink never removes a newer
-    file. A page evicted while it is being read is read whole (the open file survives the unlink)
-    or missed (the file is gone). Each directory's FileTable, also under the store lock, keeps
-    the URI of every file with pages there, so :meth:`delete_prefix` finds them; the URI record
-    on disk is written before a file's first page and unlinked after its last. Lock order:
-    store lock, then the counter lock (a leaf); the single-flight lock is never held with
-    either.
+    Locking: one store lock (``DiskState.lock``) guards the index, the evictors, the
+    directories' accounting and the set of busy keys; it is held only for in-memory work, never
+    for disk I/O. A read looks the page up under the lock and reads the file outside it; a write
+    reserves space (evicting victims from the index) under the lock, unlinks the victims and
+    writes its file outside it, and indexes the page under the lock again, asking the caller's
+    :data:`~pagestore.api.Keep` there. A key is *busy* while its file is being written or
+    unlinked (see :class:`~pagestore.reaper.DiskState`). A page evicted while it is being read
+    is read whole (the open file survives the unlink) or missed (the file is gone). Each
+    directory's FileTable, also under the store lock, keeps the URI of every file with pages
+    there, so :meth:`files_under` finds them; the URI record on disk is written before a file's
+    first page and unlinked after its last. Lock order: store lock, then the page cache's log
+    lock (through ``Keep``) or the counter lock (leaves).
 
-    Failures never reach the caller: a missing, short or corrupt page is a miss and is dropped;
-    a write that fails is a :class:`PutResult`; a directory that vanishes is taken out of
-    service with a log line. ``start()`` opens the directories and restores the index in the
-    background: reads are served meanwhile (pages not yet restored are misses) and writes are
-    refused (REJECTED) until :attr:`ready`, so usage never exceeds capacity.
+    A missing, short or corrupt page is dropped and raised as a PageFault; a write that fails
+    is a :class:`PutResult`; a directory that vanishes is taken out of service with a log line.
+    ``start()`` opens the directories and restores the index in the background: reads are
+    served meanwhile (pages not yet restored are misses) and writes are refused (REJECTED)
+    until :attr:`ready`, so usage never exceeds capacity.
     """
 
     def __init__(
         self, options: PageStoreOptions, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        super().__init__()
         self.options = options
         self.page_size = options.page_size
         self._clock = clock
-        self._dirs = [
-            StoreDir(n, d, options.page_size, options.evictor) for n, d in enumerate(options.dirs)
-        ]
-        self._index = PageIndex()
+        self._state = DiskState(
+            [StoreDir(n, d, options.page_size, options.evictor) for n, d in enumerate(options.dirs)]
+        )
+        self._lock = self._state.lock
+        self._dirs = self._state.dirs
+        self._index = self._state.index
+        self._busy = self._state.busy
+        self._counters = self._state.counters
+        self._reaper = Reaper(self._state)
         capacity_pages = sum(d.capacity for d in self._dirs) // options.page_size
         self._storms = StormWatch(
             max(STORM_MIN_PAGES, capacity_pages // 10), STORM_WINDOW, clock=clock
         )
-        self._busy: set[PageKey] = set()
         self._ready = threading.Event()
         self._stop = threading.Event()
         self._started = self._closed = False
@@ -107,7 +99,6 @@ class LocalPageStore(BasePageStore):
         self._restored_pages = 0
         self._restore_seconds = 0.0
         self._restorer: threading.Thread | None = None
-        self._janitor: ThreadPoolExecutor | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -123,11 +114,11 @@ class LocalPageStore(BasePageStore):
             try:
                 d.disk.open()
             except OSError as exc:
-                self._take_out_of_service(d, f"cannot be opened: {exc}")
+                self._reaper.take_out_of_service(d, f"cannot be opened: {exc}")
             except ForeignPageDirError:
                 self.close()
                 raise
-        self._janitor = ThreadPoolExecutor(1, thread_name_prefix="pagestore-janitor")
+        self._reaper.start()
         self._restorer = threading.Thread(target=self._restore, name="pagestore-restore")
         self._restorer.daemon = True
         self._restorer.start()
@@ -141,8 +132,7 @@ class LocalPageStore(BasePageStore):
         self._stop.set()
         if self._restorer is not None:
             self._restorer.join()
-        if self._janitor is not None:
-            self._janitor.shutdown(wait=True)
+        self._reaper.close()
         for d in self._dirs:
             d.disk.close()
 
@@ -207,44 +197,30 @@ class LocalPageStore(BasePageStore):
 
     # -- reads -------------------------------------------------------------------------------
 
-    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
-        check_range(offset, length)
+    def read(self, page_id: PageId, offset: int, length: int | None) -> bytes | None:
         key = page_id.key
         with self._lock:
             entry = self._index.get(key)
-            if entry is not None:
-                self._dirs[entry.dir].evictor.on_get(key)
-        data: bytes | Lookup = Lookup.MISS
-        if entry is not None:
-            start = min(offset, entry.size)
-            end = entry.size if length is None else min(entry.size, start + length)
-            data = self._read(self._dirs[entry.dir], key, entry, start, end - start)
-        if isinstance(data, Lookup):
-            self._counters.add(Count.MISSES)
-            return PageRead(data)
-        self._counters.add_hit(len(data))
-        return PageRead(Lookup.HIT, data)
-
-    def _read(
-        self, d: StoreDir, key: PageKey, entry: PageEntry, offset: int, length: int
-    ) -> bytes | Lookup:
-        """Bytes of the page's data, or MISS (evicted since it was looked up) or FAILED (it
-        could not be served, and is dropped)."""
+            if entry is None:
+                return None
+            self._dirs[entry.dir].evictor.on_get(key)
+        start = min(offset, entry.size)
+        end = entry.size if length is None else min(entry.size, start + length)
+        d = self._dirs[entry.dir]
         try:
-            return d.disk.read(key, entry.size, offset, length)
+            return d.disk.read(key, entry.size, start, end - start)
         except CorruptPageError as exc:
-            logger.warning("dropping corrupt page %s in %s: %s", key.file_name, d.disk.root, exc)
-            self._counters.add(Count.CORRUPT_PAGES)
+            fault = (f"corrupt in {d.disk.root}: {exc}", Fault.CORRUPT)
         except FileNotFoundError:
             if not d.disk.exists():
-                self._take_out_of_service(d, "its directory disappeared")
-                return Lookup.FAILED
+                self._reaper.take_out_of_service(d, "its directory disappeared")
+                raise PageFault(f"{d.disk.root} disappeared", Fault.GONE, dropped=True) from None
             # Usually evicted or invalidated since the lookup (then the entry is gone already);
             # otherwise removed behind the store's back.
+            fault = (f"gone from {d.disk.root}", Fault.GONE)
         except OSError as exc:
-            logger.warning("dropping unreadable page %s in %s: %s", key.file_name, d.disk.root, exc)
-            self._counters.add(Count.IO_ERRORS)
-        return Lookup.FAILED if self._drop(key, entry) else Lookup.MISS
+            fault = (f"unreadable in {d.disk.root}: {exc}", Fault.IO_ERROR)
+        raise PageFault(*fault, dropped=self._drop(key, entry))
 
     def _drop(self, key: PageKey, entry: PageEntry) -> bool:
         """Remove a page found bad, unless it was dropped or replaced since it was looked up;
@@ -256,14 +232,15 @@ class LocalPageStore(BasePageStore):
             d.evictor.on_delete(key)
             d.used -= entry.size
             self._busy.add(key)
-            records = self._release(d, key.file_id)
-        self._unlink(d, [key], records)
+            records = self._reaper.release(d, key.file_id)
+        self._reaper.unlink(d, [key], records)
         return True
 
-    def locate(
-        self, file_id: str, version: str, first: int = 0, last: int | None = None
-    ) -> PageLocations:
-        check_pages(first, last)
+    def has_page(self, page_id: PageId) -> bool:
+        with self._lock:
+            return page_id.key in self._index
+
+    def locate(self, file_id: str, version: str, first: int, last: int | None) -> PageLocations:
         vkey = version_key(version)
         pages: list[PageLocation] = []
         with self._lock:
@@ -275,14 +252,6 @@ class LocalPageStore(BasePageStore):
                 pages.append(PageLocation(index, path, entry.size, at))
         return PageLocations(file_id, version, self.page_size, tuple(pages))
 
-    def has_page(self, page_id: PageId) -> bool:
-        with self._lock:
-            return page_id.key in self._index
-
-    def cached_bytes(self, file_id: str, version: str) -> int:
-        with self._lock:
-            return self._index.bytes_of(file_id, version_key(version))
-
     def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
         keys = [(file_id, version_key(version)) for file_id, version in files]
         with self._lock:
@@ -290,30 +259,25 @@ class LocalPageStore(BasePageStore):
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], since: int) -> list[PutResult]:
-        """See PageStore.put_many: the small pages are written to a pack together, one write
-        per directory."""
+    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
+        """See Store.put_many: the small pages are written to a pack together, one write per
+        directory; every other page to a file of its own."""
         small = [page for page in pages if self._packs(len(page[1]))]
-        stored = iter(self._store_packed(small, since))
-        results = [
-            next(stored) if self._packs(len(data)) else self._store(page_id, data, uri, since)
+        stored = iter(self._store_packed(small, keep) if small else [])
+        return [
+            next(stored) if self._packs(len(data)) else self._store(page_id, data, uri, keep)
             for page_id, data, uri in pages
         ]
-        for (_, data, _), result in zip(pages, results, strict=True):
-            self._counters.add_put(result, len(data))
-        return results
 
-    def _store(self, page_id: PageId, data: bytes, uri: str, since: int) -> PutResult:
+    def _store(self, page_id: PageId, data: bytes, uri: str, keep: Keep) -> PutResult:
         if len(data) > self.page_size:
             return PutResult.TOO_LARGE
-        if self._packs(len(data)):
-            return self._store_packed([(page_id, data, uri)], since)[0]
         key = page_id.key
         reservation = self._reserve(key, len(data), uri)
         if isinstance(reservation, PutResult):
             return reservation
         d = reservation.dir
-        self._unlink(d, reservation.victims, reservation.records)
+        self._reaper.unlink(d, reservation.victims, reservation.records)
         try:
             if reservation.write_record:
                 d.disk.write_record(key.file_id, uri)
@@ -323,13 +287,13 @@ class LocalPageStore(BasePageStore):
         except OSError as exc:
             self._abandon(d, key, len(data))
             return self._write_failed(d, exc)
-        return self._commit(d, key, len(data), uri, since)
+        return self._commit_many(d, [(key, len(data), uri)], keep)[0]
 
     def _packs(self, size: int) -> bool:
         return packed(size, self.options.pack_limit, self.page_size)
 
     def _store_packed(
-        self, pages: Sequence[tuple[PageId, bytes, str]], since: int
+        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep
     ) -> list[PutResult]:
         """Store small pages (uncounted), those of one directory in one write to its pack. A
         page in a pack carries its file's URI, so no URI record is written for it."""
@@ -347,7 +311,7 @@ class LocalPageStore(BasePageStore):
                 by_dir.setdefault(reservation.dir.number, []).append((pos, key, data, uri))
         self._evicted(sum(len(r.victims) for r in reservations))
         for reservation in reservations:
-            self._unlink(reservation.dir, reservation.victims, reservation.records)
+            self._reaper.unlink(reservation.dir, reservation.victims, reservation.records)
         for number, group in by_dir.items():
             d = self._dirs[number]
             try:
@@ -360,7 +324,7 @@ class LocalPageStore(BasePageStore):
                     results[pos] = failure
                 continue
             committed = self._commit_many(
-                d, [(k, len(data), uri) for _, k, data, uri in group], since
+                d, [(k, len(data), uri) for _, k, data, uri in group], keep
             )
             for (pos, *_), result in zip(group, committed, strict=True):
                 results[pos] = result
@@ -371,8 +335,8 @@ class LocalPageStore(BasePageStore):
         with self._lock:
             d.reserved -= size
             self._busy.discard(key)
-            records = self._release(d, key.file_id)
-        self._unlink(d, [], records)
+            records = self._reaper.release(d, key.file_id)
+        self._reaper.unlink(d, [], records)
 
     def _reserve(self, key: PageKey, size: int, uri: str) -> PutResult | _Reservation:
         """Pick the page's directory, take a reference on its file and make room in it; the
@@ -399,7 +363,7 @@ class LocalPageStore(BasePageStore):
             victim = d.evictor.evict()
             if victim is None:
                 break
-            reservation.records += self._forget(d, victim)
+            reservation.records += self._reaper.forget(d, victim)
             reservation.victims.append(victim)
         d.reserved += size
         self._busy.add(key)
@@ -421,14 +385,11 @@ class LocalPageStore(BasePageStore):
                     STORM_WINDOW,
                 )
 
-    def _commit(self, d: StoreDir, key: PageKey, size: int, uri: str, since: int) -> PutResult:
-        return self._commit_many(d, [(key, size, uri)], since)[0]
-
     def _commit_many(
-        self, d: StoreDir, pages: Sequence[tuple[PageKey, int, str]], since: int
+        self, d: StoreDir, pages: Sequence[tuple[PageKey, int, str]], keep: Keep
     ) -> list[PutResult]:
         """Index written pages ``(key, size, uri)`` of one directory, in one lock hold; a page
-        whose file was invalidated since ``since`` is removed instead (REJECTED)."""
+        ``keep`` refuses (its file was invalidated meanwhile) is removed instead (REJECTED)."""
         results: list[PutResult] = []
         stale: list[PageKey] = []
         records: list[str] = []
@@ -436,8 +397,8 @@ class LocalPageStore(BasePageStore):
             for key, size, uri in pages:
                 d.reserved -= size
                 d.last_errno = None
-                if not d.in_service or self._invalidations.invalidated_since(since, key, uri):
-                    records += self._release(d, key.file_id)
+                if not d.in_service or not keep(key, uri):
+                    records += self._reaper.release(d, key.file_id)
                     stale.append(key)
                     results.append(PutResult.REJECTED)
                     continue
@@ -448,13 +409,13 @@ class LocalPageStore(BasePageStore):
                 results.append(PutResult.OK)
         # Stale keys stay busy until their files are gone, so no newer write is unlinked here.
         if stale:
-            self._unlink(d, stale, records)
+            self._reaper.unlink(d, stale, records)
         return results
 
     def _write_failed(self, d: StoreDir, exc: OSError) -> PutResult:
         self._counters.add(Count.IO_ERRORS)
         if exc.errno == errno.ENOENT and not d.disk.exists():
-            self._take_out_of_service(d, "its directory disappeared")
+            self._reaper.take_out_of_service(d, "its directory disappeared")
             return PutResult.FAILED
         with self._lock:
             first = d.last_errno != exc.errno
@@ -463,16 +424,14 @@ class LocalPageStore(BasePageStore):
             logger.warning("writing pages to %s fails: %s", d.disk.root, exc)
         return PutResult.NO_SPACE if exc.errno in _DISK_FULL else PutResult.FAILED
 
-    # -- invalidation and removal ------------------------------------------------------------
+    # -- invalidation ------------------------------------------------------------------------
 
-    def delete_file(self, file_id: str, version: str | None = None) -> int:
+    def delete_file(self, file_id: str, version: str | None) -> int:
         """Drop the pages from the index, a batch per lock hold so readers of other files are
-        never held up long; their files are unlinked in the background. Writes of the file that
-        started earlier are refused when they finish (see InvalidationLog)."""
+        never held up long; their files are unlinked in the background."""
         vkey = None if version is None else version_key(version)
         by_dir: dict[int, tuple[list[PageKey], list[str]]] = {}
         with self._lock:
-            self._invalidations.record(Invalidation(file_id, vkey))
             if self._restore_invalidated is not None:
                 self._restore_invalidated.add((file_id, vkey))
             keys = self._index.pages_of(file_id, vkey)
@@ -482,117 +441,17 @@ class LocalPageStore(BasePageStore):
                     entry = self._index.get(key)  # None if evicted since
                     if entry is not None:
                         doomed, records = by_dir.setdefault(entry.dir, ([], []))
-                        records += self._forget(self._dirs[entry.dir], key)
+                        records += self._reaper.forget(self._dirs[entry.dir], key)
                         doomed.append(key)
-        dropped = sum(len(doomed) for doomed, _ in by_dir.values())
-        if dropped:
-            self._counters.add(Count.INVALIDATED_PAGES, dropped)
         for number, (doomed, records) in by_dir.items():
-            self._unlink_later(self._dirs[number], doomed, records)
-        return dropped
+            self._reaper.unlink_later(self._dirs[number], doomed, records)
+        return sum(len(doomed) for doomed, _ in by_dir.values())
 
-    def _prefix_invalidated(self, prefix: str) -> set[str]:
-        if self._restore_invalidated is not None:  # pages scanned later are not revived
-            self._restore_prefixes.append(prefix)
-        return {file_id for d in self._dirs for file_id in d.files.under(prefix)}
-
-    def _forget(self, d: StoreDir, key: PageKey) -> list[str]:
-        """Remove a page from the index (under the lock); the caller unlinks its file, and the
-        records returned (its file's, if this was the file's last page)."""
-        entry = self._index.remove(key)
-        d.evictor.on_delete(key)
-        self._busy.add(key)
-        if entry is None:
-            return []
-        d.used -= entry.size
-        return self._release(d, key.file_id)
-
-    @staticmethod
-    def _release(d: StoreDir, file_id: str) -> list[str]:
-        """Drop a page's reference on its file (under the lock); the file ids whose record the
-        caller must unlink (and pass to :meth:`_unlink`)."""
-        return [file_id] if d.files.release(file_id) else []
-
-    def _unlink_later(self, d: StoreDir, keys: list[PageKey], records: list[str]) -> None:
-        try:
-            if self._janitor is not None:
-                self._janitor.submit(self._unlink, d, keys, records)
-                return
-        except RuntimeError:
-            pass  # the janitor has shut down (the store is closing): unlink here instead
-        self._unlink(d, keys, records)
-
-    def _unlink(self, d: StoreDir, keys: list[PageKey], records: list[str]) -> None:
-        """Unlink page files of keys made busy by the caller, releasing each key as soon as its
-        file is gone, then unlink the records of files left without pages (see FileTable).
-
-        Each key is released on its own: a file read again right after its invalidation (same
-        version, same keys) stores each page once that page's old file is gone, instead of
-        having every write refused until the whole file is unlinked (a 1 GB file re-read at once
-        lost its first 200 pages that way)."""
-        released = 0
-        try:
-            for key in keys:
-                self._io(d.disk.unlink, key, key.file_name)
-                with self._lock:
-                    self._busy.discard(key)
-                released += 1
-        finally:
-            if released < len(keys):
-                with self._lock:
-                    self._busy.difference_update(keys[released:])
-        if keys:
-            self._drain(d, d.disk.take_sparse())
-        for file_id in records:
-            self._io(d.disk.unlink_record, file_id, f"the URI record of {file_id}")
-            with self._lock:
-                rewrite = d.files.removed(file_id)
-            if rewrite is not None and self._io(
-                functools.partial(d.disk.write_record, uri=rewrite), file_id, "a URI record"
-            ):
-                with self._lock:
-                    d.files.written(file_id)
-
-    def _drain(self, d: StoreDir, keys: list[PageKey]) -> None:
-        """Drop the last pages of packs that became sparse (see ``Pack.sparse``), as evictions,
-        so their packs are unlinked and the space they hold comes back."""
-        doomed: list[PageKey] = []
-        records: list[str] = []
+    def files_under(self, prefix: str) -> set[str]:
         with self._lock:
-            for key in keys:
-                entry = self._index.get(key)
-                if entry is not None and entry.dir == d.number and key not in self._busy:
-                    records += self._forget(d, key)
-                    doomed.append(key)
-        if doomed:
-            self._counters.add(Count.EVICTIONS, len(doomed))
-            self._unlink(d, doomed, records)
-
-    def _io(self, action: Callable[[_T], None], what: _T, name: str) -> bool:
-        """Run an unlink (or a record's rewrite); a failure is counted and logged, and a file
-        left behind is an orphan the next restore removes."""
-        try:
-            action(what)
-        except OSError as exc:
-            self._counters.add(Count.IO_ERRORS)
-            logger.warning("removing or writing %s failed: %s", name, exc)
-            return False
-        return True
-
-    def _take_out_of_service(self, d: StoreDir, reason: str) -> None:
-        with self._lock:
-            if not d.in_service:
-                return
-            d.take_out_of_service()
-            dropped = [key for key, entry in self._index if entry.dir == d.number]
-            for key in dropped:
-                self._index.remove(key)
-        logger.error(
-            "page directory %s is out of service (%s); %d pages dropped from the index",
-            d.disk.root,
-            reason,
-            len(dropped),
-        )
+            if self._restore_invalidated is not None:  # pages scanned later are not revived
+                self._restore_prefixes.append(prefix)
+            return {file_id for d in self._dirs for file_id in d.files.under(prefix)}
 
     # -- gauges ------------------------------------------------------------------------------
 
@@ -612,8 +471,11 @@ class LocalPageStore(BasePageStore):
             return sum(d.capacity for d in self._dirs if d.in_service)
 
     def stats(self) -> StoreStats:
+        counts, _ = self._counters.snapshot()
         with self._lock:
-            return self._stats(
+            return StoreStats(
+                evictions=counts[Count.EVICTIONS],
+                io_errors=counts[Count.IO_ERRORS],
                 pages=len(self._index),
                 used_bytes=sum(d.used for d in self._dirs),
                 capacity_bytes=sum(d.capacity for d in self._dirs if d.in_service),

@@ -18,9 +18,10 @@ from config import Config, ConfigError, PropertyKey
 from config.core_keys import WORK_DIR
 from pagestore import keys as page_keys
 from pagestore.api import PageStore
+from pagestore.factory import page_cache
 from pagestore.options import PageStoreOptions
+from pagestore.owner import ForeignPageDirError
 from pagestore.shortcircuit import PageLocations
-from pagestore.store import ForeignPageDirError, LocalPageStore
 from ufs import keys as ufs_keys
 from ufs import uri as uris
 from ufs.adapter import DIR_VERSION, Ufs
@@ -135,13 +136,13 @@ class WorkerService:
         feed_specs(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
+        pages = page_cache(config, options)
         with contextlib.ExitStack() as opened:
             try:
                 meta = MetadataManager.from_config(config, ufs)
             except MetastoreOpenError as exc:
                 raise _refused(config, meta_keys.METASTORE_DIR, exc) from exc
             opened.callback(meta.close)
-            pages = LocalPageStore(options)
             opened.callback(pages.close)
             try:
                 pages.start()

@@ -24,9 +24,10 @@ from pathlib import Path
 from bench.meta_bench import LIFETIMES, filled_cache, status, uri
 from bench.side.core import MB, Bench, Metric
 from bench.side.results import percentile
+from pagestore.cache import PageCache
+from pagestore.factory import on_disk
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
-from pagestore.store import LocalPageStore
 from worker.meta.entry import MetaEntry, Operation, wall_clock_ms
 from worker.meta.options import MetastoreOptions
 from worker.meta.rocks import RocksMetastore
@@ -97,8 +98,8 @@ def _rocks_tier(bench: Bench, n: int, root: Path) -> None:
     bench.emit("growth-status", row, DISK_STATUS, None, [size / n], params=params)
 
 
-def _open_store(root: Path, capacity: int) -> LocalPageStore:
-    store = LocalPageStore(PageStoreOptions((PageDirOptions(root, capacity),), MB))
+def _open_store(root: Path, capacity: int) -> PageCache:
+    store = on_disk(PageStoreOptions((PageDirOptions(root, capacity),), MB))
     store.start()
     store.wait_ready()
     return store

@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from pagestore.api import PageStore
-from pagestore.memory import MemoryPageStore
+from pagestore.cache import PageCache
+from pagestore.factory import in_memory
 from pagestore.options import PageStoreOptions
-from pagestore.store import LocalPageStore
 from tests.pagestore.support import PAGE_SIZE, StoreFactory, make_options, open_local
 
 
 @pytest.fixture
-def local_stores() -> Iterator[Callable[[PageStoreOptions], LocalPageStore]]:
-    """Opens ready LocalPageStores and closes them at the end of the test."""
-    opened: list[LocalPageStore] = []
+def local_stores() -> Iterator[Callable[[PageStoreOptions], PageCache]]:
+    """Opens ready page caches on disk and closes them at the end of the test."""
+    opened: list[PageCache] = []
 
-    def factory(options: PageStoreOptions) -> LocalPageStore:
+    def factory(options: PageStoreOptions) -> PageCache:
         opened.append(open_local(options))
         return opened[-1]
 
@@ -29,6 +29,7 @@ def local_stores() -> Iterator[Callable[[PageStoreOptions], LocalPageStore]]:
 
 
 KINDS = [("local", "lru"), ("local", "lfu"), ("memory", "lru"), ("memory", "lfu")]
+"""Each store under the page cache (``local``: the disk store), with each evictor."""
 
 
 @pytest.fixture(params=KINDS, ids=[f"{kind}-{evictor}" for kind, evictor in KINDS])
@@ -39,7 +40,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
 
     def factory(pages: int = 8, page_size: int = PAGE_SIZE) -> PageStore:
         options = make_options(tmp_path / str(len(opened)), pages, 1, evictor, page_size)
-        store: PageStore = open_local(options) if kind == "local" else MemoryPageStore(options)
+        store: PageStore = open_local(options) if kind == "local" else in_memory(options)
         opened.append(store)
         return store
 

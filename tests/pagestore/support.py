@@ -7,12 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pagestore.api import PageStore
+from pagestore.cache import PageCache
+from pagestore.factory import on_disk
 from pagestore.layout import record_of
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.owner import LOCK_FILE, MARKER
 from pagestore.pack import TornEntryError, parse_entry
 from pagestore.page import PageId, PageKey
-from pagestore.store import LocalPageStore
 
 PAGE_SIZE = 4096
 FILE_A = "a" * 64
@@ -50,8 +51,9 @@ def make_options(
     )
 
 
-def open_local(options: PageStoreOptions) -> LocalPageStore:
-    store = LocalPageStore(options)
+def open_local(options: PageStoreOptions) -> PageCache:
+    """A started, ready page cache on disk."""
+    store = on_disk(options)
     store.start()
     assert store.wait_ready(30)
     return store

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from pagestore.api import PutResult
+from pagestore.cache import PageCache
+from pagestore.factory import on_disk
 from pagestore.layout import layout_name
 from pagestore.options import PageStoreOptions
 from pagestore.owner import LOCK_FILE, MARKER, MARKER_TEXT, ForeignPageDirError
 from pagestore.page import PageId
-from pagestore.store import LocalPageStore
 from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, open_local, uri
 
-LocalStores = Callable[[PageStoreOptions], LocalPageStore]
+LocalStores = Callable[[PageStoreOptions], PageCache]
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -29,7 +30,7 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 
 
 def refused(options: PageStoreOptions) -> ForeignPageDirError:
-    store = LocalPageStore(options)
+    store = on_disk(options)
     with pytest.raises(ForeignPageDirError) as caught:
         store.start()
     store.close()
@@ -112,7 +113,7 @@ def test_a_damaged_marker_on_the_stores_own_layout_is_a_failing_directory(
     store.close()
     flip_a_marker_byte(tmp_path / "dir0")
     before = snapshot(tmp_path / "dir0")
-    with caplog.at_level(logging.ERROR, logger="pagestore.store"):
+    with caplog.at_level(logging.ERROR, logger="pagestore"):
         store = open_local(options)
     try:
         assert store.stats().dirs_in_service == 1

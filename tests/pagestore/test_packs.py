@@ -10,10 +10,10 @@ from unittest import mock
 import pytest
 
 from pagestore.api import Lookup, PageRead, PutResult
+from pagestore.cache import PageCache
 from pagestore.pack import DEAD, LIVE
 from pagestore.page import PageId
 from pagestore.shortcircuit import PageFile, PageMiss, read_into
-from pagestore.store import LocalPageStore
 from tests.pagestore.support import (
     FILE_A,
     FILE_B,
@@ -33,14 +33,14 @@ PAGES = [PageId(f"{n:02d}" + "f" * 62, "v1", 0) for n in range(40)]
 
 
 @pytest.fixture
-def opened(tmp_path: Path) -> Iterator[list[LocalPageStore]]:
-    stores: list[LocalPageStore] = []
+def opened(tmp_path: Path) -> Iterator[list[PageCache]]:
+    stores: list[PageCache] = []
     yield stores
     for store in stores:
         store.close()
 
 
-def open_store(root: Path, stores: list[LocalPageStore], pages: int = 64) -> LocalPageStore:
+def open_store(root: Path, stores: list[PageCache], pages: int = 64) -> PageCache:
     stores.append(open_local(make_options(root, pages, pack_limit=LIMIT)))
     return stores[-1]
 
@@ -49,7 +49,7 @@ def packs(root: Path) -> list[Path]:
     return sorted(root.rglob("*.pack"))
 
 
-def closed_pack(root: Path, stores: list[LocalPageStore], pages: list[PageId]) -> Path:
+def closed_pack(root: Path, stores: list[PageCache], pages: list[PageId]) -> Path:
     """Store ``pages`` in a store on ``root``, close it, and return the one pack they went to."""
     store = open_store(root, stores)
     put_small(store, pages)
@@ -58,13 +58,13 @@ def closed_pack(root: Path, stores: list[LocalPageStore], pages: list[PageId]) -
     return pack
 
 
-def put_small(store: LocalPageStore, pages: list[PageId]) -> list[PutResult]:
+def put_small(store: PageCache, pages: list[PageId]) -> list[PutResult]:
     since = store.mark()
     return store.put_many([(p, content(p, SMALL), uri(p)) for p in pages], since)
 
 
 def test_small_pages_share_one_pack_and_no_page_or_record_files(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     store = open_store(tmp_path, opened)
     assert put_small(store, PAGES) == [PutResult.OK] * len(PAGES)
@@ -79,7 +79,7 @@ def test_small_pages_share_one_pack_and_no_page_or_record_files(
 
 
 def test_larger_pages_and_a_zero_limit_keep_page_files(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     store = open_store(tmp_path / "a", opened)
     big = PageId(FILE_A, "v1", 0)
@@ -93,7 +93,7 @@ def test_larger_pages_and_a_zero_limit_keep_page_files(
 
 
 def test_a_restart_restores_packed_pages_with_their_uris(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     closed_pack(tmp_path, opened, PAGES)
     store = open_store(tmp_path, opened)
@@ -104,7 +104,7 @@ def test_a_restart_restores_packed_pages_with_their_uris(
 
 
 def test_removed_pages_stay_removed_after_a_restart(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     store = open_store(tmp_path, opened)
     put_small(store, PAGES)
@@ -120,7 +120,7 @@ def test_removed_pages_stay_removed_after_a_restart(
 
 
 def test_an_emptied_pack_is_unlinked_and_a_sparse_one_gives_its_space_back(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     store = open_store(tmp_path, opened)
     with mock.patch("pagestore.disk.PACK_BYTES", 10 * SMALL):
@@ -138,7 +138,7 @@ def test_an_emptied_pack_is_unlinked_and_a_sparse_one_gives_its_space_back(
     assert store.stats().evictions == 0  # counted by the run before the restart
 
 
-def test_a_flipped_byte_fails_that_page_only(tmp_path: Path, opened: list[LocalPageStore]) -> None:
+def test_a_flipped_byte_fails_that_page_only(tmp_path: Path, opened: list[PageCache]) -> None:
     store = open_store(tmp_path, opened)
     put_small(store, PAGES[:3])
     pack = packs(tmp_path)[0]
@@ -154,9 +154,7 @@ def test_a_flipped_byte_fails_that_page_only(tmp_path: Path, opened: list[LocalP
     assert refill.fetched and store.get(PAGES[1]) == content(PAGES[1], SMALL)
 
 
-def test_a_torn_tail_keeps_the_entries_before_it(
-    tmp_path: Path, opened: list[LocalPageStore]
-) -> None:
+def test_a_torn_tail_keeps_the_entries_before_it(tmp_path: Path, opened: list[PageCache]) -> None:
     pack = closed_pack(tmp_path, opened, PAGES[:5])
     raw = pack.read_bytes()
     pack.write_bytes(raw[: len(raw) - 10])  # the last page cut short
@@ -169,7 +167,7 @@ def test_a_torn_tail_keeps_the_entries_before_it(
 
 
 def test_other_files_in_the_packs_directory_are_left_alone(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     pack = closed_pack(tmp_path, opened, PAGES[:2])
     foreign = [pack.parent / "notes.txt", pack.parent / "7.pack.bak"]
@@ -183,7 +181,7 @@ def test_other_files_in_the_packs_directory_are_left_alone(
 
 
 def test_short_circuit_reads_a_packed_page_and_sees_it_removed(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     store = open_store(tmp_path, opened)
     put_small(store, PAGES[:3])
@@ -202,9 +200,7 @@ def test_short_circuit_reads_a_packed_page_and_sees_it_removed(
     assert (PAGES[2].key.file_name, False) in pack_entries(packs(tmp_path)[0])
 
 
-def test_a_client_that_ignores_the_offset_misses(
-    tmp_path: Path, opened: list[LocalPageStore]
-) -> None:
+def test_a_client_that_ignores_the_offset_misses(tmp_path: Path, opened: list[PageCache]) -> None:
     store = open_store(tmp_path, opened)
     put_small(store, PAGES[:2])
     locations = store.locate(PAGES[1].file_id, "v1")
@@ -216,7 +212,7 @@ def test_a_client_that_ignores_the_offset_misses(
 
 
 def test_pages_of_two_files_put_together_survive_an_invalidation_of_one(
-    tmp_path: Path, opened: list[LocalPageStore]
+    tmp_path: Path, opened: list[PageCache]
 ) -> None:
     store = open_store(tmp_path, opened)
     a, b = PageId(FILE_A, "v1", 0), PageId(FILE_B, "v1", 0)
@@ -234,7 +230,7 @@ def test_state_bytes_are_distinct() -> None:
     assert LIVE != DEAD and len(LIVE) == len(DEAD) == 1
 
 
-def test_a_page_size_page_is_never_packed(tmp_path: Path, opened: list[LocalPageStore]) -> None:
+def test_a_page_size_page_is_never_packed(tmp_path: Path, opened: list[PageCache]) -> None:
     store = open_local(make_options(tmp_path, pack_limit=1 << 30))
     opened.append(store)
     page = PageId(FILE_A, "v1", 0)
@@ -244,9 +240,7 @@ def test_a_page_size_page_is_never_packed(tmp_path: Path, opened: list[LocalPage
     ]
 
 
-def test_packs_of_another_page_size_are_removed(
-    tmp_path: Path, opened: list[LocalPageStore]
-) -> None:
+def test_packs_of_another_page_size_are_removed(tmp_path: Path, opened: list[PageCache]) -> None:
     old = closed_pack(tmp_path, opened, PAGES[:2])
     other = open_local(make_options(tmp_path, 8, page_size=2 * PAGE_SIZE, pack_limit=LIMIT))
     assert not any(other.has_page(p) for p in PAGES[:2])
@@ -254,7 +248,7 @@ def test_packs_of_another_page_size_are_removed(
     assert not old.exists() and not old.parent.exists()
 
 
-def test_stats_count_the_bytes_of_the_packs(tmp_path: Path, opened: list[LocalPageStore]) -> None:
+def test_stats_count_the_bytes_of_the_packs(tmp_path: Path, opened: list[PageCache]) -> None:
     store = open_store(tmp_path, opened)
     with mock.patch("pagestore.disk.PACK_BYTES", 10 * SMALL):
         put_small(store, PAGES[:10])  # seals the first pack

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from pagestore.cache import PageCache
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
 from pagestore.pagefile import BLOCK_SIZE
 from pagestore.shortcircuit import Miss, PageFile, PageLocation, PageLocations, PageMiss, read_into
-from pagestore.store import LocalPageStore
 from tests.pagestore.support import FILE_A, FILE_B, content, uri
 
 PAGE_SIZE = 16 * BLOCK_SIZE
 LAST = PAGE_SIZE - 1000  # the file's last page is shorter
 
-LocalStores = Callable[[PageStoreOptions], LocalPageStore]
+LocalStores = Callable[[PageStoreOptions], PageCache]
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def root() -> Iterator[Path]:
 
 
 @pytest.fixture
-def store(root: Path, local_stores: LocalStores) -> LocalPageStore:
+def store(root: Path, local_stores: LocalStores) -> PageCache:
     store = local_stores(
         PageStoreOptions((PageDirOptions(root / "pages", 16 * PAGE_SIZE),), PAGE_SIZE)
     )
@@ -53,7 +53,7 @@ def data_of(page_id: PageId) -> bytes:
     return content(page_id, LAST if page_id.index == 2 else PAGE_SIZE)
 
 
-def located(store: LocalPageStore, file_id: str = FILE_A) -> PageLocations:
+def located(store: PageCache, file_id: str = FILE_A) -> PageLocations:
     return store.locate(file_id, '"etag"')
 
 
@@ -84,9 +84,7 @@ def missed(locations: PageLocations, index: int = 0) -> Miss:
         (0, 5, 0),
     ],
 )
-def test_any_range_reads_right_bytes(
-    store: LocalPageStore, index: int, offset: int, size: int
-) -> None:
+def test_any_range_reads_right_bytes(store: PageCache, index: int, offset: int, size: int) -> None:
     expected = data_of(pages(FILE_A)[index])[offset : offset + size]
     assert read(located(store), index, offset, size) == expected
     (page,) = (p for p in located(store).pages if p.index == index)
@@ -94,12 +92,12 @@ def test_any_range_reads_right_bytes(
         assert opened.read_bytes(offset, size) == expected
 
 
-def test_a_range_past_the_data_is_a_caller_error(store: LocalPageStore) -> None:
+def test_a_range_past_the_data_is_a_caller_error(store: PageCache) -> None:
     with pytest.raises(ValueError, match="outside"):
         read(located(store), 2, LAST - 5, 10)
 
 
-def test_the_locations_survive_a_round_trip_as_json_data(store: LocalPageStore) -> None:
+def test_the_locations_survive_a_round_trip_as_json_data(store: PageCache) -> None:
     locations = located(store)
     assert PageLocations.from_dict(locations.to_dict()) == locations
     foreign = {**locations.to_dict(), "format": 1}
@@ -109,7 +107,7 @@ def test_the_locations_survive_a_round_trip_as_json_data(store: LocalPageStore) 
         PageLocations.from_dict({**locations.to_dict(), "pages": [[0, "/x"]]})
 
 
-def test_a_page_evicted_mid_read_is_still_read_whole(store: LocalPageStore) -> None:
+def test_a_page_evicted_mid_read_is_still_read_whole(store: PageCache) -> None:
     locations = located(store)
     with PageFile(locations, locations.pages[0]) as opened:
         first = bytearray(BLOCK_SIZE)
@@ -123,7 +121,7 @@ def test_a_page_evicted_mid_read_is_still_read_whole(store: LocalPageStore) -> N
     assert missed(locations) is Miss.VANISHED
 
 
-def test_a_file_replaced_by_another_page_is_a_miss(store: LocalPageStore) -> None:
+def test_a_file_replaced_by_another_page_is_a_miss(store: PageCache) -> None:
     mine, other = located(store).pages[0], located(store, FILE_B).pages[0]
     shutil.copy(other.path, mine.path)
     assert missed(located(store)) is Miss.WRONG_PAGE
@@ -139,7 +137,7 @@ def test_a_file_replaced_by_another_page_is_a_miss(store: LocalPageStore) -> Non
     ids=["truncated", "torn-header", "not-a-page"],
 )
 def test_a_file_replaced_by_something_else_is_a_miss(
-    store: LocalPageStore, replacement: Callable[[bytes], bytes], reason: Miss
+    store: PageCache, replacement: Callable[[bytes], bytes], reason: Miss
 ) -> None:
     locations = located(store)
     path = Path(locations.pages[0].path)
@@ -149,7 +147,7 @@ def test_a_file_replaced_by_something_else_is_a_miss(
     assert caught.value.reason is reason
 
 
-def test_a_corrupt_byte_fails_the_blocks_it_is_in_and_no_others(store: LocalPageStore) -> None:
+def test_a_corrupt_byte_fails_the_blocks_it_is_in_and_no_others(store: PageCache) -> None:
     locations = located(store)
     path = Path(locations.pages[1].path)
     raw = bytearray(path.read_bytes())
@@ -184,7 +182,7 @@ def read_as_nobody(locations: PageLocations, page: PageLocation, group: int = 65
     return None if code == 0 else list(Miss)[code - 10]
 
 
-def test_a_reader_that_may_not_open_the_file_is_denied(store: LocalPageStore) -> None:
+def test_a_reader_that_may_not_open_the_file_is_denied(store: PageCache) -> None:
     if os.geteuid() != 0:
         pytest.skip("switching to another user needs root")
     locations = located(store)
@@ -198,7 +196,7 @@ def test_a_reader_that_may_not_open_the_file_is_denied(store: LocalPageStore) ->
 
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
 def test_a_page_path_that_names_no_regular_file_is_a_miss_at_once(
-    store: LocalPageStore, kind: str
+    store: PageCache, kind: str
 ) -> None:
     locations = located(store)
     path = locations.pages[0].path

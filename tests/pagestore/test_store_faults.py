@@ -1,4 +1,4 @@
-"""LocalPageStore under faults: corrupt pages, full, read-only, vanishing and busy directories.
+"""PageCache under faults: corrupt pages, full, read-only, vanishing and busy directories.
 Whatever happens, reads return right bytes or miss, and writes return an outcome."""
 
 from __future__ import annotations
@@ -15,23 +15,26 @@ from pathlib import Path
 import pytest
 
 from pagestore.api import Lookup, PageRead, PutResult
+from pagestore.cache import PageCache
 from pagestore.disk import PageDir
 from pagestore.layout import TEMP_SUFFIX
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
 from pagestore.pagefile import BLOCK_SIZE, header_size
-from pagestore.store import LocalPageStore
+from pagestore.store import DiskStore
 from tests.pagestore.support import FILE_A, PAGE_SIZE, content, make_options, page_files, uri
 
-LocalStores = Callable[[PageStoreOptions], LocalPageStore]
+LocalStores = Callable[[PageStoreOptions], PageCache]
 
 
 def file_ids(count: int) -> list[str]:
     return [f"{n:02x}" * 32 for n in range(count)]
 
 
-def page_path(store: LocalPageStore, page_id: PageId) -> Path:
-    for d in store.options.dirs:
+def page_path(store: PageCache, page_id: PageId) -> Path:
+    disk = store.store
+    assert isinstance(disk, DiskStore)
+    for d in disk.options.dirs:
         path = Path(PageDir(d.path, store.page_size).path(page_id.key))
         if path.exists():
             return path
@@ -63,7 +66,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[[str, str], Path]]:
 
 
 @pytest.fixture
-def stored(tmp_path: Path, local_stores: LocalStores) -> tuple[LocalPageStore, PageId, Path]:
+def stored(tmp_path: Path, local_stores: LocalStores) -> tuple[PageCache, PageId, Path]:
     store = local_stores(make_options(tmp_path))
     page_id = PageId(FILE_A, '"etag-1"', 0)
     assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
@@ -78,7 +81,7 @@ def flip_byte(path: Path, position: int) -> None:
 
 @pytest.mark.parametrize("position", [0, 10, 30, 2000, -1], ids=lambda p: f"byte{p}")
 def test_a_flipped_byte_is_a_miss_then_refetched(
-    stored: tuple[LocalPageStore, PageId, Path], position: int
+    stored: tuple[PageCache, PageId, Path], position: int
 ) -> None:
     store, page_id, path = stored
     flip_byte(path, position)
@@ -106,7 +109,7 @@ def test_a_flipped_byte_fails_only_reads_of_its_block(
     assert store.stats().corrupt_pages == 1 and not store.has_page(page_id)
 
 
-def test_a_short_page_is_a_miss(stored: tuple[LocalPageStore, PageId, Path]) -> None:
+def test_a_short_page_is_a_miss(stored: tuple[PageCache, PageId, Path]) -> None:
     store, page_id, path = stored
     os.truncate(path, 1000)
     fill = store.get_or_fill(page_id, lambda: content(page_id), uri(page_id))
@@ -115,7 +118,7 @@ def test_a_short_page_is_a_miss(stored: tuple[LocalPageStore, PageId, Path]) -> 
 
 
 def test_a_page_removed_behind_our_back_is_a_miss(
-    stored: tuple[LocalPageStore, PageId, Path],
+    stored: tuple[PageCache, PageId, Path],
 ) -> None:
     store, page_id, path = stored
     path.unlink()
@@ -125,7 +128,7 @@ def test_a_page_removed_behind_our_back_is_a_miss(
 
 
 def test_an_unreadable_page_is_a_miss(
-    stored: tuple[LocalPageStore, PageId, Path], monkeypatch: pytest.MonkeyPatch
+    stored: tuple[PageCache, PageId, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, page_id, _ = stored
 
@@ -215,7 +218,7 @@ def test_a_vanished_dir_is_taken_out_of_service_and_puts_go_elsewhere(
     lost = [p for p in pages if str(page_path(store, p)).startswith(str(tmp_path / "dir1"))]
     assert lost, "rendezvous hashing should use both directories"
     shutil.rmtree(tmp_path / "dir1")
-    with caplog.at_level(logging.ERROR, logger="pagestore.store"):
+    with caplog.at_level(logging.ERROR, logger="pagestore"):
         assert store.get(lost[0]) is None
     assert "out of service" in caplog.text
     assert store.stats().dirs_in_service == 1

@@ -1,4 +1,4 @@
-"""LocalPageStore behaviour beyond the shared contract: background deletion, placement across
+"""PageCache behaviour beyond the shared contract: background deletion, placement across
 directories, the injected clock."""
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from pagestore.api import PutResult
+from pagestore.cache import PageCache
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import PageDir
+from pagestore.factory import on_disk
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId, PageKey
 from pagestore.pagefile import header_size
-from pagestore.store import STORM_MIN_PAGES, LocalPageStore
+from pagestore.store import STORM_MIN_PAGES
 from tests.pagestore.support import (
     FILE_A,
     FILE_B,
@@ -31,7 +33,7 @@ from tests.pagestore.support import (
     uri,
 )
 
-LocalStores = Callable[[PageStoreOptions], LocalPageStore]
+LocalStores = Callable[[PageStoreOptions], PageCache]
 
 
 def test_deleting_a_file_returns_before_its_files_are_unlinked(
@@ -114,7 +116,7 @@ def test_bigger_dirs_get_more_files(tmp_path: Path) -> None:
 
 def test_the_restore_is_timed_with_the_injected_clock(tmp_path: Path) -> None:
     ticks = itertools.count(start=100, step=7)
-    store = LocalPageStore(make_options(tmp_path), clock=lambda: float(next(ticks)))
+    store = on_disk(make_options(tmp_path), clock=lambda: float(next(ticks)))
     store.start()
     try:
         assert store.wait_ready(30)
@@ -126,12 +128,12 @@ def test_the_restore_is_timed_with_the_injected_clock(tmp_path: Path) -> None:
 def test_an_eviction_storm_is_warned_about_once_with_its_counts(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = LocalPageStore(make_options(tmp_path, pages=8), clock=lambda: 0.0)
+    store = on_disk(make_options(tmp_path, pages=8), clock=lambda: 0.0)
     store.start()
     pages = [PageId(FILE_A, "v", i) for i in range(8 + 3 * STORM_MIN_PAGES)]
     try:
         assert store.wait_ready(30)
-        with caplog.at_level(logging.WARNING, logger="pagestore.store"):
+        with caplog.at_level(logging.WARNING, logger="pagestore"):
             for page_id in pages[: 8 + STORM_MIN_PAGES - 1]:
                 assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
             assert "eviction storm" not in caplog.text
@@ -161,7 +163,7 @@ def test_puts_spread_over_dirs_and_are_counted_per_dir_capacity(
 
 
 def test_a_store_that_was_never_started_misses_and_refuses(tmp_path: Path) -> None:
-    store = LocalPageStore(make_options(tmp_path))
+    store = on_disk(make_options(tmp_path))
     page_id = PageId(FILE_A, "v", 0)
     assert store.get(page_id) is None
     assert store.put(page_id, b"x", uri(page_id)) is PutResult.REJECTED

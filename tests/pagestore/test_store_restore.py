@@ -1,4 +1,4 @@
-"""LocalPageStore after a restart: the index rebuilt in the background from the directories."""
+"""PageCache after a restart: the index rebuilt in the background from the directories."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from pagestore.api import PutResult
+from pagestore.cache import PageCache
 from pagestore.disk import PageDir, ScanEntry
+from pagestore.factory import on_disk
 from pagestore.layout import layout_name
 from pagestore.options import PageStoreOptions
 from pagestore.page import PageId
-from pagestore.store import LocalPageStore
 from tests.pagestore.support import (
     FILE_A,
     FILE_B,
@@ -29,7 +30,7 @@ from tests.pagestore.support import (
     uri,
 )
 
-LocalStores = Callable[[PageStoreOptions], LocalPageStore]
+LocalStores = Callable[[PageStoreOptions], PageCache]
 
 
 def fill(options: PageStoreOptions, pages: list[PageId]) -> None:
@@ -81,7 +82,7 @@ def test_reads_before_the_restore_ends_are_misses_and_puts_wait(
     gate.set()
     fill(options, [old])
     gate.clear()
-    store = LocalPageStore(options)
+    store = on_disk(options)
     store.start()
     try:
         assert not store.ready and not store.wait_ready(0)
@@ -103,7 +104,7 @@ def test_a_file_invalidated_during_the_restore_is_not_revived(
     gate.set()
     fill(options, [PageId(FILE_A, "v1", 0), PageId(FILE_A, "v2", 0), PageId(FILE_B, "v1", 0)])
     gate.clear()
-    store = LocalPageStore(options)
+    store = on_disk(options)
     store.start()
     try:
         store.delete_file(FILE_A, "v1")
@@ -136,7 +137,7 @@ def test_a_prefix_invalidated_during_the_restore_is_not_revived(
     gate.set()
     fill(options, [PageId(FILE_A, "v1", 0), PageId(FILE_B, "v1", 0)])
     gate.clear()
-    store = LocalPageStore(options)
+    store = on_disk(options)
     store.start()
     try:
         assert store.delete_prefix(uri(PageId(FILE_A, "v1", 0))) == 0  # nothing restored yet
@@ -265,7 +266,7 @@ def test_closing_during_the_restore_stops_it(
     gate.set()
     fill(options, [PageId(FILE_A, "v", 0)])
     gate.clear()
-    store = LocalPageStore(options)
+    store = on_disk(options)
     with caplog.at_level(logging.INFO, logger="pagestore.store"):
         store.start()
         closer = threading.Thread(target=store.close)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pagestore.api import PageStore, PutResult
-from pagestore.memory import MemoryPageStore
+from pagestore.factory import in_memory
 from pagestore.page import PageId, PageKey
 from tests.pagestore.support import content, make_options, open_local, stored_pages, uri
 
@@ -50,7 +50,7 @@ def opened(
     pack_limit = PAGE if kind == "packed" else 0
     options = make_options(root, CAPACITY_PAGES, evictor=evictor, page_size=PAGE)
     options = dataclasses.replace(options, pack_limit=pack_limit)
-    store: PageStore = MemoryPageStore(options) if kind == "memory" else open_local(options)
+    store: PageStore = in_memory(options) if kind == "memory" else open_local(options)
     try:
         with mock.patch("pagestore.disk.PACK_BYTES", pack_bytes):
             yield store

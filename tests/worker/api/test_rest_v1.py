@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from config import load_config
+from pagestore.factory import on_disk
 from pagestore.options import PageStoreOptions
-from pagestore.store import LocalPageStore
 from tests.worker.conftest import Api, open_service
 from ufs.adapter import Ufs
 from ufs.status import UfsStatus, file_id
@@ -396,7 +396,7 @@ def test_ready_while_the_page_restore_runs(tmp_path: Path, data_dir: Path) -> No
         defines=[f"dora.work.dir={tmp_path / 'w'}", f"dora.worker.ufs.roots=file://{data_dir}"],
     )
     ufs = Ufs.from_config(config)
-    pages = LocalPageStore(PageStoreOptions.from_config(config))  # its restore has not finished
+    pages = on_disk(PageStoreOptions.from_config(config))  # its restore has not finished
     service = WorkerService(
         config, ufs, MetadataManager.from_config(config, ufs), pages, pages.page_size
     )

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from config import load_config
+from pagestore.factory import on_disk
 from pagestore.options import PageStoreOptions
-from pagestore.store import LocalPageStore
 from ufs.adapter import Ufs
 from ufs.status import UfsStatus
 from worker.keys import build_registry
@@ -61,7 +61,7 @@ def open_held_service(work: Path, root: Path, ufs: HeldUfs, *defines: str) -> Wo
         ],
     )
     options = PageStoreOptions.from_config(config)
-    pages = LocalPageStore(options)
+    pages = on_disk(options)
     meta = MetadataManager.from_config(config, ufs)
     pages.start()
     assert pages.wait_ready(10)

@@ -1,0 +1,34 @@
+"""Building the page cache over the store the keys ask for.
+
+The worker builds its cache here and nowhere else (:func:`page_cache`); a new kind of store
+(:class:`~pagestore.api.Store`) is its module, its keys in :mod:`pagestore.keys` and a few lines
+here (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from config import Config
+from pagestore.cache import PageCache
+from pagestore.memory import MemoryStore
+from pagestore.options import PageStoreOptions
+from pagestore.store import DiskStore
+
+
+def page_cache(config: Config, options: PageStoreOptions | None = None) -> PageCache:
+    """The worker's page cache: the disk store of ``options`` (from ``config`` when None). Not
+    started."""
+    return on_disk(options or PageStoreOptions.from_config(config))
+
+
+def on_disk(options: PageStoreOptions, clock: Callable[[], float] = time.monotonic) -> PageCache:
+    """A page cache over the disk store of ``options``. Not started."""
+    return PageCache(DiskStore(options, clock))
+
+
+def in_memory(options: PageStoreOptions) -> PageCache:
+    """A page cache over a memory store as large as the directories of ``options`` (which are
+    never touched), with their eviction policy: for tests of what uses a page cache."""
+    return PageCache(MemoryStore(options.page_size, options.capacity_bytes, options.evictor))
