@@ -31,8 +31,13 @@ from .lab_support import online, read_op, ufs_digest, wait_for
 # runs on the lab of its test process (the ``lab`` fixture).
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 FILES = 6
-# Three waves of tasks on the three one-core executors: the lost host has a task to lose.
-LOSS_FILES = 9
+# Four files per host on average, of about 1.5 s of decoding each (the first task of an
+# executor takes seconds more): the lost host has tasks to lose, one after another.
+LOSS_FILES = 12
+LOSS_ROWS = 150_000
+# Each host's executor waits for its own files (Spark's default gives up after 3 s), so that
+# the host to lose runs its files one after another and a task starts there mid-job.
+WAIT_FOR_LOCALITY = {"spark.locality.wait": "60s"}
 
 
 def run_demo(tmp_path: Path) -> HostsReport:
@@ -81,7 +86,7 @@ def test_the_pipeline_on_spark_standalone_across_three_hosts(tmp_path: Path) -> 
 def fresh_task(api: SparkApi, host: str) -> dict[str, Any]:
     """Wait (on Spark's REST API, not a clock) until a task runs on ``host`` with most of its
     time ahead of it."""
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 180
     while (task := api.fresh_task_on(host)) is None:
         assert time.monotonic() < deadline, f"no task ran on {host} while the job ran"
         time.sleep(0.05)
@@ -126,17 +131,19 @@ def test_a_host_lost_mid_job_the_job_completes_and_the_host_comes_back_fresh(
     caught up with the feed and serves its files, the changed one new, to direct and routed
     reads and to the next job. The host is not w1, whose loss the job cannot survive (the
     Master, the driver and the worker the URLs name run there)."""
-    spec = DatasetSpec(files=LOSS_FILES, rows_per_file=50_000)
+    spec = DatasetSpec(files=LOSS_FILES, rows_per_file=LOSS_ROWS)
     paths = data_files(ensure_dataset(spec, tmp_path, lambda done, total: None))
     tables = [pq.read_table(path, columns=list(pipeline.NEEDED)) for path in paths]
     with contextlib.ExitStack() as cleanup:
-        spark = start_spark_lab(lab, paths[0], cleanup, LOSS_SETTINGS)
+        spark = start_spark_lab(lab, paths[0], cleanup, LOSS_SETTINGS | WAIT_FOR_LOCALITY)
         uris = spark.upload(paths, "midjob")
         victim, theirs = busiest(lab, uris)
+        assert len(theirs) >= 2, f"w2 and w3 own one file or none of {len(uris)}"
         lost, changed = lab.worker(victim), theirs[0]
         [cached] = lab.probe("w2", read_op(changed, lost.address))  # what it would serve stale
         assert cached["sha256"] == ufs_digest(lab, changed)
         api = spark.api()
+        cleanup.callback(api.close)
         spark.driver.submit(spark.url("midjob"))
         task = fresh_task(api, lost.host.address)
         lab.network.link(victim, up=False)

@@ -118,14 +118,18 @@ def _instant(text: str) -> float:
 
 
 class SparkApi:
-    """One application's stages and tasks from Spark's REST API on the driver's UI.
-    Thread-safe (no state)."""
+    """One application's stages and tasks from Spark's REST API on the driver's UI, over one
+    HTTP client (:meth:`close` it). Thread-safe (httpx's client is)."""
 
     def __init__(self, host: str, application: str) -> None:
         self.base = f"http://{host}:{UI_PORT}/api/v1/applications/{application}"
+        self.http = httpx.Client(timeout=30)
+
+    def close(self) -> None:
+        self.http.close()
 
     def _get(self, path: str, **params: Any) -> Any:
-        return httpx.get(f"{self.base}/{path}", params=params, timeout=30).json()
+        return self.http.get(f"{self.base}/{path}", params=params).json()
 
     def tasks(self, status: str | None = None) -> list[dict[str, Any]]:
         """Every task attempt of the stages in ``status`` (``ACTIVE``, ``COMPLETE``...; all
