@@ -29,6 +29,7 @@ FULL = (
     ["bench.console_bench"],
     ["bench.webhdfs_listing_bench"],
     ["bench.lab_bench"],
+    ["bench.lab_pipeline_bench"],
     ["bench.import_bench"],
 )
 QUICK = (["bench.side", "--quick", "--render"],)

@@ -1,6 +1,6 @@
-"""A TCP proxy on 127.0.0.1 that puts a slower, observable, breakable network between a client
-and a server: the link between a worker and its object store in reliability tests, benchmarks
-and ``dora demo --ufs-latency``.
+"""A TCP proxy (on 127.0.0.1 unless told otherwise) that puts a slower, observable, breakable
+network between a client and a server: the link between a worker and its object store in
+reliability tests, benchmarks, ``dora demo --ufs-latency`` and the lab's pipeline bench.
 
 It adds latency, counts connections, bytes and HTTP/1.x requests (method, target, headers, so
 a test can count ranged GETs), and can **pause** (the server seems hung: connections are
@@ -175,8 +175,9 @@ class _Link:
 
 
 class TcpProxy:
-    """Forwards TCP connections from ``127.0.0.1:<port>`` to ``target``, with the latency model
-    of this module, counts, pause and cut.
+    """Forwards TCP connections from ``<host>:<port>`` (``127.0.0.1`` unless ``host`` names
+    another address of this machine) to ``target``, with the latency model of this module,
+    counts, pause and cut.
 
     ``start()`` runs an asyncio loop on a daemon thread; ``stop()`` (or leaving a ``with``
     block) closes the listener, resets open connections and joins the thread. Thread-safe:
@@ -191,6 +192,7 @@ class TcpProxy:
         latency: float = 0.0,
         *,
         port: int = 0,
+        host: str = "127.0.0.1",
         window: int = 4 << 20,
         keep_requests: int = 100_000,
     ) -> None:
@@ -199,6 +201,7 @@ class TcpProxy:
         self.target = (target_host, target_port)
         self.latency = latency
         self.port = port
+        self.host = host
         self._window_chunks = max(1, window // CHUNK)
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(ProxyStats.__dataclass_fields__, 0)
@@ -219,8 +222,8 @@ class TcpProxy:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>``: the address to give clients instead of the server's."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://<host>:<port>``: the address to give clients instead of the server's."""
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> TcpProxy:
         """Listen and forward; returns self. Raises OSError if the port cannot be bound."""
@@ -301,7 +304,7 @@ class TcpProxy:
     async def _listen(self) -> None:
         self._flowing = asyncio.Event()
         self._flowing.set()
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _shutdown(self) -> None:

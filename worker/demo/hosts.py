@@ -76,16 +76,23 @@ def outside_writes(lab: Lab) -> OutsideReport:
 
 class Driver:
     """The Spark driver process (:mod:`worker.lab.sparkjob`) on a lab host, asked one query
-    at a time. Not thread-safe."""
+    at a time, with Spark ``settings`` beyond the demo's own. Not thread-safe."""
 
     def __init__(
-        self, lab: Lab, host: str, cluster: SparkCluster, executors: int, sample: Path
+        self,
+        lab: Lab,
+        host: str,
+        cluster: SparkCluster,
+        executors: int,
+        sample: Path,
+        settings: dict[str, str] | None = None,
     ) -> None:
         address = lab.network.hosts[host].address
         conf = {f"spark.hadoop.{k}": v for k, v in hadoop_conf(address, None).items()}
         # One file per task (a file's open cost fills a partition), so that a task has one
         # owner to be local to.
         conf["spark.sql.files.openCostInBytes"] = conf["spark.sql.files.maxPartitionBytes"] = "64MB"
+        conf.update(settings or {})
         request = {"master": cluster.url, "host": address, "conf": conf,
                    "executors": executors, "sample": f"file://{sample}"}  # fmt: skip
         argv = [sys.executable, "-m", "worker.lab.sparkjob", json.dumps(request)]
@@ -94,9 +101,10 @@ class Driver:
             self.process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
             )
-        self._answer()
+        self.application: str = self.result()["ready"]
 
-    def _answer(self) -> dict[str, Any]:
+    def result(self) -> dict[str, Any]:
+        """The next answer line (the one to the query :meth:`submit` sent last)."""
         out: IO[str] | None = self.process.stdout
         assert out is not None
         line = out.readline()
@@ -105,11 +113,15 @@ class Driver:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def query(self, url: str) -> dict[str, Any]:
+    def submit(self, url: str) -> None:
+        """Start the query over ``url``; :meth:`result` waits for its answer."""
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps({"url": url}) + "\n")
         self.process.stdin.flush()
-        return self._answer()
+
+    def query(self, url: str) -> dict[str, Any]:
+        self.submit(url)
+        return self.result()
 
     def stop(self) -> None:
         if self.process.stdin is not None:
