@@ -137,24 +137,12 @@ def serve(config: Config, options: ProcessOptions) -> int:
     Raises ConfigError, with nothing left open, when the worker cannot start: a value that
     cannot be used, a port that cannot be had, a store that refuses its directory."""
     host = config.get(keys.BIND_HOST)
-    sock = listen(host, config.get(keys.BIND_PORT), keys.BIND_HOST.name, keys.BIND_PORT.name)
-    actual_port = sock.getsockname()[1]
-    s3_port = config.get(alluxio_keys.S3_PORT)
-    extra: list[socket.socket] = []
-    try:
-        if s3_port:
-            extra.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))
-        tls = ServerTls.from_config(config)
-        tune_gc()
-        service = WorkerService.from_config(config)
-    except BaseException:
-        for opened in (sock, *extra):
-            opened.close()
-        raise
+    listeners, tls, service = _open(config, host)
+    actual_port = listeners[0].getsockname()[1]
     node = ClusterNode.start(config, service, host, actual_port)
     feeds = Feeds.start(config, service, node)
     app: ASGIApp = create_app(service)
-    if s3_port:
+    if s3_port := config.get(alluxio_keys.S3_PORT):
         app = alluxio.objects_on_port(app, s3_port)
     server = uvicorn.Server(
         uvicorn_config(app if node is None else node.wrap(app), config, service, tls)
@@ -162,20 +150,14 @@ def serve(config: Config, options: ProcessOptions) -> int:
     log.info("worker listening on %s://%s:%d (roots: %s)", scheme(tls), host, actual_port,
              ", ".join(service.roots.roots) or "none")  # fmt: skip
     warn_plaintext(config, host, tls, keys.TOKEN.name)
-    announced = (host, actual_port, scheme(tls))
-    watchers = [threading.Thread(target=_announce, args=(server, options, *announced))]
-    if options.owners_dir is not None:
-        watchers.append(threading.Thread(target=_watch_owners, args=(server, options.owners_dir)))
-    for thread in watchers:
-        thread.daemon = True
-        thread.start()
+    _watch(server, options, (host, actual_port, scheme(tls)))
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal into the
     # handler that was installed before it: make that one a no-op so the flush below runs.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
     try:
         with reloading(tls):
-            server.run(sockets=[sock, *extra])
+            server.run(sockets=listeners)
     finally:
         log.info("worker stopping: flushing the metastore and page store")
         if feeds is not None:
@@ -185,10 +167,39 @@ def serve(config: Config, options: ProcessOptions) -> int:
         service.close()
         if options.state_file is not None:
             options.state_file.unlink(missing_ok=True)
-        for listener in (sock, *extra):
+        for listener in listeners:
             listener.close()
     log.info("worker stopped")
     return 0
+
+
+def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | None, WorkerService]:
+    """The listening sockets (the worker's port first, then the Alluxio S3 port if set), the
+    TLS settings and the service; on any failure, closes what it opened and raises."""
+    listeners = [listen(host, config.get(keys.BIND_PORT), keys.BIND_HOST.name, keys.BIND_PORT.name)]
+    try:
+        if s3_port := config.get(alluxio_keys.S3_PORT):
+            listeners.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))
+        tls = ServerTls.from_config(config)
+        tune_gc()
+        return listeners, tls, WorkerService.from_config(config)
+    except BaseException:
+        for opened in listeners:
+            opened.close()
+        raise
+
+
+def _watch(
+    server: uvicorn.Server, options: ProcessOptions, announced: tuple[str, int, str]
+) -> None:
+    """Start the daemon threads that announce the worker once it listens and, with an owners
+    directory, stop it when its last owner is gone."""
+    watchers = [threading.Thread(target=_announce, args=(server, options, *announced))]
+    if options.owners_dir is not None:
+        watchers.append(threading.Thread(target=_watch_owners, args=(server, options.owners_dir)))
+    for thread in watchers:
+        thread.daemon = True
+        thread.start()
 
 
 def _stopping(sig: int, frame: FrameType | None) -> None:
