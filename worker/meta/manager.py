@@ -63,16 +63,24 @@ class MetadataManager:
     # -- the read side -------------------------------------------------------------------------
 
     def get_status(
-        self, uri: str, sync_interval: int | None = None, version: str | None = None
+        self,
+        uri: str,
+        sync_interval: int | None = None,
+        version: str | None = None,
+        serve_stale: bool = False,
     ) -> UfsStatus:
         """:meth:`MetadataReads.get_status`."""
-        return self.reads.get_status(uri, sync_interval, version)
+        return self.reads.get_status(uri, sync_interval, version, serve_stale)
 
     def cached_status(
-        self, uri: str, sync_interval: int | None = None, version: str | None = None
+        self,
+        uri: str,
+        sync_interval: int | None = None,
+        version: str | None = None,
+        serve_stale: bool = False,
     ) -> UfsStatus | None:
         """:meth:`MetadataReads.cached_status`."""
-        return self.reads.cached_status(uri, sync_interval, version)
+        return self.reads.cached_status(uri, sync_interval, version, serve_stale)
 
     def peek(self, uris: Sequence[str]) -> list[UfsStatus | None]:
         """:meth:`MetadataReads.peek`."""
@@ -144,5 +152,7 @@ class MetadataManager:
         return self._tiers.store.persistence_state()
 
     def close(self) -> None:
-        """Commit pending metastore writes (a failure is logged) and close the metastore."""
+        """Stop the background re-checks, commit pending metastore writes (a failure is
+        logged) and close the metastore."""
+        self.reads.close()
         self._tiers.store.close()

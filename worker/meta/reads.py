@@ -17,6 +17,7 @@ from ufs.status import UfsStatus
 from worker.meta.entry import MetaEntry, Operation, needs_sync
 from worker.meta.errors import VersionMismatch
 from worker.meta.memory import Listing
+from worker.meta.revalidate import Revalidations
 from worker.meta.tiers import Tiers
 from worker.meta.writes import MetadataWrites
 
@@ -44,12 +45,19 @@ class MetadataReads:
         self._ufs = ufs
         self._status_flights: SingleFlight[str, MetaEntry] = SingleFlight()
         self._list_flights: SingleFlight[str, tuple[UfsStatus, ...]] = SingleFlight()
+        self._revalidations = Revalidations(self._recheck, tiers.counters)
 
     def get_status(
-        self, uri: str, sync_interval: int | None = None, version: str | None = None
+        self,
+        uri: str,
+        sync_interval: int | None = None,
+        version: str | None = None,
+        serve_stale: bool = False,
     ) -> UfsStatus:
         """The status of ``uri``, re-checked against the UFS as ``sync_interval`` (ms; -1 never,
-        0 always; None: the configured default) or ``version`` require.
+        0 always; None: the configured default) or ``version`` require. With ``serve_stale``
+        (and no ``version``), an entry due for a re-check but younger than the status cache
+        TTL is answered at once while one background re-check of ``uri`` runs.
 
         Raises UfsNotFound (also for a cached negative entry), VersionMismatch if ``version``
         is given and the UFS has another one even after a sync, other UfsErrors from the UFS.
@@ -59,25 +67,31 @@ class MetadataReads:
         entry = self._lookup(uri)
         if entry is not None and self._usable(entry, interval, version):
             return _answer(uri, entry, version)
-        if entry is not None:
-            self._tiers.counters.add("syncs")
-        synced = self._status_flights.run(uri, lambda: self._load(uri))
-        if entry is not None and synced.version != entry.version:
-            self._tiers.counters.add("syncs_changed")
-        return _answer(uri, synced, version)
+        if entry is not None and serve_stale and self._served_stale(uri, entry, version):
+            return _answer(uri, entry, version)
+        return _answer(uri, self._sync(uri, entry), version)
 
     def cached_status(
-        self, uri: str, sync_interval: int | None = None, version: str | None = None
+        self,
+        uri: str,
+        sync_interval: int | None = None,
+        version: str | None = None,
+        serve_stale: bool = False,
     ) -> UfsStatus | None:
         """:meth:`get_status` from the memory tier alone, for callers on an event loop: the
         same answer (or UfsNotFound for a cached negative entry) when ``uri``'s entry is in
-        memory and usable as the arguments require, else None (then ask :meth:`get_status`).
-        Never blocks on I/O; counts a hit only when it answers. Raises ValueError for an
-        invalid ``sync_interval``."""
+        memory and usable as the arguments require (or served stale, the background re-check
+        started without waiting), else None (then ask :meth:`get_status`). Never blocks on
+        I/O; counts a hit only when it answers. Raises ValueError for an invalid
+        ``sync_interval``."""
         uri = self._tiers.canonical(uri)
         interval = self._interval(sync_interval)
         entry = self._tiers.statuses.get(uri)
-        if entry is None or not self._usable(entry, interval, version):
+        if entry is None:
+            return None
+        if not self._usable(entry, interval, version) and not (
+            serve_stale and self._served_stale(uri, entry, version)
+        ):
             return None
         self._tiers.counters.add("memory_hits")
         return _answer(uri, entry, version)
@@ -137,6 +151,39 @@ class MetadataReads:
         if interval < -1:
             raise ValueError(f"sync interval {interval} is invalid: expected -1, 0 or more")
         return interval
+
+    def _served_stale(self, uri: str, entry: MetaEntry, version: str | None) -> bool:
+        """Whether expired ``entry`` may be answered now, a background re-check of ``uri``
+        running (started if none was): never for a pinned ``version``, nor for an entry a
+        feed gap made unprovable, nor past the status cache TTL counted from ``loaded_at``
+        (the last time the UFS confirmed it), nor when the last background re-check of this
+        entry failed."""
+        if version is not None or entry.loaded_at <= self._tiers.fresh_after:
+            return False
+        if self._tiers.clock() - entry.loaded_at >= self._tiers.options.status_ttl_ms:
+            return False
+        if not self._revalidations.start(uri, entry.loaded_at):
+            return False
+        self._tiers.counters.add("stale_served")
+        return True
+
+    def _sync(self, uri: str, entry: MetaEntry | None) -> MetaEntry:
+        """Re-check ``uri`` with the UFS (joining a re-check in flight); ``entry`` is what the
+        cache held (None: nothing)."""
+        if entry is not None:
+            self._tiers.counters.add("syncs")
+        synced = self._status_flights.run(uri, lambda: self._load(uri))
+        if entry is not None and synced.version != entry.version:
+            self._tiers.counters.add("syncs_changed")
+        return synced
+
+    def _recheck(self, uri: str) -> None:
+        """A background re-check (see :class:`Revalidations`)."""
+        self._sync(uri, self._tiers.statuses.get(uri))
+
+    def close(self) -> None:
+        """Stop the background re-checks (see :meth:`Revalidations.close`)."""
+        self._revalidations.close()
 
     def _usable(self, entry: MetaEntry, interval: int, version: str | None) -> bool:
         if version is not None:

@@ -36,6 +36,9 @@ _COUNTERS = (
     "listing_misses",
     "writes",
     "invalidations",
+    "stale_served",
+    "revalidations",
+    "revalidations_failed",
 )
 
 
