@@ -234,13 +234,19 @@ class WorkerService:
             described.append(data)
         return described
 
-    def freshness(self, uri: str, sync_interval: int | None = None) -> Freshness:
+    def freshness(
+        self, uri: str, sync_interval: int | None = None, serve_stale: bool | None = None
+    ) -> Freshness:
         """The freshness of the current request for ``uri`` (``worker.freshness.resolve``):
-        ``sync_interval`` is its per-call option (None: it sent none). A surface calls this
-        once per request and passes the value to the operations below. Raises
-        UfsInvalidPath for a malformed URI."""
+        ``sync_interval`` and ``serve_stale`` are its per-call options (None: it sent none). A
+        surface calls this once per request and passes the value to the operations below.
+        Raises UfsInvalidPath for a malformed URI."""
         return resolve_freshness(
-            self.config, uri, sync_interval, must_sync=cluster_context.must_sync()
+            self.config,
+            uri,
+            sync_interval,
+            must_sync=cluster_context.must_sync(),
+            serve_stale=serve_stale,
         )
 
     def status(
@@ -250,7 +256,7 @@ class WorkerService:
         call without options)."""
         uri = self.roots.check(uri)
         fresh = fresh or self.freshness(uri)
-        return self.meta.get_status(uri, fresh.sync_interval, version)
+        return self.meta.get_status(uri, fresh.sync_interval, version, fresh.serve_stale)
 
     def status_cached(
         self, uri: str, fresh: Freshness | None = None, version: str | None = None
@@ -263,7 +269,8 @@ class WorkerService:
         if uris.split(canonical)[0] == "file":
             return None
         fresh = fresh or self.freshness(canonical)
-        return self.meta.cached_status(self.roots.check(canonical), fresh.sync_interval, version)
+        checked = self.roots.check(canonical)
+        return self.meta.cached_status(checked, fresh.sync_interval, version, fresh.serve_stale)
 
     def list(self, uri: str, fresh: Freshness | None = None) -> list[UfsStatus]:
         """The children of directory ``uri`` as fresh as ``fresh`` asks (as :meth:`status`)."""

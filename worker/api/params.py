@@ -77,6 +77,22 @@ def truth(text: object) -> object:
     raise ValueError("expected true or false")
 
 
+def optional_truth(text: object) -> object:
+    """:func:`truth`, None for an absent or empty value (the caller sent no choice). A
+    validator of declared parameters too."""
+    return None if text is None or text == "" else truth(text)
+
+
+def optional_boolean(query: QueryParams, name: str) -> bool | None:
+    """An optional boolean parameter (:func:`optional_truth`); InvalidRequest naming it."""
+    text = query.get(name)
+    try:
+        value = optional_truth(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"query parameter {name}={numbers.shown(text or '')}: {exc}") from None
+    return None if value is None else bool(value)
+
+
 def sync_interval(params: QueryParams) -> int | None:
     """``sync_interval`` in ms or as a duration (``30s``); -1 never, 0 always; absent: default."""
     return interval(params.get("sync_interval"))

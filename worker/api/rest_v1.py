@@ -55,8 +55,10 @@ async def status(
     path: c.UfsPath,
     sync_interval: c.SyncInterval = None,
     version: c.Version = None,
+    serve_stale: c.ServeStale = None,
 ) -> Response:
-    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
+    fresh = service.freshness(path, params.interval(sync_interval), serve_stale)
+    version = version or None
 
     cached = service.status_cached(path, fresh, version)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
@@ -103,8 +105,10 @@ async def read(
     sync_interval: c.SyncInterval = None,
     version: c.Version = None,
     header: c.ByteRangeHeader = None,
+    serve_stale: c.ServeStale = None,
 ) -> Response:
-    fresh, version = service.freshness(path, params.interval(sync_interval)), version or None
+    fresh = service.freshness(path, params.interval(sync_interval), serve_stale)
+    version = version or None
     start_at = params.nonnegative("offset", offset)
     window = Window(start_at or 0, params.nonnegative("length", length))
     requested = None if header is None else params.byte_range(header)
@@ -246,7 +250,12 @@ SURFACE = Surface(
             status,
             _json(c.FileStatus, "One status", 412),
             lean=params.Lean(
-                {"path": params.required, "sync_interval": params.text, "version": params.text}
+                {
+                    "path": params.required,
+                    "sync_interval": params.text,
+                    "version": params.text,
+                    "serve_stale": params.optional_boolean,
+                }
             ),
         ),
         Route(
@@ -272,6 +281,7 @@ SURFACE = Surface(
                     "length": params.integer,
                     "sync_interval": params.text,
                     "version": params.text,
+                    "serve_stale": params.optional_boolean,
                 },
                 headers={"range": "header"},
             ),

@@ -64,7 +64,7 @@ async def open_file(
     """``OPEN``: the redirect to the version-pinned data URL — on the worker ``owner`` names
     (``host:port``) when it names one, else here — or the data from ``offset``."""
     version = query.text("version")
-    fresh = service.freshness(uri, query.sync_interval())
+    fresh = service.freshness(uri, query.sync_interval(), query.serve_stale())
     span = OpenSpan(query.long("offset", 0), query.optional_long("length"))
     if not query.boolean("data"):
         status = await run_in_threadpool(service.status, uri, fresh, version)

@@ -67,6 +67,11 @@ class Query:
         except ValueError as exc:
             raise _invalid("sync_interval", text, f"is not a sync interval: {exc}") from None
 
+    def serve_stale(self) -> bool | None:
+        """``serve_stale`` (true or false: serve while revalidating), None when absent."""
+        text = self.text("serve_stale")
+        return None if text is None else self.boolean("serve_stale")
+
     def fsaction(self) -> str:
         """``fsaction`` of CHECKACCESS, such as ``r-x``."""
         text = self.required("fsaction")
