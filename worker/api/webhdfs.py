@@ -3,14 +3,14 @@ as REST v1, so that Hadoop's own ``WebHdfsFileSystem`` (inside pyspark's jars) r
 cache: ``spark.read.parquet("webhdfs://worker:28080/s3/bucket/table")``.
 
 Paths map to URIs by ``/<scheme>/<rest>`` (:mod:`worker.api.webhdfs_paths`). Freshness and
-caching per path come from the per-path rules, which the service applies, or from the
-``sync_interval`` and ``serve_stale`` parameters for callers that can send them. ``OPEN``,
-``CREATE`` and ``APPEND`` redirect to themselves with ``data=true`` as a NameNode redirects to a
-DataNode (:mod:`worker.api.webhdfs_data`). Every JSON answer goes out without a Content-Type
-header, errors included (:mod:`worker.api.webhdfs_errors`). What the shell and Spark ask of a
-NameNode besides files (server defaults, trash root, file system status) is answered as HDFS
-would with trash off; operations the worker does not offer are refused as a NameNode refuses one
-it lacks (README, "Hadoop's and Python's own WebHDFS clients").
+caching per path come from ``dora.worker.path.conf``, which the service applies, or from a
+``sync_interval`` parameter for callers that can send one. ``OPEN``, ``CREATE`` and ``APPEND``
+redirect to themselves with ``data=true`` as a NameNode redirects to a DataNode (:mod:`worker.
+api.webhdfs_data`). Every JSON answer goes out without a Content-Type header, errors included
+(:mod:`worker.api.webhdfs_errors`). What the shell and Spark ask of a NameNode besides files
+(server defaults, trash root, file system status) is answered as HDFS would with trash off;
+operations the worker does not offer are refused as a NameNode refuses one it lacks
+(README, "Hadoop's and Python's own WebHDFS clients").
 
 Auth, when ``dora.worker.security.token`` is set, is the app's token check with this surface's
 credential: ``Authorization: Bearer <token>``, which the Hadoop client sends with its OAuth2
