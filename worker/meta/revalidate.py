@@ -77,15 +77,15 @@ class Revalidations:
                     while len(self._failed) > _FAILURES_KEPT:
                         self._failed.popitem(last=False)
         if error is not None:
-            # Counted once the failure is recorded: whoever sees the count sees the entry left
-            # to the next call.
-            self._counters.add("revalidations_failed")
             log.warning(
                 "background re-check of %s failed, the next call re-checks it: %s: %s",
                 uri,
                 type(error).__name__,
                 error,
             )
+            # Counted last: whoever sees the count sees the entry left to the next call, and
+            # the line in the log.
+            self._counters.add("revalidations_failed")
 
     def close(self) -> None:
         """Start no more re-checks; cancel those waiting, wait for those running (each within
