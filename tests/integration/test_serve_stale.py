@@ -102,6 +102,21 @@ def test_the_stale_answer_comes_at_once_one_recheck_runs_then_only_new_bytes(
     assert _meta(service, "revalidations_failed") == 0
 
 
+def test_a_stale_status_whose_pages_are_not_cached_serves_only_the_new_bytes(
+    service: WorkerService, api: Api, s3_root: str, s3_raw: s3fs.S3FileSystem
+) -> None:
+    uri = f"{s3_root}/f.bin"
+    s3_raw.pipe_file(uri.removeprefix("s3://"), OLD)
+    old = api.get("/v1/status", params={"path": uri}).json()["version"]  # no pages cached
+    s3_raw.pipe_file(uri.removeprefix("s3://"), NEW)
+    read = api.get("/v1/read", params={"path": uri, **STALE})
+    # The stale status pinned the old version; the UFS no longer has it, so the read syncs
+    # before its first byte and serves the new version whole.
+    assert read.headers["X-Dora-Version"] != old
+    assert read.content == NEW
+    assert _meta(service, "stale_served") == 1
+
+
 def test_not_opted_in_an_expired_status_is_rechecked_first(
     service: WorkerService, api: Api, s3_root: str, s3_raw: s3fs.S3FileSystem
 ) -> None:
