@@ -14,7 +14,10 @@ workers outranks even a caller's "never".
 
 Serve-while-revalidate (``serve_stale``) is resolved in the same order: the per-call option
 (``serve_stale``), else the first matching line of the rules file (``serve-stale``), else
-``dora.user.file.metadata.sync.serve.stale``; a request that must sync never serves stale.
+``dora.user.file.metadata.sync.serve.stale``. The last two allow it only for calls that send no
+``sync_interval`` of their own: one that does (a caller asking for the truth with 0, as a create
+checks whether its file exists) gets a stale answer only if it says so. A request that must
+sync never serves stale.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def resolve(
     if must_sync:
         return Freshness(0, Source.REVISION, path_interval, settings.cache)
     if serve_stale is None:
-        serve_stale = settings.serve_stale or config.get(SERVE_STALE)
+        serve_stale = given is None and (settings.serve_stale or config.get(SERVE_STALE))
     if given is not None:
         return Freshness(given, Source.CALL, path_interval, settings.cache, serve_stale)
     source = Source.DEFAULT if settings.sync_interval is None else Source.RULE

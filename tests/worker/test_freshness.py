@@ -55,8 +55,12 @@ def test_serve_stale_comes_from_the_call_then_the_rules_file_then_the_default(
     config = conf(**{RULES_FILE.name: str(rules)})
     assert resolve(config, "s3://lake/hot/a").serve_stale
     assert not resolve(config, "s3://lake/hot/a", 0, serve_stale=False).serve_stale
+    # A call that sends its own sync interval (0: the truth) is served stale only if it says so.
+    assert not resolve(config, "s3://lake/hot/a", 0).serve_stale
+    assert resolve(config, "s3://lake/hot/a", 0, serve_stale=True).serve_stale
     assert not resolve(config, "s3://lake/cold/a").serve_stale
     assert resolve(config, "s3://lake/cold/a", serve_stale=True).serve_stale
     assert resolve(conf(**{SERVE_STALE.name: "true"}), "s3://lake/cold/a").serve_stale
+    assert not resolve(conf(**{SERVE_STALE.name: "true"}), "s3://lake/cold/a", 0).serve_stale
     # A request that must sync never serves stale, whatever allows it.
     assert not resolve(config, "s3://lake/hot/a", serve_stale=True, must_sync=True).serve_stale
