@@ -24,6 +24,7 @@ FULL = (
     ["bench.feed_bench"],
     ["bench.feed_load_bench"],
     ["bench.feed_calls_bench"],
+    ["bench.serve_stale_bench"],
     ["bench.load_bench"],
     ["bench.spark_bench"],
     ["bench.console_bench"],

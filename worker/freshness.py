@@ -11,6 +11,13 @@ matching per-path rule (``dora.worker.path.conf``), else the configured default
 (``dora.user.file.metadata.sync.interval``). Above all of them, a request whose client saw a
 feed revision this worker has not applied re-checks the UFS (0): read-your-writes across
 workers outranks even a caller's "never".
+
+Serve-while-revalidate (``serve_stale``) is resolved in the same order: the per-call option
+(``serve_stale``), else the first matching line of the rules file (``serve-stale``), else
+``dora.user.file.metadata.sync.serve.stale``. The last two allow it only for calls that send no
+``sync_interval`` of their own: one that does (a caller asking for the truth with 0, as a create
+checks whether its file exists) gets a stale answer only if it says so. A request that must
+sync never serves stale.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from dataclasses import dataclass
 from config import Config
 from worker import pathconf
 from worker.meta.entry import stricter
-from worker.meta.keys import SYNC_INTERVAL
+from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
 
 
 class Source(enum.Enum):
@@ -39,20 +46,29 @@ class Freshness:
     """One request's freshness: ``sync_interval`` (ms; -1 never re-check, 0 always, N when
     older than N), where it came from, ``path_interval`` (what a call to this path without a
     ``sync_interval`` gets: the rule's, else the default; a same-host near-cache keeps answers
-    by it) and ``cache`` (False: a per-path rule serves reads pass-through). Immutable."""
+    by it), ``cache`` (False: a per-path rule serves reads pass-through) and ``serve_stale``
+    (an expired status may be answered at once while one background re-check runs).
+    Immutable."""
 
     sync_interval: int
     source: Source
     path_interval: int
     cache: bool
+    serve_stale: bool = False
 
 
 def resolve(
-    config: Config, uri: str, given: int | None = None, *, must_sync: bool = False
+    config: Config,
+    uri: str,
+    given: int | None = None,
+    *,
+    must_sync: bool = False,
+    serve_stale: bool | None = None,
 ) -> Freshness:
     """The freshness of a request for canonical ``uri`` (``ufs.uri.normalize``): ``given`` is
     its per-call sync interval (None: it sent none), ``must_sync`` that its client saw a feed
-    revision this worker has not applied.
+    revision this worker has not applied, ``serve_stale`` its per-call serve-while-revalidate
+    option (None: it sent none).
 
     Raises ConfigError for a bad rule table."""
     settings = pathconf.settings(config, uri)
@@ -61,10 +77,12 @@ def resolve(
     )
     if must_sync:
         return Freshness(0, Source.REVISION, path_interval, settings.cache)
+    if serve_stale is None:
+        serve_stale = given is None and (settings.serve_stale or config.get(SERVE_STALE))
     if given is not None:
-        return Freshness(given, Source.CALL, path_interval, settings.cache)
+        return Freshness(given, Source.CALL, path_interval, settings.cache, serve_stale)
     source = Source.DEFAULT if settings.sync_interval is None else Source.RULE
-    return Freshness(path_interval, source, path_interval, settings.cache)
+    return Freshness(path_interval, source, path_interval, settings.cache, serve_stale)
 
 
 def listed(config: Config, directory: Freshness, children: Sequence[str]) -> list[int]:

@@ -69,10 +69,12 @@ class PathRule:
 @dataclass(frozen=True)
 class PathSettings:
     """What applies to one URI. ``sync_interval`` None means the configured default (the
-    metadata manager owns it); ``cache`` False means the read is served pass-through."""
+    metadata manager owns it); ``cache`` False means the read is served pass-through;
+    ``serve_stale`` True that a rule of the rules file serves it while revalidating."""
 
     sync_interval: int | None
     cache: bool
+    serve_stale: bool = False
 
 
 class PrefixIndex:
@@ -200,15 +202,16 @@ def resolve(config: Config, uri: str, sync_interval: int | None = None) -> PathS
 def settings(config: Config, canonical: str, sync_interval: int | None = None) -> PathSettings:
     """:func:`resolve` of a URI already in canonical form (``ufs.uri.normalize``)."""
     rules = table(config)
-    if sync_interval is None:
-        # The rules file's globs (immutable, max-age) before this table's prefixes.
-        sync_interval = pathrules.sync_interval(config, canonical)
+    # The rules file's globs (immutable, max-age, serve-stale) before this table's prefixes.
+    glob = pathrules.match(config, canonical)
+    if sync_interval is None and glob is not None:
+        sync_interval = glob.sync_interval
     if sync_interval is None:
         rule = rules.lookup(SYNC_INTERVAL, canonical)
         sync_interval = None if rule is None else rule.value
     read_rule = rules.lookup(READ_TYPE, canonical)
     read_type = config.get(READ_TYPE) if read_rule is None else read_rule.value
-    return PathSettings(sync_interval, read_type != NO_CACHE)
+    return PathSettings(sync_interval, read_type != NO_CACHE, glob is not None and glob.serve_stale)
 
 
 def describe(config: Config) -> list[str]:

@@ -4,14 +4,16 @@ glob pattern, changed while the worker runs.
     # <glob pattern> <directive>...   (first matching line wins)
     s3://lake/**/_delta_log/**   max-age=0
     s3://lake/**/*.parquet       immutable
-    s3://lake/raw/**             max-age=5min
+    s3://lake/raw/**             max-age=5min serve-stale
 
 Directives: ``immutable`` (the data under it never changes: never re-check a cached status —
-what lakehouse data files are; Alluxio's cache filter has it) and ``max-age=<duration>`` (re-check
-a status cached longer than that; ``0`` always). Patterns match canonical URIs: ``**`` any
-number of whole segments, ``*`` and ``?`` within one segment. A rule gives the sync interval of
-a call that sends none; a per-call option still wins, and these rules win over the prefix table
-of ``dora.worker.path.conf`` (``worker.pathconf``, which consults :func:`sync_interval`).
+what lakehouse data files are; Alluxio's cache filter has it), ``max-age=<duration>`` (re-check
+a status cached longer than that; ``0`` always) and ``serve-stale`` (serve while revalidating:
+an expired status is answered at once while one background re-check runs, see
+``docs/consistency.md``). Patterns match canonical URIs: ``**`` any number of whole segments,
+``*`` and ``?`` within one segment. A rule gives the sync interval (and serve-stale) of a call
+that sends none; a per-call option still wins, and these rules win over the prefix table of
+``dora.worker.path.conf`` (``worker.pathconf``, which consults :func:`match`).
 
 The file is re-read when it changes (checked at most once a second, on lookups): a file that
 no longer parses is reported in the log and the rules read before stay in force; at start, a
@@ -42,8 +44,9 @@ RULES_FILE: PropertyKey[str | None] = PropertyKey(
     "dora.worker.path.rules.file",
     KeyType.STRING,
     None,
-    "A file of path rules '<glob pattern> immutable|max-age=<duration>', one per line, first "
-    "match wins; re-read when it changes. They set the sync interval of calls that send none.",
+    "A file of path rules '<glob pattern> immutable|max-age=<duration> [serve-stale]' (or "
+    "serve-stale alone), one per line, first match wins; re-read when it changes. They set the "
+    "sync interval and serve-stale of calls that send none.",
 )
 KEYS: list[PropertyKey[Any]] = [RULES_FILE]
 
@@ -51,13 +54,18 @@ CHECK_EVERY_S = 1.0
 NEVER = -1
 
 
+_SYNTAX = "expected '<glob pattern> immutable|max-age=<duration> [serve-stale]'"
+
+
 @dataclass(frozen=True)
 class GlobRule:
-    """One line: the pattern as written, its compiled form, the sync interval it gives."""
+    """One line: the pattern as written, its compiled form, the sync interval it gives (None:
+    it gives none, the line says only ``serve-stale``) and whether it serves stale."""
 
     pattern: str
     regex: re.Pattern[str]
-    sync_interval: int
+    sync_interval: int | None
+    serve_stale: bool = False
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:
@@ -91,14 +99,23 @@ def parse(text: str, source: str) -> tuple[GlobRule, ...]:
         if not words:
             continue
         where = f"{source}:{number}"
-        if len(words) != 2:
-            raise ConfigError(f"{where}: expected '<glob pattern> immutable|max-age=<duration>'")
+        if len(words) < 2:
+            raise ConfigError(f"{where}: {_SYNTAX}")
         try:
             regex = compile_glob(words[0])
         except UfsInvalidPath as exc:
             raise ConfigError(f"{where}: {exc}") from None
-        rules.append(GlobRule(words[0], regex, _directive(words[1], where)))
+        rules.append(_rule(words[0], regex, words[1:], where))
     return tuple(rules)
+
+
+def _rule(pattern: str, regex: re.Pattern[str], directives: list[str], where: str) -> GlobRule:
+    stale = "serve-stale" in directives
+    intervals = [word for word in directives if word != "serve-stale"]
+    if len(intervals) > 1 or len(directives) > len(intervals) + 1:
+        raise ConfigError(f"{where}: {' '.join(directives)!r}: {_SYNTAX}")
+    interval = _directive(intervals[0], where) if intervals else None
+    return GlobRule(pattern, regex, interval, stale)
 
 
 def _directive(word: str, where: str) -> int:
@@ -106,7 +123,7 @@ def _directive(word: str, where: str) -> int:
         return NEVER
     name, sep, value = word.partition("=")
     if name != "max-age" or not sep:
-        raise ConfigError(f"{where}: {word!r} is not immutable or max-age=<duration>")
+        raise ConfigError(f"{where}: {word!r} is not immutable, max-age=<duration> or serve-stale")
     try:
         return parse_duration(value)
     except ValueError as exc:
@@ -165,11 +182,11 @@ class RulesFile:
             return
         log.info("path rules reloaded from %s: %d rules", self.path, len(self.rules))
 
-    def sync_interval(self, canonical_uri: str) -> int | None:
-        """The sync interval the first matching rule gives, None if none matches."""
+    def match(self, canonical_uri: str) -> GlobRule | None:
+        """The first rule that matches ``canonical_uri``, None if none does."""
         for rule in self.current():
             if rule.regex.fullmatch(canonical_uri):
-                return rule.sync_interval
+                return rule
         return None
 
 
@@ -185,7 +202,7 @@ def rules_file(config: Config) -> RulesFile | None:
     return _rules_file(path) if path else None
 
 
-def sync_interval(config: Config, canonical_uri: str) -> int | None:
-    """The sync interval the rules file gives ``canonical_uri``, None if no rule does."""
+def match(config: Config, canonical_uri: str) -> GlobRule | None:
+    """The rule of the rules file that applies to ``canonical_uri``, None if none does."""
     rules = rules_file(config)
-    return None if rules is None else rules.sync_interval(canonical_uri)
+    return None if rules is None else rules.match(canonical_uri)

@@ -74,13 +74,15 @@ def context(
     sync_interval: int | None = None,
     version: str | None = None,
     exchange: Exchange | None = None,
+    serve_stale: bool | None = None,
 ) -> RequestContext:
     """The context of a call to ``uri``: the URI normalised once, the freshness resolved once
-    (``worker.freshness.resolve``: the per-call ``sync_interval``, the path rules, the feed
-    revision the exchange says was not applied, the default). An empty ``version`` is none.
+    (``worker.freshness.resolve``: the per-call ``sync_interval`` and ``serve_stale``, the path
+    rules, the feed revision the exchange says was not applied, the default). An empty
+    ``version`` is none.
 
     Raises UfsInvalidPath for a malformed URI, ConfigError for a bad rule table."""
     canonical = uris.normalize(uri)
     must_sync = exchange is not None and exchange.must_sync
-    fresh = resolve(config, canonical, sync_interval, must_sync=must_sync)
+    fresh = resolve(config, canonical, sync_interval, must_sync=must_sync, serve_stale=serve_stale)
     return RequestContext(canonical, fresh, version or None, exchange)

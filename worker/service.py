@@ -219,18 +219,20 @@ class WorkerService:
         sync_interval: int | None = None,
         version: str | None = None,
         exchange: Exchange | None = None,
+        serve_stale: bool | None = None,
     ) -> RequestContext:
-        """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` is
-        its per-call option (None: it sent none), ``version`` the one it pins, ``exchange``
-        the HTTP request it answers (None: a call from inside the worker). A surface builds it
-        once per call and passes it to the operations below. Raises UfsInvalidPath for a
-        malformed URI."""
-        return request_context(self.config, uri, sync_interval, version, exchange)
+        """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` and
+        ``serve_stale`` are its per-call options (None: it sent none), ``version`` the one it
+        pins, ``exchange`` the HTTP request it answers (None: a call from inside the worker). A
+        surface builds it once per call and passes it to the operations below. Raises
+        UfsInvalidPath for a malformed URI."""
+        return request_context(self.config, uri, sync_interval, version, exchange, serve_stale)
 
     def status(self, call: RequestContext) -> UfsStatus:
         """The status of ``call.uri``, as fresh as it asks, at the version it pins."""
         uri = self.roots.inside(call.uri)
-        return self.meta.get_status(uri, call.fresh.sync_interval, call.version)
+        fresh = call.fresh
+        return self.meta.get_status(uri, fresh.sync_interval, call.version, fresh.serve_stale)
 
     def status_cached(self, call: RequestContext) -> UfsStatus | None:
         """:meth:`status` without I/O, for a caller on the event loop: the same answer or
@@ -240,7 +242,8 @@ class WorkerService:
         if call.uri.startswith("file:"):
             return None
         uri = self.roots.inside(call.uri)
-        return self.meta.cached_status(uri, call.fresh.sync_interval, call.version)
+        fresh = call.fresh
+        return self.meta.cached_status(uri, fresh.sync_interval, call.version, fresh.serve_stale)
 
     def list(self, call: RequestContext) -> list[UfsStatus]:
         """The children of directory ``call.uri``, as fresh as it asks (as :meth:`status`)."""

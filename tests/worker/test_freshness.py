@@ -1,10 +1,14 @@
 """A request's freshness, resolved once: call option, path rule, feed revision, default."""
 
+from pathlib import Path
+
 import pytest
 
 from tests.worker.test_pathconf import READ, SYNC, conf
 from worker.freshness import Freshness, Source, listed, resolve
 from worker.meta.entry import stricter
+from worker.meta.keys import SERVE_STALE
+from worker.pathrules import RULES_FILE
 
 
 def test_the_call_wins_over_the_rule_which_wins_over_the_default() -> None:
@@ -33,3 +37,22 @@ def test_a_listed_child_takes_its_own_rule_only_where_one_names_it() -> None:
     directory = resolve(config, "s3://lake/d")
     children = ["s3://lake/d/named", "s3://lake/d/other"]
     assert listed(config, directory, children) == [0, -1]
+
+
+def test_serve_stale_comes_from_the_call_then_the_rules_file_then_the_default(
+    tmp_path: Path,
+) -> None:
+    rules = tmp_path / "rules"
+    rules.write_text("s3://lake/hot/** max-age=0 serve-stale\n")
+    config = conf(**{RULES_FILE.name: str(rules)})
+    assert resolve(config, "s3://lake/hot/a").serve_stale
+    assert not resolve(config, "s3://lake/hot/a", 0, serve_stale=False).serve_stale
+    # A call that sends its own sync interval (0: the truth) is served stale only if it says so.
+    assert not resolve(config, "s3://lake/hot/a", 0).serve_stale
+    assert resolve(config, "s3://lake/hot/a", 0, serve_stale=True).serve_stale
+    assert not resolve(config, "s3://lake/cold/a").serve_stale
+    assert resolve(config, "s3://lake/cold/a", serve_stale=True).serve_stale
+    assert resolve(conf(**{SERVE_STALE.name: "true"}), "s3://lake/cold/a").serve_stale
+    assert not resolve(conf(**{SERVE_STALE.name: "true"}), "s3://lake/cold/a", 0).serve_stale
+    # A request that must sync never serves stale, whatever allows it.
+    assert not resolve(config, "s3://lake/hot/a", serve_stale=True, must_sync=True).serve_stale

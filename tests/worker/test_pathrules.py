@@ -1,5 +1,5 @@
-"""Path rules from a file (worker.pathrules): glob patterns, immutable and max-age, first match
-wins, precise errors, and a file edited under a running worker taking effect."""
+"""Path rules from a file (worker.pathrules): glob patterns, immutable, max-age and serve-stale,
+first match wins, precise errors, and a file edited under a running worker taking effect."""
 
 import time
 from collections.abc import Callable
@@ -44,17 +44,21 @@ def test_first_matching_line_wins() -> None:
         "# lakehouse tables\n"
         "s3://lake/**/_delta_log/**  max-age=0\n"
         "s3://lake/**  immutable   # data files never change\n"
-        "s3://raw/**   max-age=5min\n",
+        "s3://raw/**   max-age=5min serve-stale\n"
+        "s3://**       serve-stale\n",
         "rules",
     )
-    assert [r.sync_interval for r in rules] == [0, NEVER, 300_000]
+    assert [r.sync_interval for r in rules] == [0, NEVER, 300_000, None]
+    assert [r.serve_stale for r in rules] == [False, False, True, True]
 
 
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("s3://lake/**", "rules:1: expected '<glob pattern> immutable|max-age=<duration>'"),
-        ("\ns3://lake/** mutable", "rules:2: 'mutable' is not immutable or max-age=<duration>"),
+        ("s3://lake/**", "rules:1: expected '<glob pattern> immutable|max-age=<duration> ["),
+        ("\ns3://lake/** mutable", "rules:2: 'mutable' is not immutable, max-age=<duration> or"),
+        ("s3://lake/** immutable max-age=1s", "rules:1: 'immutable max-age=1s': expected"),
+        ("s3://lake/** serve-stale serve-stale", "rules:1: 'serve-stale serve-stale': expected"),
         ("s3://lake/** max-age=soon", "rules:1: max-age='soon':"),
         ("lake/** immutable", "rules:1: invalid path"),
     ],
@@ -65,22 +69,27 @@ def test_a_bad_line_is_named(text: str, problem: str) -> None:
     assert problem in str(raised.value)
 
 
+def _interval(rules: RulesFile, uri: str) -> int | None:
+    rule = rules.match(uri)
+    return None if rule is None else rule.sync_interval
+
+
 def test_an_edit_is_read_once_checked_and_a_broken_one_is_not(tmp_path: Path) -> None:
     path = tmp_path / "rules"
     path.write_text("s3://lake/** immutable\n")
     now = [0.0]
     rules = RulesFile(path, clock=lambda: now[0])
-    assert rules.sync_interval("s3://lake/a") == NEVER
+    assert _interval(rules, "s3://lake/a") == NEVER
     path.write_text("s3://lake/** max-age=10s\n")
-    assert rules.sync_interval("s3://lake/a") == NEVER  # not checked again yet
+    assert _interval(rules, "s3://lake/a") == NEVER  # not checked again yet
     now[0] += 1.0
-    assert rules.sync_interval("s3://lake/a") == 10_000
+    assert _interval(rules, "s3://lake/a") == 10_000
     path.write_text("s3://lake/** max-age=\n")
     now[0] += 1.0
-    assert rules.sync_interval("s3://lake/a") == 10_000  # the broken edit is not taken
+    assert _interval(rules, "s3://lake/a") == 10_000  # the broken edit is not taken
     path.unlink()
     now[0] += 1.0
-    assert rules.sync_interval("s3://lake/a") == 10_000
+    assert _interval(rules, "s3://lake/a") == 10_000
 
 
 def test_a_worker_takes_an_edited_rules_file(

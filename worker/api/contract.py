@@ -131,6 +131,16 @@ SyncInterval = Annotated[
         examples=["0", "30s", "-1"],
     ),
 ]
+ServeStale = Annotated[
+    bool | None,
+    BeforeValidator(params.optional_truth),
+    Query(
+        description="Serve while revalidating: true answers a status the sync interval says "
+        "to re-check at once from the cache while one background re-check runs (not past the "
+        "status cache TTL); false never. Default: the path's rule, else the worker's "
+        "dora.user.file.metadata.sync.serve.stale.",
+    ),
+]
 Version = Annotated[
     str | None,
     Query(description="The version the caller expects; 412 if the file has another one."),

@@ -98,6 +98,10 @@ class Query:
         except ValueError as exc:
             raise self.invalid(name, text, exc) from None
 
+    def optional_boolean(self, name: str) -> bool | None:
+        """A boolean parameter (:func:`truth`), None when absent (the caller sent no choice)."""
+        return None if self.text(name) is None else self.boolean(name)
+
     def sync_interval(self) -> int | None:
         """``sync_interval`` (:func:`duration`), None when absent: the path's applies."""
         text = self.text("sync_interval")
@@ -144,6 +148,11 @@ def boolean(params: QueryParams, name: str) -> bool:
     return Query(params).boolean(name)
 
 
+def optional_boolean(params: QueryParams, name: str) -> bool | None:
+    """A boolean parameter (:func:`truth`); absent: None (the caller sent no choice)."""
+    return Query(params).optional_boolean(name)
+
+
 def truth(text: object) -> object:
     """A query value as a boolean: true/1/yes, false/0/no/empty (any case); ValueError for
     other text. A validator of declared parameters too."""
@@ -154,6 +163,12 @@ def truth(text: object) -> object:
     if text.lower() in _FALSE:
         return False
     raise ValueError("expected true or false")
+
+
+def optional_truth(text: object) -> object:
+    """:func:`truth`, None for an absent or empty value (the caller sent no choice). A
+    validator of declared parameters too (``worker.api.contract``)."""
+    return None if text is None or text == "" else truth(text)
 
 
 def interval(text: str | None) -> int | None:

@@ -57,8 +57,9 @@ async def status(
     path: c.UfsPath,
     sync_interval: c.SyncInterval = None,
     version: c.Version = None,
+    serve_stale: c.ServeStale = None,
 ) -> Response:
-    call = context(service, request, path, params.interval(sync_interval), version)
+    call = context(service, request, path, params.interval(sync_interval), version, serve_stale)
     cached = service.status_cached(call)
     if cached is not None:  # a memory-tier hit: a thread-pool hop would cost more than it
         return json_response(_aged(service, cached, call.fresh))
@@ -108,8 +109,9 @@ async def read(
     sync_interval: c.SyncInterval = None,
     version: c.Version = None,
     header: c.ByteRangeHeader = None,
+    serve_stale: c.ServeStale = None,
 ) -> Response:
-    call = context(service, request, path, params.interval(sync_interval), version)
+    call = context(service, request, path, params.interval(sync_interval), version, serve_stale)
     start_at = params.nonnegative("offset", offset)
     window = Window(start_at or 0, params.nonnegative("length", length))
     requested = None if header is None else params.byte_range(header)
@@ -244,7 +246,12 @@ SURFACE = Surface(
             status,
             _json(c.FileStatus, "One status", 412),
             lean=params.Lean(
-                {"path": params.required, "sync_interval": params.text, "version": params.text},
+                {
+                    "path": params.required,
+                    "sync_interval": params.text,
+                    "version": params.text,
+                    "serve_stale": params.optional_boolean,
+                },
                 request=True,
             ),
         ),
@@ -271,6 +278,7 @@ SURFACE = Surface(
                     "length": params.integer,
                     "sync_interval": params.text,
                     "version": params.text,
+                    "serve_stale": params.optional_boolean,
                 },
                 headers={"range": "header"},
                 request=True,

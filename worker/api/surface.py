@@ -37,10 +37,11 @@ def context(
     uri: str,
     sync_interval: int | None = None,
     version: str | None = None,
+    serve_stale: bool | None = None,
 ) -> RequestContext:
     """The one context of a call to ``uri`` that ``request`` makes (``WorkerService.request``),
     with the request's exchange: what every surface passes to the service's operations."""
-    return service.request(uri, sync_interval, version, exchange(request.scope))
+    return service.request(uri, sync_interval, version, exchange(request.scope), serve_stale)
 
 
 def bearer_token(scope: Scope) -> bytes | None:

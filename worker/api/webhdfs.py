@@ -149,9 +149,10 @@ class WebHdfs:
     def _call(
         self, request: Request, query: Query, path: str, version: str | None = None
     ) -> RequestContext:
-        """The context of a call to non-virtual ``path`` (its ``sync_interval``, else the
-        path's rules)."""
-        return context(self.service, request, uri_of(path), query.sync_interval(), version)
+        """The context of a call to non-virtual ``path`` (its ``sync_interval`` and
+        ``serve_stale``, else the path's rules)."""
+        sync_interval, serve_stale = query.sync_interval(), query.optional_boolean("serve_stale")
+        return context(self.service, request, uri_of(path), sync_interval, version, serve_stale)
 
     def _virtual(self, path: str) -> bool:
         return path.strip("/") == "" or self.namespace.is_virtual(path)

@@ -129,7 +129,7 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         counters = Counters()
         self.client = WorkerClient(self.options, transport, counters=counters)
         fallback = UfsFallback(config, counters) if self.options.fallback_to_ufs else None
-        self.remote = Remote(self.client, fallback)
+        self.remote = Remote(self.client, fallback, self.options.serve_stale)
         metadata, ranges = resolvers(
             config,
             self.remote,

@@ -22,7 +22,7 @@ from config.keys import PropertyKey
 from config.units import parse_duration
 from worker import keys
 from worker.cluster import keys as cluster_keys
-from worker.meta.keys import SYNC_INTERVAL
+from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
 from worker.pathconf import READ_TYPE
 from worker.tls import keys as tls_keys
 from worker.tls.client import PemFiles, etcd_files, user_files
@@ -39,7 +39,8 @@ class ClientOptions:
     ``ring_names`` the ``host:port`` names the hash ring is keyed by. ``tls`` is what https://
     workers are verified with and the certificate presented to them; ``allow_plaintext`` lets
     the token go over http:// beyond loopback. ``sync_interval`` is the default sent with
-    metadata and read calls (as the worker parses it), or None to leave the worker's default.
+    metadata and read calls (as the worker parses it), or None to leave the worker's default;
+    ``serve_stale`` likewise (serve while revalidating, sent with status and read calls).
     """
 
     workers: tuple[str, ...]
@@ -62,6 +63,7 @@ class ClientOptions:
     tls: PemFiles = field(default_factory=PemFiles)
     allow_plaintext: bool = False
     etcd_tls: PemFiles = field(default_factory=PemFiles)
+    serve_stale: bool | None = None
 
     @classmethod
     def resolve(
@@ -123,6 +125,7 @@ class ClientOptions:
             tls=user_files(config),
             allow_plaintext=config.get(tls_keys.USER_ALLOW_PLAINTEXT),
             etcd_tls=etcd_files(config),
+            serve_stale=_user_set(config, SERVE_STALE),
         )
 
 
@@ -221,6 +224,14 @@ def _default_sync_interval(config: Config, given: SyncInterval | None) -> str | 
     if setting.source is Source.DEFAULT or setting.text is None:
         return None
     return sync_interval_param(setting.text)
+
+
+def _user_set(config: Config, key: PropertyKey[T]) -> T | None:
+    """``key``'s value when the user set it, None when it is the default (the worker's own
+    default and per-path rules then apply)."""
+    if config.setting(key).source is Source.DEFAULT:
+        return None
+    return config.get(key)
 
 
 def _worker_urls(workers: Sequence[str] | str) -> tuple[str, ...]:

@@ -33,14 +33,19 @@ ChangeListener = Callable[[Sequence[str], bool], None]
 class Remote:
     """Typed REST operations over a :class:`WorkerClient`, with an optional UFS fallback.
 
+    ``serve_stale`` (None: the worker decides) is sent with every status and read call.
+
     Thread-safe: it holds no state beyond its (thread-safe) parts; ``listeners`` are added
     while the filesystem is built, before any call, and must be thread-safe themselves.
     """
 
-    def __init__(self, client: WorkerClient, fallback: UfsFallback | None) -> None:
+    def __init__(
+        self, client: WorkerClient, fallback: UfsFallback | None, serve_stale: bool | None = None
+    ) -> None:
         self.client = client
         self.fallback = fallback
         self.listeners: list[ChangeListener] = []
+        self._serve_stale = None if serve_stale is None else _flag(serve_stale)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -53,7 +58,9 @@ class Remote:
     ) -> Flow[dict[str, Any]]:
         """The info dict of ``uri`` (with ``aged``, the worker's ``age_ms`` of it too, see
         :func:`to_info`); NotFound if it does not exist."""
-        params = _params(path=uri, sync_interval=sync_interval, version=version)
+        params = _params(
+            path=uri, sync_interval=sync_interval, version=version, serve_stale=self._serve_stale
+        )
         call = Call("GET", "/v1/status", uri, f"status {uri}", params)
         try:
             answer = yield from self.client.call(call)
@@ -97,6 +104,7 @@ class Remote:
             length=None if length is None else str(length),
             version=version,
             sync_interval=sync_interval,
+            serve_stale=self._serve_stale,
         )
         call = Call(
             "GET", "/v1/read", uri, f"read {uri} [{offset}+{length}]", params, pin_on_cut=True

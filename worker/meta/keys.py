@@ -83,6 +83,14 @@ SYNC_INTERVAL: PropertyKey[int] = PropertyKey(
     allow_never=True,
     minimum=0,
 )
+SERVE_STALE: PropertyKey[bool] = PropertyKey(
+    "dora.user.file.metadata.sync.serve.stale",
+    KeyType.BOOL,
+    "false",
+    "Serve while revalidating: a status the sync interval says to re-check is answered at "
+    "once from the cache while one background re-check runs for its path, as long as it is "
+    "younger than dora.worker.ufs.file.status.cache.ttl (older ones are re-checked first).",
+)
 
 KEYS: list[PropertyKey[Any]] = [
     STATUS_CACHE_SIZE,
@@ -95,4 +103,5 @@ KEYS: list[PropertyKey[Any]] = [
     METASTORE_RECOVER,
     METASTORE_FLUSH_INTERVAL,
     SYNC_INTERVAL,
+    SERVE_STALE,
 ]
