@@ -44,6 +44,15 @@ class _StateCollector(Collector):
         self._loads = load_progress
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        yield from self._metadata()
+        yield from self._page_store()
+        loads = GaugeMetricFamily("dora_load_jobs", "Load jobs by state", labels=["state"])
+        for state, count in self._loads().items():
+            loads.add_metric([state], count)
+        yield loads
+
+    def _metadata(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """The metadata tiers' hits by tier, then every other counter and level."""
         meta = self._meta()
         hits = CounterMetricFamily(
             "dora_metadata_hits", "Status lookups answered by a tier", labels=["tier"]
@@ -60,6 +69,9 @@ class _StateCollector(Collector):
                 yield CounterMetricFamily(
                     f"dora_metadata_{name}", f"Metadata events: {name}", value=count
                 )
+
+    def _page_store(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """The page store's hits, misses, evictions, failed puts and space."""
         stats = self._pages.stats()
         yield CounterMetricFamily("dora_page_hits", "Pages served from the store", value=stats.hits)
         yield CounterMetricFamily("dora_page_misses", "Pages not in the store", value=stats.misses)
@@ -90,10 +102,6 @@ class _StateCollector(Collector):
             "Page directories in service (one that failed, or whose marker is damaged, is not)",
             value=stats.dirs_in_service,
         )
-        loads = GaugeMetricFamily("dora_load_jobs", "Load jobs by state", labels=["state"])
-        for state, count in self._loads().items():
-            loads.add_metric([state], count)
-        yield loads
 
 
 class Metrics:
@@ -117,16 +125,6 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.request_latency = Histogram(
-            "dora_request_seconds",
-            "REST request latency by route",
-            ["route"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.errors = Counter(
-            "dora_errors", "Error answers by code", ["code"], registry=self.registry
-        )
         self.passthrough_reads = Counter(
             "dora_passthrough_reads",
             "Reads served straight from the UFS because the file is not cached by policy",
@@ -143,6 +141,28 @@ class Metrics:
             "1 when same-host clients may keep a near-cache (the generation file is allocated), "
             "0 when the first page directory's disk could not hold it",
             registry=self.registry,
+        )
+        self.cache_failures = Counter(
+            "dora_cache_failures",
+            "Reads that fell back to the UFS because the page store failed",
+            registry=self.registry,
+        )
+        self.last_errors: dict[str, tuple[float, str]] = {}
+        """The last error answered per catalogue code: when (epoch s) and its message. Each
+        assignment replaces one entry whole, so readers on other threads see a pair or none."""
+        self._declare_http()
+
+    def _declare_http(self) -> None:
+        """The HTTP layer's metrics: latency by route, error answers, uploads, deadlines."""
+        self.request_latency = Histogram(
+            "dora_request_seconds",
+            "REST request latency by route",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "dora_errors", "Error answers by code", ["code"], registry=self.registry
         )
         self.uploads_in_flight = Gauge(
             "dora_http_uploads_in_flight",
@@ -162,14 +182,6 @@ class Metrics:
             ["phase"],
             registry=self.registry,
         )
-        self.cache_failures = Counter(
-            "dora_cache_failures",
-            "Reads that fell back to the UFS because the page store failed",
-            registry=self.registry,
-        )
-        self.last_errors: dict[str, tuple[float, str]] = {}
-        """The last error answered per catalogue code: when (epoch s) and its message. Each
-        assignment replaces one entry whole, so readers on other threads see a pair or none."""
 
     def error_answered(self, code: str, message: str) -> None:
         """Count an error answer and remember it as the last of its code."""

@@ -49,6 +49,21 @@ def resolvers(
     return metadata, ranges
 
 
+def _client_config(
+    config: Config | None, target_options: dict[str, Any] | None, settings: dict[str, object]
+) -> Config:
+    """The client's configuration: ``config`` (else the site properties and environment) with
+    the storage options in ``settings`` over it. Options for the UFS behind dora are refused:
+    workers, and the UFS fallback, use their own ``dora.ufs.*`` properties."""
+    if target_options:
+        raise ValueError(
+            f"options for the UFS behind dora ({sorted(target_options)}) are not taken per "
+            "URL: workers use their own dora.ufs.* properties, and so does the UFS fallback"
+        )
+    config = config if config is not None else load_config(build_registry())
+    return with_storage_options(config, settings) if settings else config
+
+
 def _switch(config: Config, name: str, given: bool | str | None, key: PropertyKey[bool]) -> bool:
     """A fast-path switch: the argument when given (text as the property's), else the property.
     ValueError naming the option for malformed text."""
@@ -108,14 +123,7 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         **settings: object,
     ) -> None:
         super().__init__(asynchronous=asynchronous, loop=loop, batch_size=batch_size)
-        if target_options:
-            raise ValueError(
-                f"options for the UFS behind dora ({sorted(target_options)}) are not taken per "
-                "URL: workers use their own dora.ufs.* properties, and so does the UFS fallback"
-            )
-        config = config if config is not None else load_config(build_registry())
-        if settings:
-            config = with_storage_options(config, settings)
+        config = _client_config(config, target_options, settings)
         self.target_protocol = target_protocol
         self.options = ClientOptions.resolve(
             config,

@@ -93,18 +93,6 @@ class ClientOptions:
             if timeout is None
             else _seconds("timeout", timeout)
         )
-        nodes = (
-            config.get(keys.USER_CLIENT_VIRTUAL_NODES)
-            if virtual_nodes is None
-            else _parsed("virtual_nodes", virtual_nodes, keys.USER_CLIENT_VIRTUAL_NODES)
-        )
-        if nodes < 1:
-            raise ValueError(f"virtual_nodes={nodes!r}: expected at least 1")
-        fallback = (
-            config.get(keys.USER_CLIENT_FALLBACK_TO_UFS)
-            if fallback_to_ufs is None
-            else bool(_parsed("fallback_to_ufs", fallback_to_ufs, keys.USER_CLIENT_FALLBACK_TO_UFS))
-        )
         return cls(
             workers=urls,
             ring_names=tuple(urlsplit(url).netloc for url in urls),
@@ -112,8 +100,8 @@ class ClientOptions:
             timeout_s=timeout_s,
             connect_timeout_s=min(timeout_s, config.get(keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000),
             retry_attempts=config.get(keys.USER_CLIENT_RETRY_ATTEMPTS),
-            fallback_to_ufs=fallback,
-            virtual_nodes=nodes,
+            fallback_to_ufs=_fallback_to_ufs(config, fallback_to_ufs),
+            virtual_nodes=_virtual_nodes(config, virtual_nodes),
             read_chunk_size=config.get(keys.USER_CLIENT_READ_CHUNK_SIZE),
             read_parallelism=config.get(keys.USER_CLIENT_READ_PARALLELISM),
             sync_interval=_default_sync_interval(config, sync_interval),
@@ -127,6 +115,22 @@ class ClientOptions:
             etcd_tls=etcd_files(config),
             serve_stale=_user_set(config, SERVE_STALE),
         )
+
+
+def _virtual_nodes(config: Config, given: int | str | None) -> int:
+    """The ring's virtual nodes per worker: ``given`` (an integer or its text), else the key."""
+    key = keys.USER_CLIENT_VIRTUAL_NODES
+    nodes = config.get(key) if given is None else _parsed("virtual_nodes", given, key)
+    if nodes < 1:
+        raise ValueError(f"virtual_nodes={nodes!r}: expected at least 1")
+    return nodes
+
+
+def _fallback_to_ufs(config: Config, given: bool | str | None) -> bool:
+    """Whether the client reads the UFS itself when no worker answers: ``given`` (a boolean or
+    its text), else the key."""
+    key = keys.USER_CLIENT_FALLBACK_TO_UFS
+    return config.get(key) if given is None else bool(_parsed("fallback_to_ufs", given, key))
 
 
 # Short names: the key's name without its prefix, dots as underscores, after a lead word.

@@ -190,8 +190,14 @@ class _ClusterCollector(Collector):
         self._node = node
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        yield from self._following()
+        yield from self._applying()
+        yield from self._publishing()
+
+    def _following(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """Whether the feed follower runs and is connected, and the membership is current."""
         node = self._node
-        follower, publisher = node.follower, node.publisher
+        follower = node.follower
         yield GaugeMetricFamily(
             "dora_cluster_etcd_connected",
             "1 while the feed watch is connected to etcd",
@@ -218,6 +224,10 @@ class _ClusterCollector(Collector):
             "1 while this worker's membership lease is current",
             value=1 if node.registration.registered else 0,
         )
+
+    def _applying(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """What the follower applied: its revision, the last batch's lag, events, resets."""
+        follower = self._node.follower
         yield GaugeMetricFamily(
             "dora_cluster_feed_applied_revision",
             "Feed revision applied",
@@ -242,6 +252,12 @@ class _ClusterCollector(Collector):
         for reason, count in follower.resets.items():
             resets.add_metric([reason], count)
         yield resets
+
+    def _publishing(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """What the publisher and the revision middleware say: events published, failed and
+        pending, requests that waited for a revision."""
+        node = self._node
+        publisher = node.publisher
         yield CounterMetricFamily(
             "dora_cluster_events_published", "Events published", value=publisher.published_events
         )
