@@ -12,11 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from config import Config
 from ufs import errors as ufs_errors
-from ufs.adapter import Ufs
 from ufs.status import UfsStatus
 from worker import errors as catalogue
 from worker.client import errors
@@ -24,8 +23,19 @@ from worker.client.answers import ReadResult
 from worker.client.forksafe import ProcessLocal
 from worker.client.stats import Counters
 
+if TYPE_CHECKING:
+    from ufs.adapter import Ufs
+
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+
+def _adapter(config: Config) -> Ufs:
+    # Imported when a client first falls back: most clients never do, and the adapter (with
+    # the UFS libraries it reaches on use) is the client's heaviest import.
+    from ufs.adapter import Ufs
+
+    return Ufs.from_config(config)
 
 
 class UfsFallback:
@@ -37,7 +47,7 @@ class UfsFallback:
     """
 
     def __init__(self, config: Config, counters: Counters) -> None:
-        self._ufs = ProcessLocal(lambda: Ufs.from_config(config))
+        self._ufs = ProcessLocal(lambda: _adapter(config))
         self._counters = counters
         self._lock = threading.Lock()
         self._taken = 0

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from config.units import parse_duration
 from worker.client.answers import ReadResult
@@ -26,8 +26,10 @@ from worker.client.errors import DoraError, WorkerFailure
 from worker.client.flow import Flow, blocking
 from worker.client.nearcache import NearCache
 from worker.client.remote import Remote
-from worker.client.shortcircuit import ShortCircuitReader
 from worker.meta.generations import GenerationView
+
+if TYPE_CHECKING:
+    from worker.client.shortcircuit import ShortCircuitReader
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +102,7 @@ class LocalWorker:
             log.info("no same-host fast path: %s cannot be read here: %s", path, exc)
             return _Local(None, None)
         near = NearCache(view, int(answer["sync_interval_ms"])) if near_cache else None
-        reader = ShortCircuitReader(int(answer["page_size"])) if short_circuit else None
+        reader = _short_circuit(int(answer["page_size"])) if short_circuit else None
         if near is not None or reader is not None:
             self.remote.listeners.append(self._changed)
         return _Local(near, reader)
@@ -257,3 +259,10 @@ class ShortCircuitRanges:
                 raise WorkerFailure(f"read {uri} [{at}+{span}]: got {len(got.data)} bytes")
             buffer[at - offset : at - offset + span] = got.data
         return ReadResult(bytes(buffer), version, size)
+
+
+def _short_circuit(page_size: int) -> ShortCircuitReader:
+    # Imported once a worker on this host is found: a client elsewhere never reads page files.
+    from worker.client.shortcircuit import ShortCircuitReader
+
+    return ShortCircuitReader(page_size)
