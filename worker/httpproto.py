@@ -109,6 +109,21 @@ class SlowClientGuard(HttpToolsProtocol):
                 self.timeout_keep_alive, self.timeout_keep_alive_handler
             )
 
+    def shutdown(self) -> None:
+        # uvicorn closes an idle connection at shutdown, then waits until it is lost. Over TLS
+        # a close sends close_notify and waits for the client's (up to the event loop's 30 s
+        # SSL shutdown timeout), which an idle pooled client never sends before it next uses
+        # the connection: one such client held a SIGTERM for 30 s, the length of Kubernetes'
+        # grace period. An idle or already closing TLS connection is aborted instead: no
+        # answer is cut, and the client's pool finds the connection gone and opens another.
+        cycle: Any = self.cycle
+        idle = cycle is None or cycle.response_complete
+        if self._tls is not None and (idle or self.transport.is_closing()):
+            self._disarm()
+            self.transport.abort()
+        else:
+            super().shutdown()
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self._lingering() and not self.transport.is_closing():

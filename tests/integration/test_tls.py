@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -320,3 +321,26 @@ def test_a_sidecars_health_check_follows_the_workers_scheme(
         assert info.url == process.url()
         assert answers(info)
         assert not answers(dataclasses.replace(info, scheme="http"))  # what it asked before
+
+
+def test_sigterm_is_not_held_by_idle_tls_clients(tls_ca: CA, data: Path, tmp_path: Path) -> None:
+    # An idle kept-alive TLS connection whose client reads nothing more (a pooled connection
+    # between uses) must not hold the worker's graceful stop: closing it politely would wait
+    # the event loop's 30 s SSL shutdown timeout for a close_notify that never comes.
+    process = start(tmp_path / "w", data, *tls_defines(tls_ca.issue("server")))
+    context = ssl.create_default_context(cafile=str(tls_ca.file))
+    idle = [context.wrap_socket(socket.create_connection(("127.0.0.1", process.port)),
+                                server_hostname="127.0.0.1") for _ in range(2)]  # fmt: skip
+    try:
+        for connection in idle:
+            connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: w\r\n\r\n")
+            assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+        process.process.send_signal(signal.SIGTERM)
+        # Far below the 30 s a polite close waits: this bounds a hang, it times nothing.
+        process.process.wait(timeout=20)
+        assert "worker stopped" in process.log()
+        assert "Traceback" not in process.log()
+    finally:
+        for connection in idle:
+            connection.close()
+        process.stop()
