@@ -130,7 +130,8 @@ async def read(
 
 
 async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
-    service.roots.check(path)
+    # Refused before the body is read; in a thread, since for a local path it looks at the disk.
+    await run_in_threadpool(service.roots.check, path)
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
         written, created = await run_in_threadpool(service.write, path, file_chunks(spool))
