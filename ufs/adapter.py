@@ -24,7 +24,14 @@ from config import Config
 from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK, UfsBackend
 from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner
-from ufs.errors import UfsError, UfsIsADirectory, UfsNotFound, UfsUnavailable, UfsVersionChanged
+from ufs.errors import (
+    UfsDeadlineExceeded,
+    UfsError,
+    UfsIsADirectory,
+    UfsNotFound,
+    UfsUnavailable,
+    UfsVersionChanged,
+)
 from ufs.generic import FsspecBackend
 from ufs.local import LocalBackend
 from ufs.mapping import translate
@@ -51,9 +58,17 @@ class Ufs:
     retried with doubling backoff while time remains, and a UFS that does not answer in time
     raises :class:`UfsUnavailable` with ``retry_after`` = the deadline. A method that makes
     several calls (delete: status, list, delete) gives each its deadline; a streamed write is
-    bounded per request (see :meth:`write`). ``backends`` replaces or adds the backend of a
-    scheme. Thread-safe: backends are created once per scheme under a lock that is never held
-    during a call, and backends are safe to share.
+    bounded per request (see :meth:`write`).
+
+    Every operation a request uses also takes the caller's ``deadline`` (None: none, only the
+    calls' own), which bounds the whole operation: each call gets the earlier of its own
+    deadline and the caller's, no backoff sleeps past the caller's, and once the caller's time
+    is what runs out (or leaves no time to retry) the operation raises
+    :class:`UfsDeadlineExceeded` naming the caller's deadline, making no further call.
+
+    ``backends`` replaces or adds the backend of a scheme. Thread-safe: backends are created
+    once per scheme under a lock that is never held during a call, and backends are safe to
+    share.
     """
 
     def __init__(
@@ -103,10 +118,18 @@ class Ufs:
     def _of(self, uri: str) -> UfsBackend:
         return self._backend(uris.split(uri)[0])
 
-    def _call(self, what: str, uri: str, request: Callable[[Deadline], T], retry: bool = True) -> T:
-        """``request(deadline)`` with its errors translated; with ``retry``, an unavailable UFS
-        is retried with doubling backoff as long as the deadline leaves time for it."""
-        deadline = Deadline(self._deadline, self._clock)
+    def _call(
+        self,
+        what: str,
+        uri: str,
+        request: Callable[[Deadline], T],
+        caller: Deadline | None,
+        retry: bool = True,
+    ) -> T:
+        """``request(deadline)`` with its errors translated, by the earlier of its own deadline
+        and the ``caller``'s; with ``retry``, an unavailable UFS is retried with doubling
+        backoff as long as that deadline leaves time for it."""
+        deadline = self._bound(caller)
         attempts = self.options.retry_attempts if retry else 1
         for attempt in range(1, attempts + 1):
             try:
@@ -114,6 +137,8 @@ class Ufs:
             except UfsError:
                 raise
             except DeadlineExceeded as exc:
+                if exc.deadline is caller:
+                    raise _late(caller, f"UFS gave no answer to {what} {uri} within") from exc
                 raise UfsUnavailable(
                     f"UFS gave no answer to {what} {uri} within {self._deadline:g}s "
                     "(dora.ufs.call.deadline)",
@@ -125,23 +150,42 @@ class Ufs:
                 if not isinstance(error, UfsUnavailable) or attempt == attempts:
                     raise error from exc
                 if delay >= deadline.left():
-                    raise error from exc  # no time left for another attempt
+                    # No time left for another attempt: the caller's time, or the call's.
+                    if deadline is caller:
+                        raise _late(caller, f"{error}; no time to retry within") from exc
+                    raise error from exc
                 log.info("UFS %s %s failed (%s); retry %d in %.2fs", what, uri, exc, attempt, delay)
                 self._sleep(delay)
         raise AssertionError("unreachable: the loop returns or raises")
 
-    def status(self, uri: str) -> UfsStatus:
+    def _bound(self, caller: Deadline | None) -> Deadline:
+        """A call's deadline: its own (``dora.ufs.call.deadline`` from now), or the caller's
+        when that comes first."""
+        if caller is None:
+            return Deadline(self._deadline, self._clock)
+        return caller.capped(self._deadline)
+
+    def status(self, uri: str, *, deadline: Deadline | None = None) -> UfsStatus:
         """The status of a file or directory; UfsNotFound if absent."""
         backend = self._of(uri)
-        return self._call("status", uri, partial(backend.status, uri))
+        return self._call("status", uri, partial(backend.status, uri), deadline)
 
-    def list(self, uri: str) -> list[UfsStatus]:
+    def list(self, uri: str, *, deadline: Deadline | None = None) -> list[UfsStatus]:
         """The children of directory ``uri`` with full status, sorted by URI; UfsNotADirectory
         for a file."""
         backend = self._of(uri)
-        return sorted(self._call("list", uri, partial(backend.list, uri)), key=lambda s: s.uri)
+        children = self._call("list", uri, partial(backend.list, uri), deadline)
+        return sorted(children, key=lambda s: s.uri)
 
-    def read(self, uri: str, offset: int, length: int, version: str | None = None) -> bytes:
+    def read(
+        self,
+        uri: str,
+        offset: int,
+        length: int,
+        version: str | None = None,
+        *,
+        deadline: Deadline | None = None,
+    ) -> bytes:
         """Bytes ``[offset, offset+length)``, fewer at the end of the file.
 
         With ``version``, the bytes are guaranteed to come from that version: S3 reads carry
@@ -151,14 +195,16 @@ class Ufs:
         backend = self._of(uri)
         pinned = backend.pins_versions and version not in (None, DIR_VERSION)
         pin = version if pinned else None
-        data = self._call("read", uri, partial(backend.read, uri, offset, length, pin))
+        data = self._call("read", uri, partial(backend.read, uri, offset, length, pin), deadline)
         if version is not None and not pinned:
-            current = self.status(uri).version
+            current = self.status(uri, deadline=deadline).version
             if current != version:
                 raise UfsVersionChanged(uri, version, current)
         return data
 
-    def read_files(self, files: Sequence[UfsStatus]) -> Sequence[bytes | UfsError]:
+    def read_files(
+        self, files: Sequence[UfsStatus], *, deadline: Deadline | None = None
+    ) -> Sequence[bytes | UfsError]:
         """Each file read whole, its bytes guaranteed to be its status's version as
         :meth:`read` guarantees them: per file, the bytes or the error :meth:`read` would
         raise. All files are of one scheme (ValueError otherwise).
@@ -176,20 +222,20 @@ class Ufs:
             raise ValueError(f"files of more than one scheme: {[f.uri for f in files]}")
         backend = self._backend(scheme)
         if not isinstance(backend, LocalBackend):
-            return [self._read_whole(status) for status in files]
+            return [self._read_whole(status, deadline) for status in files]
         requests = [(f.uri, f.size, f.version) for f in files]
         what = f"{files[0].uri} and {len(files) - 1} more" if len(files) > 1 else files[0].uri
         outcomes: Sequence[bytes | Exception] = self._call(
-            "read", what, partial(backend.read_whole, requests), retry=False
+            "read", what, partial(backend.read_whole, requests), deadline, retry=False
         )
         return [
             outcome if isinstance(outcome, (bytes, UfsError)) else translate(outcome, "read", s.uri)
             for s, outcome in zip(files, outcomes, strict=True)
         ]
 
-    def _read_whole(self, status: UfsStatus) -> bytes | UfsError:
+    def _read_whole(self, status: UfsStatus, deadline: Deadline | None) -> bytes | UfsError:
         try:
-            return self.read(status.uri, 0, status.size, status.version)
+            return self.read(status.uri, 0, status.size, status.version, deadline=deadline)
         except UfsError as exc:
             return exc
 
@@ -201,7 +247,9 @@ class Ufs:
             raise UfsIsADirectory(f"cannot open {uri!r}: it is a directory")
         return io.BufferedReader(_RangeReader(self, status), WRITE_CHUNK)
 
-    def write(self, uri: str, data: bytes | Iterable[bytes]) -> UfsStatus:
+    def write(
+        self, uri: str, data: bytes | Iterable[bytes], *, deadline: Deadline | None = None
+    ) -> UfsStatus:
         """Write (create or replace) a file from bytes or an iterable of chunks; the status of
         what was written, as the write itself reports it (:meth:`UfsBackend.write`): a file
         deleted or replaced by someone else right after does not make a write that happened
@@ -213,65 +261,80 @@ class Ufs:
         answering, and one the UFS stops answering fails within the deadline. Time spent
         waiting for the caller's chunks does not count. A write that fails at its deadline
         may still complete on the UFS side; the local and S3 backends never leave a part.
+
+        The caller's ``deadline`` bounds the whole write, each request of a stream included
+        (a caller that waits for chunks from a client of its own counts its deadline from
+        when it has them all, as the worker's surfaces spool a body before writing it).
         """
         backend = self._of(uri)
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)
-            return self._call("write", uri, partial(backend.write, uri, payload))
-        stream = partial(backend.write_stream, uri, iter(data), self._deadline)
-        return self._call("write", uri, lambda _: stream(), retry=False)
+            return self._call("write", uri, partial(backend.write, uri, payload), deadline)
+        stream = partial(backend.write_stream, uri, iter(data), partial(self._bound, deadline))
+        return self._call("write", uri, lambda _: stream(), deadline, retry=False)
 
-    def append(self, uri: str, data: Iterable[bytes]) -> UfsStatus:
+    def append(
+        self, uri: str, data: Iterable[bytes], *, deadline: Deadline | None = None
+    ) -> UfsStatus:
         """Append the chunks of ``data`` to file ``uri`` as it is now (:meth:`UfsBackend.append`:
         in place on a local directory, a version-pinned rewrite of at most
         ``dora.ufs.append.rewrite.max.size`` on S3, refused elsewhere); the new status. A
         change by someone else between the look and the append raises UfsVersionChanged; a
         failed append leaves the file as it was. Chunks are read once, so it is not retried."""
-        status = self.status(uri)
+        status = self.status(uri, deadline=deadline)
         if status.is_dir:
             raise UfsIsADirectory(f"cannot append to {uri!r}: it is a directory")
         backend = self._of(uri)
-        return self._call("append", uri, partial(backend.append, status, data), retry=False)
+        append = partial(backend.append, status, data)
+        return self._call("append", uri, append, deadline, retry=False)
 
-    def delete(self, uri: str, recursive: bool = False) -> None:
+    def delete(
+        self, uri: str, recursive: bool = False, *, deadline: Deadline | None = None
+    ) -> None:
         """Delete a file, or a directory (its contents too only with ``recursive``)."""
-        status = self.status(uri)
-        if status.is_dir and not recursive and self.list(uri):
+        status = self.status(uri, deadline=deadline)
+        if status.is_dir and not recursive and self.list(uri, deadline=deadline):
             raise UfsIsADirectory(f"cannot delete {uri!r}: a non-empty directory needs recursive")
         backend = self._of(uri)
-        self._call("delete", uri, partial(backend.delete, uri, status.is_dir))
+        self._call("delete", uri, partial(backend.delete, uri, status.is_dir), deadline)
 
-    def rename(self, src: str, dst: str) -> UfsStatus:
+    def rename(self, src: str, dst: str, *, deadline: Deadline | None = None) -> UfsStatus:
         """Move a file or directory; the destination's new status."""
-        status = self.status(src)
+        status = self.status(src, deadline=deadline)
         backend = self._of(src)
         if status.is_dir and not backend.has_directories:
             # Object stores have no directories to rename: move each object under the prefix.
-            for child in list(self.walk_files(src)):
-                target = dst + child.uri[len(src) :]
-                self._call("rename", child.uri, partial(backend.move, child.uri, target))
+            for child in list(self.walk_files(src, deadline=deadline)):
+                move = partial(backend.move, child.uri, dst + child.uri[len(src) :])
+                self._call("rename", child.uri, move, deadline)
         else:
-            self._call("rename", src, partial(backend.move, src, dst))
+            self._call("rename", src, partial(backend.move, src, dst), deadline)
         try:
-            return self.status(dst)
+            return self.status(dst, deadline=deadline)
         except UfsNotFound:
             # Object stores have no empty directories: a moved empty prefix leaves no trace.
             return dir_status(dst, uris.name(dst))
 
-    def mkdir(self, uri: str) -> None:
+    def mkdir(self, uri: str, *, deadline: Deadline | None = None) -> None:
         """Create a directory and its parents; an existing one is fine."""
         backend = self._of(uri)
-        self._call("mkdir", uri, partial(backend.mkdir, uri))
+        self._call("mkdir", uri, partial(backend.mkdir, uri), deadline)
 
-    def walk_files(self, uri: str) -> Iterator[UfsStatus]:
+    def walk_files(self, uri: str, *, deadline: Deadline | None = None) -> Iterator[UfsStatus]:
         """Every file under directory ``uri``, depth first (for prefix loads)."""
         stack = [uri]
         while stack:
-            for child in self.list(stack.pop()):
+            for child in self.list(stack.pop(), deadline=deadline):
                 if child.is_dir:
                     stack.append(child.uri)
                 else:
                     yield child
+
+
+def _late(caller: Deadline, what: str) -> UfsDeadlineExceeded:
+    return UfsDeadlineExceeded(
+        f"{what} the request's deadline of {caller.seconds:g}s", caller.seconds
+    )
 
 
 class _RangeReader(io.RawIOBase):

@@ -8,7 +8,7 @@ suite (``tests/ufs/contract.py``) runs over every backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from fsspec.spec import AbstractFileSystem
@@ -71,10 +71,13 @@ class UfsBackend(Protocol):
         yields the documented best value, never an error."""
         ...
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
-        """Like :meth:`write`, from chunks of any size read once. ``step`` (seconds) bounds
-        each request of the upload rather than the whole, so a long healthy upload succeeds
-        while one that stops making progress fails within ``step``."""
+    def write_stream(
+        self, uri: str, chunks: Iterator[bytes], step: Callable[[], Deadline]
+    ) -> UfsStatus:
+        """Like :meth:`write`, from chunks of any size read once. Each request of the upload
+        is done by a deadline of its own, ``step()`` made as it starts, rather than the
+        whole by one, so a long healthy upload succeeds while one that stops making
+        progress fails at a step's deadline."""
         ...
 
     def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:

@@ -22,11 +22,18 @@ T = TypeVar("T")
 
 
 class DeadlineExceeded(TimeoutError):
-    """A storage request did not finish in the time it had."""
+    """A storage request did not finish in the time it had: ``deadline``, which ran out (so a
+    caller that bounds a call by one of two deadlines can tell which)."""
+
+    def __init__(self, message: str, deadline: Deadline) -> None:
+        super().__init__(message)
+        self.deadline = deadline
 
 
 class Deadline:
-    """The moment by which a UFS request must be done. Immutable and thread-safe."""
+    """The moment by which a UFS call must be done, or a whole request to the worker (the
+    caller's deadline, which :class:`ufs.adapter.Ufs` operations take). ``seconds`` is the
+    time it was given. Immutable and thread-safe."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = seconds
@@ -41,8 +48,15 @@ class Deadline:
         """Seconds left for the next request; DeadlineExceeded if none are."""
         left = self.left()
         if left <= 0:
-            raise DeadlineExceeded(f"no time left of {self.seconds:g}s")
+            raise DeadlineExceeded(f"no time left of {self.seconds:g}s", self)
         return left
+
+    def capped(self, seconds: float) -> Deadline:
+        """The earlier of this deadline and one ``seconds`` from now (on the same clock): this
+        very object when it comes first, so a caller can tell which of the two bounds a call
+        (``capped(...) is self``)."""
+        own = Deadline(seconds, self._clock)
+        return self if self._at <= own._at else own
 
 
 def run_coroutine(
@@ -62,7 +76,7 @@ def run_coroutine(
         # finished (or itself raised TimeoutError), whose outcome is then the answer.
         if not future.cancel():
             return future.result()
-        raise DeadlineExceeded(f"no answer within {timeout:.3g}s") from None
+        raise DeadlineExceeded(f"no answer within {timeout:.3g}s", deadline) from None
 
 
 class _State(enum.Enum):
@@ -143,7 +157,7 @@ class ThreadRunner:
         self._submit(call)
         if not call.wait(timeout):
             call.abandon()
-            raise DeadlineExceeded(f"no answer within {timeout:.3g}s")
+            raise DeadlineExceeded(f"no answer within {timeout:.3g}s", deadline)
         return call.outcome()
 
     def spawn(self, fn: Callable[[], object]) -> None:

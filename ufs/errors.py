@@ -54,6 +54,17 @@ class UfsUnavailable(UfsError):
         self.retry_after = retry_after
 
 
+class UfsDeadlineExceeded(UfsError, TimeoutError):
+    """The caller's own deadline for the request (``seconds`` long) ran out while it waited
+    for the UFS, or left no time for another attempt after a failure. Unlike
+    :class:`UfsUnavailable`, where the UFS took longer than ``dora.ufs.call.deadline``, the
+    caller has stopped waiting: there is nothing to retry on its behalf."""
+
+    def __init__(self, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds
+
+
 class UfsVersionChanged(UfsError):
     """The file changed while it was being read: it is no longer at ``expected``."""
 

@@ -133,26 +133,28 @@ class FsspecBackend:
             return current
         return file_status(uri, size, mtime_ns, etag)
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
-        # fsspec's file objects are sync: their steps run on threads, each with ``step``.
+    def write_stream(
+        self, uri: str, chunks: Iterator[bytes], step: Callable[[], Deadline]
+    ) -> UfsStatus:
+        # fsspec's file objects are sync: their steps run on threads, each by ``step()``.
         # Opened uncommitted (fsspec's transactions), so a failed upload is discarded; a
         # filesystem that ignores ``autocommit`` (fsspec's memory filesystem does) may still
         # leave a part. Local and S3 never do.
         def opened() -> Any:
             return self._fs.open(self.path(uri), "wb", block_size=WRITE_CHUNK, autocommit=False)
 
-        out = self._threads.run(opened, Deadline(step))
+        out = self._threads.run(opened, step())
         size = 0
         try:
             for chunk in chunks:
-                self._threads.run(partial(out.write, chunk), Deadline(step))
+                self._threads.run(partial(out.write, chunk), step())
                 size += len(chunk)
-            self._threads.run(out.close, Deadline(step))
-            self._threads.run(out.commit, Deadline(step))
+            self._threads.run(out.close, step())
+            self._threads.run(out.commit, step())
         except BaseException:
             self._threads.spawn(out.discard)
             raise
-        return self.written(uri, size, None, time.time_ns(), Deadline(step))
+        return self.written(uri, size, None, time.time_ns(), step())
 
     def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:
         """Refused: fsspec offers no write conditional on a version, so a rewrite could undo

@@ -152,8 +152,10 @@ class LocalBackend:
     def write(self, uri: str, data: bytes, deadline: Deadline) -> UfsStatus:
         return self._upload(uri, iter((data,)), lambda: deadline)
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
-        return self._upload(uri, chunks, lambda: Deadline(step))
+    def write_stream(
+        self, uri: str, chunks: Iterator[bytes], step: Callable[[], Deadline]
+    ) -> UfsStatus:
+        return self._upload(uri, chunks, step)
 
     def _upload(
         self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]

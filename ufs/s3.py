@@ -105,10 +105,12 @@ class S3Backend(FsspecBackend):
             return self._upload(uri, parts, lambda: deadline)
         return self._written(uri, len(data), self.run(self._put(uri, data), deadline), deadline)
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
+    def write_stream(
+        self, uri: str, chunks: Iterator[bytes], step: Callable[[], Deadline]
+    ) -> UfsStatus:
         """One PUT for a small body, else a multipart upload, one part per request; a failed
         upload is aborted, so nothing of it becomes visible."""
-        return self._upload(uri, chunks, lambda: Deadline(step))
+        return self._upload(uri, chunks, step)
 
     def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:
         """Emulated, as S3 has no append: the object is read at the version seen and written

@@ -9,6 +9,7 @@ import pytest
 
 from ufs.adapter import Ufs
 from ufs.backend import WRITE_CHUNK
+from ufs.deadline import Deadline
 from ufs.errors import (
     UfsError,
     UfsIsADirectory,
@@ -49,6 +50,22 @@ class UfsContract:
         with ufs.open(f"{root}/big.bin") as handle:
             assert handle.read(10) == body[:10]
             assert handle.read() == body[10:]
+
+    def test_a_request_deadline_with_time_to_spare_changes_nothing(
+        self, ufs: Ufs, root: str
+    ) -> None:
+        deadline = Deadline(60)
+        ufs.mkdir(f"{root}/d", deadline=deadline)
+        written = ufs.write(f"{root}/d/f", b"abc", deadline=deadline)
+        assert ufs.write(f"{root}/d/s", iter([b"a", b"b"]), deadline=deadline).size == 2
+        assert ufs.status(f"{root}/d/f", deadline=deadline) == written
+        assert ufs.read(f"{root}/d/f", 1, 5, written.version, deadline=deadline) == b"bc"
+        assert ufs.read_files([written], deadline=deadline) == [b"abc"]
+        moved = ufs.rename(f"{root}/d/s", f"{root}/d/t", deadline=deadline)
+        assert [s.uri for s in ufs.list(f"{root}/d", deadline=deadline)] == [written.uri, moved.uri]
+        ufs.delete(f"{root}/d", recursive=True, deadline=deadline)
+        with pytest.raises(UfsNotFound):
+            ufs.status(f"{root}/d/f", deadline=deadline)
 
     def test_a_failed_stream_leaves_the_old_file(self, ufs: Ufs, root: str) -> None:
         old = ufs.write(f"{root}/keep.bin", b"old")

@@ -64,16 +64,17 @@ class TestMemory(UfsContract):
         super().test_a_failed_stream_leaves_the_old_file(ufs, root)
 
 
+def refusing_s3(**options: int) -> UfsOptions:
+    """Options of an S3 endpoint where nothing listens (connections refused)."""
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    return UfsOptions(
+        s3_endpoint=endpoint, s3_access_key_id="k", s3_secret_access_key="s", **options
+    )
+
+
 def test_unreachable_s3_is_retried_then_unavailable() -> None:
     sleeps: list[float] = []
-    options = UfsOptions(
-        s3_endpoint=f"http://127.0.0.1:{free_port()}",
-        s3_access_key_id="k",
-        s3_secret_access_key="s",
-        retry_attempts=3,
-        retry_base_delay_ms=50,
-        connect_timeout_ms=500,
-    )
+    options = refusing_s3(retry_attempts=3, retry_base_delay_ms=50, connect_timeout_ms=500)
     ufs = Ufs(options, sleep=sleeps.append)
     with pytest.raises(UfsUnavailable, match="UFS unavailable during status s3://b/k") as raised:
         ufs.status("s3://b/k")
@@ -141,14 +142,7 @@ def test_retries_stop_when_the_deadline_leaves_no_time() -> None:
         sleeps.append(seconds)
         now[0] += seconds
 
-    options = UfsOptions(
-        s3_endpoint=f"http://127.0.0.1:{free_port()}",
-        s3_access_key_id="k",
-        s3_secret_access_key="s",
-        retry_attempts=5,
-        retry_base_delay_ms=4000,
-        call_deadline_ms=10000,
-    )
+    options = refusing_s3(retry_attempts=5, retry_base_delay_ms=4000, call_deadline_ms=10000)
     ufs = Ufs(options, sleep=sleep, clock=lambda: now[0])
     with pytest.raises(UfsUnavailable, match="UFS unavailable during status"):
         ufs.status("s3://b/k")

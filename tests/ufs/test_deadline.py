@@ -40,11 +40,23 @@ def test_deadline_counts_down_and_then_refuses() -> None:
         deadline.timeout()
 
 
+def test_a_capped_deadline_is_the_earlier_of_the_two() -> None:
+    clock = FakeClock()
+    request = Deadline(5.0, clock)
+    assert request.capped(10.0) is request  # the request's time bounds the call
+    clock.now += 4.0
+    call = request.capped(0.5)
+    assert call is not request
+    assert call.left() == pytest.approx(0.5)
+
+
 def test_a_blocked_call_is_abandoned_and_its_thread_reused(pipe: tuple[int, int]) -> None:
     read_end, write_end = pipe
     runner = ThreadRunner(threads=1)
-    with pytest.raises(DeadlineExceeded):
-        runner.run(lambda: os.read(read_end, 1), Deadline(0.2))
+    deadline = Deadline(0.2)
+    with pytest.raises(DeadlineExceeded) as raised:
+        runner.run(lambda: os.read(read_end, 1), deadline)
+    assert raised.value.deadline is deadline  # which deadline ran out
     # The one thread is still blocked: a call queued behind it fails without ever running.
     ran = threading.Event()
     with pytest.raises(DeadlineExceeded):

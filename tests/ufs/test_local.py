@@ -95,7 +95,9 @@ class _RacedBackend(LocalBackend):
         self._raced(path_of(uri))
         return written
 
-    def write_stream(self, uri: str, chunks: Iterator[bytes], step: float) -> UfsStatus:
+    def write_stream(
+        self, uri: str, chunks: Iterator[bytes], step: Callable[[], Deadline]
+    ) -> UfsStatus:
         written = super().write_stream(uri, chunks, step)
         self._raced(path_of(uri))
         return written
