@@ -136,6 +136,12 @@ class WorkerBusy(RetryLater):
     uploads as it takes at once are in flight."""
 
 
+class DeadlineExceeded(DoraError, TimeoutError):
+    """The worker stopped waiting for the UFS at the deadline the request came with (504):
+    the client's own timeout, sent as ``X-Dora-Timeout-Ms`` (:mod:`worker.deadlines`). Not
+    retried: the time the caller gave is spent."""
+
+
 class RequestTimeout(DoraError):
     """The client sent nothing for longer than the worker waits in the middle of a request
     body (408); the connection is closed after the answer."""
@@ -238,6 +244,7 @@ CATALOGUE: tuple[ErrorKind, ...] = (
     ErrorKind("UfsError", 502, UfsFailure, _IOE, (ufs.UfsError,)),
     ErrorKind("UfsUnavailable", 503, UfsUnavailable, _IOE, (ufs.UfsUnavailable,)),
     ErrorKind("WorkerBusy", 503, WorkerBusy, _IOE, (WorkerBusy,)),
+    ErrorKind("DeadlineExceeded", 504, DeadlineExceeded, _IOE, (ufs.UfsDeadlineExceeded,)),
 )
 
 _BY_TYPE: dict[type[BaseException], ErrorKind] = {}

@@ -28,6 +28,7 @@ class UfsTimeout(ufs.UfsUnavailable):
         (MetaVersionMismatch("u", "a", "b"), "VersionMismatch", 412, "IOException"),
         (ufs.UfsUnavailable("x"), "UfsUnavailable", 503, "IOException"),
         (UfsTimeout("x"), "UfsUnavailable", 503, "IOException"),
+        (ufs.UfsDeadlineExceeded("x", 2.0), "DeadlineExceeded", 504, "IOException"),
         (ufs.UfsError("x"), "UfsError", 502, "IOException"),
         (ConfigError("x"), "BadRequest", 400, "IllegalArgumentException"),
         (catalogue.InvalidRequest("x"), "BadRequest", 400, "IllegalArgumentException"),
@@ -94,6 +95,7 @@ def test_an_unknown_route_is_not_a_missing_file() -> None:
         (ufs.UfsIsADirectory("x"), catalogue.IsADirectory, IsADirectoryError),
         (ufs.UfsNotADirectory("x"), catalogue.NotADirectory, NotADirectoryError),
         (ufs.UfsVersionChanged("u", "a", None), catalogue.VersionMismatch, OSError),
+        (ufs.UfsDeadlineExceeded("x", 2.0), catalogue.DeadlineExceeded, TimeoutError),
         (ufs.UfsError("x"), catalogue.UfsFailure, OSError),
     ],
 )
@@ -117,3 +119,5 @@ def test_error_headers() -> None:
     range_error = catalogue.RangeNotSatisfiable("past the end", size=0)
     assert catalogue.headers_for(range_error) == {"Content-Range": "bytes */0"}
     assert catalogue.headers_for(catalogue.RangeNotSatisfiable("bad")) == {}
+    # The caller's own time is spent: no hint to retry later.
+    assert catalogue.headers_for(ufs.UfsDeadlineExceeded("x", 2.0)) == {}

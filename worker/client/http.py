@@ -52,6 +52,7 @@ from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.context import REVISION_HEADER
 from worker.cluster.credentials import Credentials
+from worker.deadlines import TIMEOUT_HEADER, header_value
 from worker.tls.client import (
     WorkerNotTrusted,
     client_cert_refused,
@@ -156,6 +157,8 @@ class WorkerClient:
         self.revision = 0
         self.counters = counters or Counters()
         self.transport = transport
+        # A worker stops waiting for the UFS when this client stops waiting for the worker.
+        self._timeout_ms = header_value(options.timeout_s)
         self._urls = dict(zip(options.ring_names, options.workers, strict=True))
         self._sync_transport = None if transport is None else sync_transport(transport)
         self._async_transport = None if transport is None else async_transport(transport)
@@ -287,7 +290,7 @@ class WorkerClient:
     def _request(
         self, worker: str, url: str, call: Call, dropped_once: bool = False
     ) -> Flow[httpx.Response]:
-        headers = dict(call.headers)
+        headers = {TIMEOUT_HEADER: self._timeout_ms, **call.headers}
         if self.revision:
             headers[REVISION_HEADER] = str(self.revision)
         try:

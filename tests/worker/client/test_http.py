@@ -20,6 +20,7 @@ from worker.client.http import (
     WorkerClient,
 )
 from worker.client.options import ClientOptions
+from worker.errors import DeadlineExceeded
 
 WORKERS = "w1:1,w2:1,w3:1"
 KEY = "s3://bucket/a.parquet"
@@ -322,6 +323,22 @@ def test_503_retries_are_bounded(send: Send) -> None:
     assert len(seen) == 2
 
 
+def test_every_request_tells_the_worker_how_long_the_client_waits(send: Send) -> None:
+    """``X-Dora-Timeout-Ms``: the client's read timeout (``dora.user.client.timeout``) less
+    the answer's way back, on every attempt (a 503's retry too) and every kind of call."""
+    sent: list[str | None] = []
+    unavailable_once = unavailable_then_ok(1)
+
+    def script(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers.get("X-Dora-Timeout-Ms"))
+        return unavailable_once(request)
+
+    client, _, _ = make_client(script, "dora.user.client.timeout=5s")
+    send(client, status_call())
+    send(client, write_call())
+    assert sent == ["4500", "4500", "4500"]
+
+
 def test_503_on_a_mutation_is_not_retried(send: Send) -> None:
     client, _, seen = make_client(unavailable_then_ok(1))
     with pytest.raises(errors.UfsUnavailable):
@@ -343,6 +360,8 @@ def test_503_on_a_mutation_is_not_retried(send: Send) -> None:
         (413, "PayloadTooLarge", errors.PayloadTooLarge, OSError),
         (416, "RangeNotSatisfiable", errors.RangeNotSatisfiable, ValueError),
         (502, "UfsError", errors.UfsFailure, OSError),
+        # The request's deadline ran out on the worker: not retried, no other worker asked.
+        (504, "DeadlineExceeded", DeadlineExceeded, TimeoutError),
         (500, "InternalError", errors.WorkerFailure, OSError),
     ],
 )

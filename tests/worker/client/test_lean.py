@@ -394,6 +394,22 @@ def test_the_client_translates_error_answers_over_the_lean_exchange(
         client_for(serve(not_found)).send(call)
 
 
+def test_the_client_s_deadline_goes_over_the_lean_exchange_and_a_504_comes_back(
+    serve: Callable[[Script], Server], client_for: Callable[[Server], WorkerClient]
+) -> None:
+    def deadline_exceeded(connection: Connection, server: Server) -> None:
+        server.read(connection)
+        body = {"error": "DeadlineExceeded", "message": "the request's deadline of 54s"}
+        connection.answer(json.dumps(body).encode(), "504 Gateway Timeout")
+
+    server = serve(deadline_exceeded)
+    call = Call("GET", "/v1/status", "s3://b/k", "status s3://b/k", {"path": "s3://b/k"})
+    with pytest.raises(TimeoutError, match="deadline of 54s"):
+        client_for(server).send(call)
+    # The default dora.user.client.timeout (60s) less a second for the answer's way back.
+    assert [r.headers["x-dora-timeout-ms"] for r in server.requests] == ["59000"]
+
+
 def test_an_unresponsive_owner_is_not_asked_again_and_the_next_worker_serves(
     serve: Callable[[Script], Server],
 ) -> None:
