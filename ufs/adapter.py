@@ -332,9 +332,7 @@ class Ufs:
 
 
 def _late(caller: Deadline, what: str) -> UfsDeadlineExceeded:
-    return UfsDeadlineExceeded(
-        f"{what} the request's deadline of {caller.seconds:g}s", caller.seconds
-    )
+    return UfsDeadlineExceeded(f"{what} the request's deadline of {caller.seconds:g}s", caller)
 
 
 class _RangeReader(io.RawIOBase):

@@ -3,6 +3,11 @@ place; everything above the adapter only sees these."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the client imports these errors, and the deadline module only a worker uses
+    from ufs.deadline import Deadline
+
 
 class UfsError(Exception):
     """Base of every error the UFS adapter raises."""
@@ -55,14 +60,15 @@ class UfsUnavailable(UfsError):
 
 
 class UfsDeadlineExceeded(UfsError, TimeoutError):
-    """The caller's own deadline for the request (``seconds`` long) ran out while it waited
-    for the UFS, or left no time for another attempt after a failure. Unlike
-    :class:`UfsUnavailable`, where the UFS took longer than ``dora.ufs.call.deadline``, the
-    caller has stopped waiting: there is nothing to retry on its behalf."""
+    """The caller's own ``deadline`` for the request ran out while it waited for the UFS, or
+    left no time for another attempt after a failure. Unlike :class:`UfsUnavailable`, where
+    the UFS took longer than ``dora.ufs.call.deadline``, the caller has stopped waiting:
+    there is nothing to retry on its behalf. A caller that shares a call with others (single
+    flight) tells by ``deadline`` whose time ran out: another caller's is not its own."""
 
-    def __init__(self, message: str, seconds: float) -> None:
+    def __init__(self, message: str, deadline: Deadline) -> None:
         super().__init__(message)
-        self.seconds = seconds
+        self.deadline = deadline
 
 
 class UfsVersionChanged(UfsError):

@@ -6,6 +6,7 @@ import pytest
 
 from config import ConfigError
 from ufs import errors as ufs
+from ufs.deadline import Deadline
 from worker import errors as catalogue
 from worker.api.errors import error_response
 from worker.client.errors import error_from_response
@@ -28,7 +29,7 @@ class UfsTimeout(ufs.UfsUnavailable):
         (MetaVersionMismatch("u", "a", "b"), "VersionMismatch", 412, "IOException"),
         (ufs.UfsUnavailable("x"), "UfsUnavailable", 503, "IOException"),
         (UfsTimeout("x"), "UfsUnavailable", 503, "IOException"),
-        (ufs.UfsDeadlineExceeded("x", 2.0), "DeadlineExceeded", 504, "IOException"),
+        (ufs.UfsDeadlineExceeded("x", Deadline(2.0)), "DeadlineExceeded", 504, "IOException"),
         (ufs.UfsError("x"), "UfsError", 502, "IOException"),
         (ConfigError("x"), "BadRequest", 400, "IllegalArgumentException"),
         (catalogue.InvalidRequest("x"), "BadRequest", 400, "IllegalArgumentException"),
@@ -95,7 +96,7 @@ def test_an_unknown_route_is_not_a_missing_file() -> None:
         (ufs.UfsIsADirectory("x"), catalogue.IsADirectory, IsADirectoryError),
         (ufs.UfsNotADirectory("x"), catalogue.NotADirectory, NotADirectoryError),
         (ufs.UfsVersionChanged("u", "a", None), catalogue.VersionMismatch, OSError),
-        (ufs.UfsDeadlineExceeded("x", 2.0), catalogue.DeadlineExceeded, TimeoutError),
+        (ufs.UfsDeadlineExceeded("x", Deadline(2.0)), catalogue.DeadlineExceeded, TimeoutError),
         (ufs.UfsError("x"), catalogue.UfsFailure, OSError),
     ],
 )
@@ -120,4 +121,4 @@ def test_error_headers() -> None:
     assert catalogue.headers_for(range_error) == {"Content-Range": "bytes */0"}
     assert catalogue.headers_for(catalogue.RangeNotSatisfiable("bad")) == {}
     # The caller's own time is spent: no hint to retry later.
-    assert catalogue.headers_for(ufs.UfsDeadlineExceeded("x", 2.0)) == {}
+    assert catalogue.headers_for(ufs.UfsDeadlineExceeded("x", Deadline(2.0))) == {}
