@@ -60,6 +60,9 @@ class S3Backend(FsspecBackend):
 
     def __init__(self, scheme: str, options: UfsOptions, threads: ThreadRunner) -> None:
         self._append_max = options.append_rewrite_max_bytes
+        # A failed upload's abort runs in the background by the call's own deadline, never a
+        # caller's: a request whose time ran out still leaves no part behind.
+        self._abort_s = options.call_deadline_ms / 1000
         filesystem = s3fs.S3FileSystem(**storage_options(options))
         # s3fs retries some errors itself (5 times); ours are the bounded ones.
         filesystem.retries = 1
@@ -168,7 +171,7 @@ class S3Backend(FsspecBackend):
                     self.run(lambda: upload.send(bytes(buffer)), deadline())
                 response = self.run(upload.complete, deadline())
         except BaseException:
-            upload.abort_soon(deadline().seconds)
+            upload.abort_soon(self._abort_s)
             raise
         return self._written(uri, size, response, deadline())
 
