@@ -215,12 +215,16 @@ def byte_range(header: str) -> ByteRange | None:
 def range_position(header: str, text: str) -> int | None:
     """A byte position of a Range header (None when left out); InvalidRequest naming the
     header when it is not a bounded integer."""
-    if not text:
-        return None
+    return header_number("Range", header, text) if text else None
+
+
+def header_number(name: str, value: str, text: str) -> int:
+    """``text``, a number in header ``name`` whose value is ``value``, as an integer from 0 to
+    :data:`numbers.MAX_INTEGER`; InvalidRequest naming the header and showing its value."""
     try:
         return numbers.natural(text)
     except ValueError as exc:
-        raise InvalidRequest(f"header Range={numbers.shown(header)}: {exc}") from None
+        raise InvalidRequest(f"header {name}={numbers.shown(value)}: {exc}") from None
 
 
 # -- lean routes ----------------------------------------------------------------------------------

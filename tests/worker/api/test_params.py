@@ -9,7 +9,7 @@ from starlette.datastructures import QueryParams
 
 from tests.worker.conftest import Api
 from worker.api.numbers import MAX_INTEGER
-from worker.api.params import REST, Query
+from worker.api.params import REST, Query, byte_range
 from worker.api.webhdfs_errors import DIALECT as WEBHDFS
 from worker.errors import InvalidRequest, RangeNotSatisfiable
 
@@ -124,3 +124,9 @@ def _check(answer: httpx.Response, expected: tuple[int, object], *kinds: str) ->
     assert kind == kinds[status == 416]
     assert isinstance(said, str) and said in message
     assert "\n" not in message and "Traceback" not in message
+
+
+def test_a_range_position_past_a_long_is_refused_naming_the_header() -> None:
+    header = f"bytes={BIG}-"
+    with pytest.raises(InvalidRequest, match=f"^header Range='{header}': expected a whole"):
+        byte_range(header)
