@@ -1,4 +1,5 @@
-"""The one query parser: the same rules on every surface, each in its protocol's words."""
+"""The one query parser: the same rules on every surface, each in its protocol's words, and what
+REST v1 and WebHDFS answer through it for an offset or length."""
 
 import json
 from pathlib import Path
@@ -103,16 +104,16 @@ def test_offset_and_length_on_both_surfaces(
     (data_dir / "ten").write_bytes(TEN)
     by_rest = api.get(f"/v1/read?path=file://{data_dir}/ten&{given}")
     by_webhdfs = api.get(f"/webhdfs/v1/file{data_dir}/ten?op=OPEN&data=true&{given}")
-    _check(by_rest, rest, "BadRequest", "RangeNotSatisfiable")
-    _check(by_webhdfs, webhdfs, "IllegalArgumentException", "EOFException")
+    _check(by_rest, rest, {400: "BadRequest", 416: "RangeNotSatisfiable"})
+    _check(by_webhdfs, webhdfs, {400: "IllegalArgumentException", 416: "EOFException"})
     for answer in (by_rest, by_webhdfs):
         if answer.status_code == 416 and "bytes)" in answer.text:  # past the end, size known
             assert answer.headers["content-range"] == "bytes */10"
 
 
-def _check(answer: httpx.Response, expected: tuple[int, object], *kinds: str) -> None:
+def _check(answer: httpx.Response, expected: tuple[int, object], kinds: dict[int, str]) -> None:
     """``answer`` is ``expected``: a status and its body, or a status and a part of its error
-    message (of the kind each status has on the surface), one line with no traceback."""
+    message, one line with no traceback, of the error kind ``kinds`` gives the status."""
     status, said = expected
     assert answer.status_code == status
     if status == 200:
@@ -121,7 +122,7 @@ def _check(answer: httpx.Response, expected: tuple[int, object], *kinds: str) ->
     error = json.loads(answer.content)
     error = error.get("RemoteException", error)
     kind, message = error.get("exception", error.get("error")), error["message"]
-    assert kind == kinds[status == 416]
+    assert kind == kinds[status]
     assert isinstance(said, str) and said in message
     assert "\n" not in message and "Traceback" not in message
 
@@ -130,3 +131,26 @@ def test_a_range_position_past_a_long_is_refused_naming_the_header() -> None:
     header = f"bytes={BIG}-"
     with pytest.raises(InvalidRequest, match=f"^header Range='{header}': expected a whole"):
         byte_range(header)
+
+
+@pytest.mark.parametrize(
+    ("given", "status", "said"),
+    [
+        ("offset=-1", 416, "query parameter offset=-1: must not be negative"),
+        ("length=-1", 416, "query parameter length=-1: must not be negative"),
+        ("offset=ten", 400, "query parameter offset='ten': expected an integer"),
+        (f"length={BIG}", 400, f"query parameter length='{BIG}': expected an integer"),
+        ("offset=11", 416, "past the end of the file (10 bytes)"),
+        ("offset=3&length=0", 200, None),
+    ],
+)
+def test_locate_reads_offset_and_length_as_a_read_does(
+    api: Api, data_dir: Path, given: str, status: int, said: str | None
+) -> None:
+    (data_dir / "ten").write_bytes(TEN)
+    answer = api.get(f"/v1/locate?path=file://{data_dir}/ten&{given}")
+    assert answer.status_code == status
+    if said is None:
+        assert answer.json()["missing"] == []  # a 0-byte window has no pages to miss
+    else:
+        assert said in answer.json()["message"]
