@@ -34,7 +34,8 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Dialect:
     """How a surface's protocol names its parameters and words a refusal; what a value may be
-    is the same on every surface. ``fold_case``: names match in any case. ``missing(name)``
+    is the same on every surface but for the sign of an offset or length (``negative``).
+    ``fold_case``: names match in any case. ``missing(name)``
     and ``invalid(name, shown value, what was expected)`` are the messages of the 400s.
     ``negative(name, value)``, when given, is the message of the 416 a negative offset or
     length gets (an integer, naming a range no file has); without it such a value is not a
