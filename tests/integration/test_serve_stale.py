@@ -7,8 +7,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import s3fs
@@ -28,23 +29,54 @@ OLD, NEW = b"o" * (2 * PAGE + 100), b"n" * (2 * PAGE + 100)  # three pages, same
 STALE = {"sync_interval": "0", "serve_stale": "true"}
 
 
-def _service(work: Path, seaweedfs: LocalS3, *defines: str) -> WorkerService:
-    page = f"dora.worker.page.store.page.size={PAGE // 1024}KB"
-    return open_service(work, f"s3://{BUCKET}", page, *seaweedfs.storage_defines(), *defines)
+class Worker(NamedTuple):
+    service: WorkerService
+    api: Api
 
 
 @pytest.fixture
-def service(tmp_path: Path, seaweedfs: LocalS3) -> Iterator[WorkerService]:
-    service = _service(tmp_path / "work", seaweedfs)
-    yield service
-    service.close()
+def open_worker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Worker]]:
+    """``open_worker(*defines, s3=None, root=...)``: a worker over ``s3`` (None: the shared
+    SeaweedFS) serving ``root``, with these site properties besides the page size (a rules
+    file, a status cache TTL, a UFS deadline), and an API client into it; both closed after the
+    test."""
+    opened: list[Worker] = []
+
+    def open_(*defines: str, s3: LocalS3 | None = None, root: str = f"s3://{BUCKET}") -> Worker:
+        server: LocalS3 = s3 or request.getfixturevalue("seaweedfs")
+        page = f"dora.worker.page.store.page.size={PAGE // 1024}KB"
+        service = open_service(tmp_path / "work", root, page, *server.storage_defines(), *defines)
+        opened.append(Worker(service, Api(service)))
+        return opened[-1]
+
+    yield open_
+    for worker in opened:
+        worker.api.close()
+        worker.service.close()
 
 
 @pytest.fixture
-def api(service: WorkerService) -> Iterator[Api]:
-    api = Api(service)
-    yield api
-    api.close()
+def worker(open_worker: Callable[..., Worker]) -> Worker:
+    return open_worker()
+
+
+@pytest.fixture
+def service(worker: Worker) -> WorkerService:
+    return worker.service
+
+
+@pytest.fixture
+def api(worker: Worker) -> Api:
+    return worker.api
+
+
+Outside = Callable[[str, bytes], None]
+
+
+@pytest.fixture
+def outside(s3_raw: s3fs.S3FileSystem) -> Outside:
+    """``outside(uri, content)``: ``uri`` written by a writer other than the worker."""
+    return lambda uri, content: s3_raw.pipe_file(uri.removeprefix("s3://"), content)
 
 
 class GatedStatus:
@@ -74,13 +106,13 @@ def _meta(service: WorkerService, name: str) -> int:
 
 
 def test_the_stale_answer_comes_at_once_one_recheck_runs_then_only_new_bytes(
-    service: WorkerService, api: Api, s3_root: str, s3_raw: s3fs.S3FileSystem
+    service: WorkerService, api: Api, s3_root: str, outside: Outside
 ) -> None:
     uri = f"{s3_root}/f.bin"
-    s3_raw.pipe_file(uri.removeprefix("s3://"), OLD)
+    outside(uri, OLD)
     assert api.get("/v1/read", params={"path": uri}).content == OLD  # status and pages cached
     old = api.get("/v1/status", params={"path": uri}).json()["version"]
-    s3_raw.pipe_file(uri.removeprefix("s3://"), NEW)
+    outside(uri, NEW)
     ufs = GatedStatus(service)
     ufs.gate.clear()
     try:
@@ -103,12 +135,12 @@ def test_the_stale_answer_comes_at_once_one_recheck_runs_then_only_new_bytes(
 
 
 def test_a_stale_status_whose_pages_are_not_cached_serves_only_the_new_bytes(
-    service: WorkerService, api: Api, s3_root: str, s3_raw: s3fs.S3FileSystem
+    service: WorkerService, api: Api, s3_root: str, outside: Outside
 ) -> None:
     uri = f"{s3_root}/f.bin"
-    s3_raw.pipe_file(uri.removeprefix("s3://"), OLD)
+    outside(uri, OLD)
     old = api.get("/v1/status", params={"path": uri}).json()["version"]  # no pages cached
-    s3_raw.pipe_file(uri.removeprefix("s3://"), NEW)
+    outside(uri, NEW)
     read = api.get("/v1/read", params={"path": uri, **STALE})
     # The stale status pinned the old version; the UFS no longer has it, so the read syncs
     # before its first byte and serves the new version whole.
@@ -118,49 +150,44 @@ def test_a_stale_status_whose_pages_are_not_cached_serves_only_the_new_bytes(
 
 
 def test_not_opted_in_an_expired_status_is_rechecked_first(
-    service: WorkerService, api: Api, s3_root: str, s3_raw: s3fs.S3FileSystem
+    service: WorkerService, api: Api, s3_root: str, outside: Outside
 ) -> None:
     uri = f"{s3_root}/f.bin"
-    s3_raw.pipe_file(uri.removeprefix("s3://"), OLD)
+    outside(uri, OLD)
     assert api.get("/v1/read", params={"path": uri}).content == OLD
-    s3_raw.pipe_file(uri.removeprefix("s3://"), NEW)
+    outside(uri, NEW)
     assert api.get("/v1/read", params={"path": uri, "sync_interval": "0"}).content == NEW
     refused = {"sync_interval": "0", "serve_stale": "false"}
-    s3_raw.pipe_file(uri.removeprefix("s3://"), OLD)
+    outside(uri, OLD)
     assert api.get("/v1/read", params={"path": uri, **refused}).content == OLD
     assert _meta(service, "revalidations") == 0
 
 
 def test_past_the_status_cache_ttl_no_stale_answer(
-    tmp_path: Path, seaweedfs: LocalS3, s3_root: str, s3_raw: s3fs.S3FileSystem
+    open_worker: Callable[..., Worker], s3_root: str, outside: Outside
 ) -> None:
     ttl_ms = 300
-    service = _service(
-        tmp_path / "work", seaweedfs, f"dora.worker.ufs.file.status.cache.ttl={ttl_ms}ms"
-    )
-    api = Api(service)
-    try:
-        uri = f"{s3_root}/f.bin"
-        s3_raw.pipe_file(uri.removeprefix("s3://"), OLD)
-        old = api.get("/v1/status", params={"path": uri}).json()["version"]
-        loaded_by = time.time_ns() // 1_000_000  # the worker's clock, after it loaded
-        s3_raw.pipe_file(uri.removeprefix("s3://"), NEW)
-        wait_until(lambda: time.time_ns() // 1_000_000 - loaded_by > ttl_ms)
-        answer = api.get("/v1/status", params={"path": uri, **STALE}).json()
-        assert answer["version"] != old
-        assert _meta(service, "revalidations") == 0
-    finally:
-        api.close()
-        service.close()
+    service, api = open_worker(f"dora.worker.ufs.file.status.cache.ttl={ttl_ms}ms")
+    uri = f"{s3_root}/f.bin"
+    outside(uri, OLD)
+    old = api.get("/v1/status", params={"path": uri}).json()["version"]
+    loaded_by = time.time_ns() // 1_000_000  # the worker's clock, after it loaded
+    outside(uri, NEW)
+    wait_until(lambda: time.time_ns() // 1_000_000 - loaded_by > ttl_ms)
+    answer = api.get("/v1/status", params={"path": uri, **STALE}).json()
+    assert answer["version"] != old
+    assert _meta(service, "revalidations") == 0
 
 
 def test_a_path_rule_serves_stale_on_every_surface_and_a_caller_can_refuse(
-    tmp_path: Path, seaweedfs: LocalS3, s3_root: str, s3_raw: s3fs.S3FileSystem
+    open_worker: Callable[..., Worker],
+    tmp_path: Path,
+    s3_root: str,
+    outside: Outside,
 ) -> None:
     rules = tmp_path / "rules"
     rules.write_text(f"{s3_root}/hot/** max-age=0 serve-stale\n")
-    service = _service(tmp_path / "work", seaweedfs, f"dora.worker.path.rules.file={rules}")
-    api = Api(service)
+    service, api = open_worker(f"dora.worker.path.rules.file={rules}")
     webhdfs = "/webhdfs/v1/s3/"
     surfaces = {
         "/v1/status": lambda uri: api.get("/v1/status", params={"path": uri}).json()["size"],
@@ -169,35 +196,31 @@ def test_a_path_rule_serves_stale_on_every_surface_and_a_caller_can_refuse(
         )["FileStatus"]["length"],
         "alluxio": lambda uri: api.get("/v1/info", params={"path": uri}).json()[0]["mLength"],
     }
-    try:
-        for n, (name, size_of) in enumerate(surfaces.items()):
-            uri = f"{s3_root}/hot/{n}.bin"
-            s3_raw.pipe_file(uri.removeprefix("s3://"), b"old")
-            assert size_of(uri) == 3, name
-            s3_raw.pipe_file(uri.removeprefix("s3://"), b"changed")
-            assert size_of(uri) == 3, name  # at once, the rule's re-check in the background
-            wait_until(lambda done=n + 1: _meta(service, "syncs_changed") == done)
-            assert size_of(uri) == 7, name
-        started = _meta(service, "revalidations")
-        refused = {"path": f"{s3_root}/hot/refused.bin", "serve_stale": "false"}
-        s3_raw.pipe_file(refused["path"].removeprefix("s3://"), b"old")
-        assert api.get("/v1/status", params=refused).json()["size"] == 3
-        s3_raw.pipe_file(refused["path"].removeprefix("s3://"), b"refused!")
-        assert api.get("/v1/status", params=refused).json()["size"] == 8
-        assert _meta(service, "revalidations") == started
-    finally:
-        api.close()
-        service.close()
+    for n, (name, size_of) in enumerate(surfaces.items()):
+        uri = f"{s3_root}/hot/{n}.bin"
+        outside(uri, b"old")
+        assert size_of(uri) == 3, name
+        outside(uri, b"changed")
+        assert size_of(uri) == 3, name  # at once, the rule's re-check in the background
+        wait_until(lambda done=n + 1: _meta(service, "syncs_changed") == done)
+        assert size_of(uri) == 7, name
+    started = _meta(service, "revalidations")
+    refused = {"path": f"{s3_root}/hot/refused.bin", "serve_stale": "false"}
+    outside(refused["path"], b"old")
+    assert api.get("/v1/status", params=refused).json()["size"] == 3
+    outside(refused["path"], b"refused!")
+    assert api.get("/v1/status", params=refused).json()["size"] == 8
+    assert _meta(service, "revalidations") == started
 
 
 def test_the_client_storage_option_serves_stale(
-    service: WorkerService, s3_root: str, s3_raw: s3fs.S3FileSystem
+    service: WorkerService, s3_root: str, outside: Outside
 ) -> None:
     uri = f"{s3_root}/f.bin"
-    s3_raw.pipe_file(uri.removeprefix("s3://"), OLD)
+    outside(uri, OLD)
     fs = dora_fs(service, sync_interval=0, file_metadata_sync_serve_stale="true")
     assert fs.cat_file(uri) == OLD
-    s3_raw.pipe_file(uri.removeprefix("s3://"), NEW)
+    outside(uri, NEW)
     ufs = GatedStatus(service)
     ufs.gate.clear()
     try:
@@ -212,30 +235,21 @@ def test_the_client_storage_option_serves_stale(
 
 
 def test_a_failing_recheck_logs_one_line_and_the_next_call_rechecks(
-    tmp_path: Path, private_s3: LocalS3, caplog: pytest.LogCaptureFixture
+    private_s3: LocalS3, open_worker: Callable[..., Worker], caplog: pytest.LogCaptureFixture
 ) -> None:
-    service = open_service(
-        tmp_path / "work",
-        "s3://private",
-        "dora.ufs.call.deadline=1s",
-        *private_s3.storage_defines(),
-    )
-    api = Api(service)
+    # private_s3 first: set up before the worker, so stopped only after the worker is closed.
+    service, api = open_worker("dora.ufs.call.deadline=1s", s3=private_s3, root="s3://private")
     uri = "s3://private/f.bin"
-    try:
-        private_s3.client().pipe_file("private/f.bin", b"one")
-        # A SeaweedFS just started may answer an error for a moment (not the worker's doing).
-        loaded = {"path": uri, "sync_interval": "0"}
-        wait_until(lambda: api.get("/v1/status", params=loaded).status_code == 200)
-        old = api.get("/v1/status", params={"path": uri}).json()["version"]
-        with frozen(private_s3), caplog.at_level(logging.WARNING, "worker.meta.revalidate"):
-            assert api.get("/v1/status", params={"path": uri, **STALE}).json()["version"] == old
-            wait_until(lambda: _meta(service, "revalidations_failed") == 1)
-            lines = [r.getMessage() for r in caplog.records if r.name == "worker.meta.revalidate"]
-            assert len(lines) == 1 and uri in lines[0] and "\n" not in lines[0]
-            assert api.get("/v1/status", params={"path": uri, **STALE}).status_code == 503
+    private_s3.client().pipe_file("private/f.bin", b"one")
+    # A SeaweedFS just started may answer an error for a moment (not the worker's doing).
+    loaded = {"path": uri, "sync_interval": "0"}
+    wait_until(lambda: api.get("/v1/status", params=loaded).status_code == 200)
+    old = api.get("/v1/status", params={"path": uri}).json()["version"]
+    with frozen(private_s3), caplog.at_level(logging.WARNING, "worker.meta.revalidate"):
         assert api.get("/v1/status", params={"path": uri, **STALE}).json()["version"] == old
-        assert _meta(service, "revalidations") == 1
-    finally:
-        api.close()
-        service.close()
+        wait_until(lambda: _meta(service, "revalidations_failed") == 1)
+        lines = [r.getMessage() for r in caplog.records if r.name == "worker.meta.revalidate"]
+        assert len(lines) == 1 and uri in lines[0] and "\n" not in lines[0]
+        assert api.get("/v1/status", params={"path": uri, **STALE}).status_code == 503
+    assert api.get("/v1/status", params={"path": uri, **STALE}).json()["version"] == old
+    assert _meta(service, "revalidations") == 1

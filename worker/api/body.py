@@ -19,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from worker.api import numbers
-from worker.errors import InvalidRequest, PayloadTooLarge
+from worker.api.params import header_number
+from worker.errors import PayloadTooLarge
 from worker.reader import ReadResult
 
 SPOOL_IN_MEMORY = 16 << 20
@@ -71,12 +71,7 @@ def declared_length(request: Request) -> int | None:
     """The request's ``Content-Length``, None without one; InvalidRequest naming the header
     when it is not a bounded integer."""
     text = request.headers.get("content-length")
-    if text is None:
-        return None
-    try:
-        return numbers.natural(text)
-    except ValueError as exc:
-        raise InvalidRequest(f"header Content-Length={numbers.shown(text)}: {exc}") from None
+    return None if text is None else header_number("Content-Length", text, text)
 
 
 def file_chunks(spool: IO[bytes]) -> Iterator[bytes]:

@@ -25,6 +25,7 @@ from starlette.responses import Response
 from worker.api import contract as c
 from worker.api import params
 from worker.api.jsonbody import json_response
+from worker.api.params import Query
 from worker.api.surface import Route, context
 from worker.reader import Located
 from worker.service import WorkerService
@@ -63,12 +64,10 @@ async def locate(
     offset: c.Offset = None,
     length: c.Length = None,
 ) -> Response:
-    start = params.nonnegative("offset", offset) or 0
-    size = params.nonnegative("length", length)
     call = context(service, request, path, version=version)
 
     def work() -> dict[str, Any]:
-        return answer(service, service.locate(call, start, size))
+        return answer(service, service.locate(call, offset or 0, length))
 
     return json_response(await run_in_threadpool(work))
 
@@ -104,10 +103,10 @@ ROUTES = (
         },
         lean=params.Lean(
             {
-                "path": params.required,
-                "version": params.text,
-                "offset": params.integer,
-                "length": params.integer,
+                "path": Query.required,
+                "version": Query.given,
+                "offset": Query.optional_natural,
+                "length": Query.optional_natural,
             },
             request=True,
         ),

@@ -4,9 +4,10 @@ precise 400s naming the parameter, and no per-request model validation on the ho
 The rules of what a value may be are the same on every surface: numbers by the one integer
 parser (:mod:`worker.api.numbers`: ASCII digits and nothing else, bounded), booleans by
 :func:`truth`, sync intervals by :func:`interval`. A surface's :class:`Dialect` says only how
-its protocol matches names (WebHDFS: in any case, as the NameNode) and words a refusal
-(:data:`REST`; WebHDFS's in ``worker.api.webhdfs_errors``). :class:`Query` reads one request
-by them.
+its protocol matches names (WebHDFS: in any case, as the NameNode), what a negative offset or
+length is (REST: a range no file has, 416; WebHDFS: a malformed value, 400) and words a
+refusal (:data:`REST`; WebHDFS's in ``worker.api.webhdfs_errors``). :class:`Query` reads one
+request by them, on the lean routes too (:class:`Lean`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
@@ -26,25 +28,38 @@ from worker.ranges import ByteRange
 _DURATION = re.compile(r"-1|[0-9]+(?:\.[0-9]+)?[a-z]*")
 _RANGE_SPEC = re.compile(r"([0-9]*)-([0-9]*)")
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Dialect:
     """How a surface's protocol names its parameters and words a refusal; what a value may be
-    is the same on every surface. ``fold_case``: names match in any case. ``missing(name)``
-    and ``invalid(name, shown value, what was expected)`` are the messages of the 400s."""
+    is the same on every surface but for the sign of an offset or length (``negative``).
+    ``fold_case``: names match in any case. ``missing(name)``
+    and ``invalid(name, shown value, what was expected)`` are the messages of the 400s.
+    ``negative(name, value)``, when given, is the message of the 416 a negative offset or
+    length gets (an integer, naming a range no file has); without it such a value is not a
+    number the parameter takes (400)."""
 
     fold_case: bool
     missing: Callable[[str], str]
     invalid: Callable[[str, str, str], str]
+    negative: Callable[[str, int], str] | None = None
+
+    def integer(self, text: str) -> int:
+        """``text`` as an offset or length of this protocol (a leading ``-`` only where
+        negatives are 416s); ValueError saying what was expected."""
+        return numbers.natural(text) if self.negative is None else numbers.signed(text)
 
 
 REST = Dialect(
     fold_case=False,
     missing=lambda name: f"missing query parameter {name!r}",
     invalid=lambda name, shown, expected: f"query parameter {name}={shown}: {expected}",
+    negative=lambda name, value: f"query parameter {name}={value}: must not be negative",
 )
-"""REST v1's and the Alluxio routes' wording."""
+"""REST v1's and the Alluxio routes' wording; a negative offset or length is a 416 (DESIGN.md:
+"416 bad range")."""
 
 
 class Query:
@@ -63,6 +78,11 @@ class Query:
         value = self._values.get(name)
         return value if value else None
 
+    def given(self, name: str) -> str | None:
+        """A text parameter as given (``""`` when empty), None when absent: what FastAPI
+        passes a declared ``str | None`` parameter, for a handler a lean route calls too."""
+        return self._values.get(name)
+
     def required(self, name: str) -> str:
         """A parameter that must be given and not empty."""
         value = self.text(name)
@@ -72,45 +92,51 @@ class Query:
 
     def invalid(self, name: str, text: str, expected: object) -> InvalidRequest:
         """The refusal of ``text`` as parameter ``name``, saying what was ``expected``."""
-        return InvalidRequest(self.dialect.invalid(name, numbers.shown(text), str(expected)))
-
-    def natural(self, name: str, default: int) -> int:
-        """A non-negative integer parameter (an offset, a length); absent: ``default``."""
-        text = self.text(name)
-        if text is None:
-            return default
-        try:
-            return numbers.natural(text)
-        except ValueError as exc:
-            raise self.invalid(name, text, exc) from None
+        return invalid(self.dialect, name, text, expected)
 
     def optional_natural(self, name: str) -> int | None:
-        """:meth:`natural`, None when not given (a length: to the end)."""
-        return None if self.text(name) is None else self.natural(name, 0)
+        """A non-negative integer parameter (an offset, a length), None when absent (a length:
+        to the end). InvalidRequest if malformed; a negative one by the dialect's rule
+        (:class:`Dialect`)."""
+        value = parsed(self.dialect, name, self.text(name), self.dialect.integer)
+        if value is not None and value < 0 and self.dialect.negative is not None:
+            raise RangeNotSatisfiable(self.dialect.negative(name, value))
+        return value
 
-    def boolean(self, name: str, default: bool = False) -> bool:
-        """A boolean parameter (:func:`truth`); absent: ``default``."""
-        text = self.text(name)
-        if text is None:
-            return default
-        try:
-            return bool(truth(text))
-        except ValueError as exc:
-            raise self.invalid(name, text, exc) from None
+    def natural(self, name: str, default: int) -> int:
+        """:meth:`optional_natural`, ``default`` when absent."""
+        value = self.optional_natural(name)
+        return default if value is None else value
 
     def optional_boolean(self, name: str) -> bool | None:
         """A boolean parameter (:func:`truth`), None when absent (the caller sent no choice)."""
-        return None if self.text(name) is None else self.boolean(name)
+        return parsed(self.dialect, name, self.text(name), lambda text: bool(truth(text)))
+
+    def boolean(self, name: str, default: bool = False) -> bool:
+        """A boolean parameter (:func:`truth`); absent: ``default``."""
+        value = self.optional_boolean(name)
+        return default if value is None else value
 
     def sync_interval(self) -> int | None:
         """``sync_interval`` (:func:`duration`), None when absent: the path's applies."""
-        text = self.text("sync_interval")
-        if text is None:
-            return None
-        try:
-            return duration(text)
-        except ValueError as exc:
-            raise self.invalid("sync_interval", text, exc) from None
+        return parsed(self.dialect, "sync_interval", self.text("sync_interval"), duration)
+
+
+def parsed(dialect: Dialect, name: str, text: str | None, parse: Callable[[str], T]) -> T | None:
+    """``text`` of parameter ``name`` by ``parse``, None when absent or empty; when ``parse``
+    raises ValueError, InvalidRequest naming the parameter in ``dialect``'s words."""
+    if not text:
+        return None
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise invalid(dialect, name, text, exc) from None
+
+
+def invalid(dialect: Dialect, name: str, text: str, expected: object) -> InvalidRequest:
+    """The refusal of ``text`` as parameter ``name`` in ``dialect``'s words, saying what was
+    ``expected``."""
+    return InvalidRequest(dialect.invalid(name, numbers.shown(text), str(expected)))
 
 
 def required(params: QueryParams, name: str) -> str:
@@ -119,38 +145,21 @@ def required(params: QueryParams, name: str) -> str:
 
 
 def optional_int(params: QueryParams, name: str) -> int | None:
-    """A non-negative integer parameter; absent or empty: None. A negative one is a range the
-    file cannot satisfy (416), anything else not an integer is a bad request (400)."""
-    value = integer(params, name)
-    return nonnegative(name, value if isinstance(value, int) else None)
+    """:meth:`Query.optional_natural` in REST's rules: absent or empty, None."""
+    return Query(params).optional_natural(name)
 
 
 def optional_integer(text: object) -> object:
-    """A query value as a bounded integer in ASCII digits (a leading ``-`` allowed), None
-    for an empty one; ValueError for anything else that is text. A validator of declared
-    parameters too (``worker.api.contract``)."""
+    """A declared offset or length (``worker.api.contract``: FastAPI's document of a lean
+    route) by REST's integer rule (:meth:`Dialect.integer`), None for an empty one."""
     if text is None or text == "":
         return None
-    if isinstance(text, str):
-        return numbers.signed(text)
-    return text
-
-
-def nonnegative(name: str, value: int | None) -> int | None:
-    """``value`` of parameter ``name``; a negative one is RangeNotSatisfiable (416)."""
-    if value is not None and value < 0:
-        raise RangeNotSatisfiable(f"query parameter {name}={value}: must not be negative")
-    return value
+    return REST.integer(text) if isinstance(text, str) else text
 
 
 def boolean(params: QueryParams, name: str) -> bool:
     """A boolean parameter (:func:`truth`); absent: False."""
     return Query(params).boolean(name)
-
-
-def optional_boolean(params: QueryParams, name: str) -> bool | None:
-    """A boolean parameter (:func:`truth`); absent: None (the caller sent no choice)."""
-    return Query(params).optional_boolean(name)
 
 
 def truth(text: object) -> object:
@@ -174,13 +183,7 @@ def optional_truth(text: object) -> object:
 def interval(text: str | None) -> int | None:
     """A ``sync_interval`` value in ms or as a duration (``30s``); -1 never, 0 always; absent
     or empty: None (the path's). InvalidRequest if malformed."""
-    if not text:
-        return None
-    try:
-        return duration(text)
-    except ValueError as exc:
-        refusal = REST.invalid("sync_interval", numbers.shown(text), str(exc))
-        raise InvalidRequest(refusal) from None
+    return parsed(REST, "sync_interval", text, duration)
 
 
 def duration(text: str) -> int:
@@ -213,41 +216,32 @@ def byte_range(header: str) -> ByteRange | None:
 def range_position(header: str, text: str) -> int | None:
     """A byte position of a Range header (None when left out); InvalidRequest naming the
     header when it is not a bounded integer."""
-    if not text:
-        return None
+    return header_number("Range", header, text) if text else None
+
+
+def header_number(name: str, value: str, text: str) -> int:
+    """``text``, a number in header ``name`` whose value is ``value``, as an integer from 0 to
+    :data:`numbers.MAX_INTEGER`; InvalidRequest naming the header and showing its value."""
     try:
         return numbers.natural(text)
     except ValueError as exc:
-        raise InvalidRequest(f"header Range={numbers.shown(header)}: {exc}") from None
+        raise InvalidRequest(f"header {name}={numbers.shown(value)}: {exc}") from None
 
 
 # -- lean routes ----------------------------------------------------------------------------------
 
-QueryReader = Callable[[QueryParams, str], object]
-
-
-def text(query: QueryParams, name: str) -> str | None:
-    """An optional text parameter as given (``""`` when empty), None when absent."""
-    return query.get(name)
-
-
-def integer(query: QueryParams, name: str) -> object:
-    """An optional integer parameter (:func:`optional_integer`); InvalidRequest naming it."""
-    given = query.get(name)
-    try:
-        return optional_integer(given)
-    except ValueError as exc:
-        raise InvalidRequest(
-            f"query parameter {name}={numbers.shown(given or '')}: {exc}"
-        ) from None
+QueryReader = Callable[[Query, str], object]
+"""A :class:`Query` method reading one parameter by name: ``Query.required``, ``Query.given``,
+``Query.optional_natural``, ``Query.optional_boolean``."""
 
 
 @dataclass(frozen=True)
 class Lean:
     """A route's declared parameters parsed by hand, for a hot route served without FastAPI's
     per-request dependency solving and validation (``worker.api.app``): ``query`` maps each
-    query parameter to its reader, ``headers`` each header to the handler's parameter. The
-    readers raise what the declared rules answer (400 naming the parameter), and
+    query parameter to its reader over the request's one :class:`Query` (REST's rules),
+    ``headers`` each header to the handler's parameter. The readers raise what the declared
+    rules answer (400 naming the parameter; 416 for a negative offset or length), and
     ``tests/worker/api/test_contract.py`` checks the names against the document.
 
     Immutable, so safe for concurrent requests."""
@@ -259,7 +253,7 @@ class Lean:
     the call's context from it (``worker.api.surface.context``)."""
 
     def __call__(self, request: Request) -> dict[str, object]:
-        given = request.query_params
+        given = Query(request.query_params)
         kwargs = {name: read(given, name) for name, read in self.query.items()}
         for header, name in self.headers.items():
             kwargs[name] = request.headers.get(header)

@@ -26,6 +26,7 @@ from worker.api import insight, locate, params
 from worker.api.body import file_chunks, read_body, spool_body
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
+from worker.api.params import Query
 from worker.api.surface import Route, Surface, context
 from worker.errors import NotFound
 from worker.freshness import Freshness, listed
@@ -112,11 +113,8 @@ async def read(
     serve_stale: c.ServeStale = None,
 ) -> Response:
     call = context(service, request, path, params.interval(sync_interval), version, serve_stale)
-    start_at = params.nonnegative("offset", offset)
-    window = Window(start_at or 0, params.nonnegative("length", length))
     requested = None if header is None else params.byte_range(header)
-
-    span = requested or window
+    span = requested or Window(offset or 0, length)
 
     def answer(result: ReadResult) -> tuple[int, dict[str, str]]:
         headers = {"X-Dora-Version": result.status.version, "Accept-Ranges": "bytes"}
@@ -213,6 +211,10 @@ def _patterns(values: Sequence[str]) -> list[str]:
 
 
 _UFS = c.UFS_ERRORS
+_PATH: dict[str, params.QueryReader] = {"path": Query.required, "sync_interval": Query.given}
+"""The query parameters of a call on a path (a listing's), read by the lean routes."""
+_PINNED = {**_PATH, "version": Query.given, "serve_stale": Query.optional_boolean}
+"""...and of a call on one file version (a status's; a read's with its offset and length)."""
 
 SURFACE = Surface(
     name="rest-v1",
@@ -246,22 +248,14 @@ SURFACE = Surface(
             "/v1/status",
             status,
             _json(c.FileStatus, "One status", 412),
-            lean=params.Lean(
-                {
-                    "path": params.required,
-                    "sync_interval": params.text,
-                    "version": params.text,
-                    "serve_stale": params.optional_boolean,
-                },
-                request=True,
-            ),
+            lean=params.Lean(_PINNED, request=True),
         ),
         Route(
             "GET",
             "/v1/list",
             listing,
             _json(c.Listing, "A directory's children"),
-            lean=params.Lean({"path": params.required, "sync_interval": params.text}, request=True),
+            lean=params.Lean(_PATH, request=True),
         ),
         Route(
             "GET",
@@ -273,14 +267,7 @@ SURFACE = Surface(
                 "responses": c.READ_ANSWERS,
             },
             lean=params.Lean(
-                {
-                    "path": params.required,
-                    "offset": params.integer,
-                    "length": params.integer,
-                    "sync_interval": params.text,
-                    "version": params.text,
-                    "serve_stale": params.optional_boolean,
-                },
+                {**_PINNED, "offset": Query.optional_natural, "length": Query.optional_natural},
                 headers={"range": "header"},
                 request=True,
             ),

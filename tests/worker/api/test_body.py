@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from starlette.requests import Request
 
-from worker.api.body import BATCH_BYTES, PagedBody, pull
+from worker.api.body import BATCH_BYTES, PagedBody, declared_length, pull
+from worker.errors import InvalidRequest
 
 MB = 1 << 20
 
@@ -97,3 +99,15 @@ def test_pulling_stops_when_the_client_goes_away() -> None:
     chunks = counted()
     run(PagedBody(pull(chunks), chunks, 200, {}), asyncio.Event())
     assert len(pulled) < 10 * BATCH_BYTES // MB
+
+
+@pytest.mark.parametrize(("given", "declared"), [([], None), ([(b"content-length", b"12")], 12)])
+def test_the_declared_length_of_a_body(given: list[tuple[bytes, bytes]], declared: int) -> None:
+    assert declared_length(Request({"type": "http", "headers": given})) == declared
+
+
+@pytest.mark.parametrize("given", [b"", b"1e3", b"-1", b"99999999999999999999"])
+def test_a_malformed_content_length_is_refused_naming_the_header(given: bytes) -> None:
+    request = Request({"type": "http", "headers": [(b"content-length", given)]})
+    with pytest.raises(InvalidRequest, match=f"^header Content-Length='{given.decode()}': "):
+        declared_length(request)
