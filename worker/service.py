@@ -118,7 +118,7 @@ class WorkerService:
         self._closed = False
         self._change_listeners: list[Callable[[list[Event]], None]] = []
         self._probes: dict[str, Callable[[], tuple[str, bool]]] = {}
-        meta.add_listener(self._drop_pages)
+        meta.writes.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
         # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
         self.changes = CacheSink(self)
@@ -232,7 +232,7 @@ class WorkerService:
         """The status of ``call.uri``, as fresh as it asks, at the version it pins."""
         uri = self.roots.inside(call.uri)
         fresh = call.fresh
-        return self.meta.get_status(uri, fresh.sync_interval, call.version, fresh.serve_stale)
+        return self.meta.reads.get_status(uri, fresh.sync_interval, call.version, fresh.serve_stale)
 
     def status_cached(self, call: RequestContext) -> UfsStatus | None:
         """:meth:`status` without I/O, for a caller on the event loop: the same answer or
@@ -243,12 +243,14 @@ class WorkerService:
             return None
         uri = self.roots.inside(call.uri)
         fresh = call.fresh
-        return self.meta.cached_status(uri, fresh.sync_interval, call.version, fresh.serve_stale)
+        return self.meta.reads.cached_status(
+            uri, fresh.sync_interval, call.version, fresh.serve_stale
+        )
 
     def list(self, call: RequestContext) -> list[UfsStatus]:
         """The children of directory ``call.uri``, as fresh as it asks (as :meth:`status`)."""
         uri = self.roots.inside(call.uri)
-        entries = self.meta.list_status(uri, call.fresh.sync_interval)
+        entries = self.meta.reads.list_status(uri, call.fresh.sync_interval)
         # Entries that lead outside the roots are left out (see MountRoots.visible).
         return self.roots.visible(entries)
 
@@ -285,7 +287,7 @@ class WorkerService:
             if call.version is not None:
                 self._record_change(status.uri)
                 raise
-        return self._open(call, self.meta.get_status(status.uri, sync_interval=0), span, ramp)
+        return self._open(call, self.meta.reads.get_status(status.uri, sync_interval=0), span, ramp)
 
     def cache_whole(self, files: Sequence[UfsStatus]) -> Sequence[UfsStatus]:
         """Cache small files a load job listed (a page or less each), many at a time
@@ -333,7 +335,7 @@ class WorkerService:
         """Sync ``uri`` after a read found it changed; a failing sync leaves that to the next
         caller (the read's own error is what this caller gets)."""
         try:
-            self.meta.get_status(uri, sync_interval=0)
+            self.meta.reads.get_status(uri, sync_interval=0)
         except UfsError as exc:
             log.info("could not record the change of %s found by a read: %s", uri, exc)
 
@@ -377,7 +379,9 @@ class WorkerService:
         uri = self.roots.check(uri)
         created = not self._exists(uri)
         status = self.ufs.write(uri, data)
-        self.meta.record_write(uri, status, Operation.CREATED if created else Operation.UPDATED)
+        self.meta.writes.record_write(
+            uri, status, Operation.CREATED if created else Operation.UPDATED
+        )
         self._changed(Event(Op.CREATED if created else Op.UPDATED, uri, status.version))
         return status, created
 
@@ -385,13 +389,13 @@ class WorkerService:
         """Append through to the UFS (:meth:`Ufs.append`); the file's new status."""
         uri = self.roots.check(uri)
         status = self.ufs.append(uri, data)
-        self.meta.record_write(uri, status, Operation.UPDATED)
+        self.meta.writes.record_write(uri, status, Operation.UPDATED)
         self._changed(Event(Op.UPDATED, uri, status.version))
         return status
 
     def _exists(self, uri: str) -> bool:
         try:
-            self.meta.get_status(uri, sync_interval=0)
+            self.meta.reads.get_status(uri, sync_interval=0)
         except UfsNotFound:
             return False
         return True
@@ -402,7 +406,7 @@ class WorkerService:
         self.ufs.delete(uri, recursive)
         # A deleted directory's entries go too: record_write drops everything under it, and
         # the page store drops pages of files under it that no cached status names.
-        self.meta.record_write(uri, None, Operation.DELETED)
+        self.meta.writes.record_write(uri, None, Operation.DELETED)
         if recursive:
             self.pages.delete_prefix(uri)
         self._changed(Event(Op.DELETED, uri, prefix=recursive))
@@ -411,8 +415,8 @@ class WorkerService:
     def rename(self, src: str, dst: str) -> UfsStatus:
         src, dst = self.roots.check(src), self.roots.check(dst)
         status = self.ufs.rename(src, dst)
-        self.meta.record_write(src, None, Operation.DELETED)
-        self.meta.record_write(dst, status, Operation.CREATED)
+        self.meta.writes.record_write(src, None, Operation.DELETED)
+        self.meta.writes.record_write(dst, status, Operation.CREATED)
         self._changed(
             Event(Op.DELETED, src, prefix=status.is_dir),
             Event(Op.CREATED, dst, "" if status.is_dir else status.version, status.is_dir),
@@ -427,14 +431,14 @@ class WorkerService:
         except UfsNotFound:
             # Object stores keep no empty directories; the prefix exists once written under.
             status = UfsStatus(uri, uris.name(uri), True, 0, 0, DIR_VERSION, None)
-        self.meta.record_write(uri, status, Operation.CREATED)
+        self.meta.writes.record_write(uri, status, Operation.CREATED)
         self._changed(Event(Op.CREATED, uri))
         return status
 
     def invalidate(self, uri: str, recursive: bool = False) -> int:
         """Drop metadata and pages for a path, or everything under a prefix."""
         uri = self.roots.check(uri)
-        dropped = self.meta.invalidate(uri, recursive)
+        dropped = self.meta.writes.invalidate(uri, recursive)
         # Pages go by what the page store knows, whatever the metadata still remembers.
         if recursive:
             self.pages.delete_prefix(uri)

@@ -74,7 +74,7 @@ def _aged(service: WorkerService, status: UfsStatus, fresh: Freshness) -> dict[s
     """``status`` as the API shows it, with how long ago the worker confirmed it and the sync
     interval a call to it without one gets (what a near-cache keeps it by)."""
     answer = service.describe(status)
-    answer["age_ms"] = service.meta.status_age(status.uri, status.version)
+    answer["age_ms"] = service.meta.reads.status_age(status.uri, status.version)
     answer["sync_interval_ms"] = fresh.path_interval
     return answer
 
@@ -89,7 +89,7 @@ async def listing(
 
     def work() -> dict[str, Any]:
         children = service.list(call)
-        age = service.meta.listing_age(call.uri, children) if children else None
+        age = service.meta.reads.listing_age(call.uri, children) if children else None
         entries = service.describe_many(children)
         kept = listed(service.config, call.fresh, [child.uri for child in children])
         for entry, interval in zip(entries, kept, strict=True):

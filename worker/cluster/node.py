@@ -28,6 +28,7 @@ from worker.tls import keys as tls_keys
 if TYPE_CHECKING:
     from pagestore.api import PageStore
     from worker.meta.manager import MetadataManager
+    from worker.meta.writes import MetadataWrites
     from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,8 @@ MARKER = "cluster.feed"
 
 
 class MetaSink:
-    """Applies feed events to the metadata manager: drop the path (or everything under a
-    prefix) with its parent's listing, the dropped versions' pages going through the manager's
+    """Applies feed events to the metadata's write side: drop the path (or everything under a
+    prefix) with its parent's listing, the dropped versions' pages going through its
     listeners; a creation also drops cached "not found" answers for its directories.
 
     A prefix deleted or invalidated also loses the pages of files this worker holds no status
@@ -47,7 +48,7 @@ class MetaSink:
     """
 
     def __init__(
-        self, meta: MetadataManager, pages: PageStore, heard: Callable[[Origins], None]
+        self, meta: MetadataWrites, pages: PageStore, heard: Callable[[Origins], None]
     ) -> None:
         self._meta = meta
         self._pages = pages
@@ -116,7 +117,7 @@ class ClusterNode:
             self.etcd,
             layout.feed_key(self.cluster),
             self.info.id,
-            MetaSink(service.meta, service.pages, service.changes.lag.arrived),
+            MetaSink(service.meta.writes, service.pages, service.changes.lag.arrived),
             MetaMarkers(service.meta),
             idle_timeout_s=float(ttl_s),
         )
@@ -125,7 +126,7 @@ class ClusterNode:
         )
         self.middleware: RevisionMiddleware | None = None
         service.add_change_listener(self.changed)
-        service.meta.add_sync_listener(self._synced)
+        service.meta.writes.add_sync_listener(self._synced)
         service.metrics.registry.register(_ClusterCollector(self))
         service.add_readiness_probe("feed", self._feed_state)
 

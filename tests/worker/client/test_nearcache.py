@@ -56,7 +56,9 @@ def fill_status(near: NearCache, service: WorkerService, path: str) -> dict[str,
     stamp, asked_at = near.stamp(key), near.now()
     status = service.status(service.request(path))
     answer = service.describe(status)
-    near.put_status(key, stamp, asked_at, answer, service.meta.status_age(path, status.version))
+    near.put_status(
+        key, stamp, asked_at, answer, service.meta.reads.status_age(path, status.version)
+    )
     return answer
 
 
@@ -66,7 +68,7 @@ def fill_listing(near: NearCache, service: WorkerService, path: str) -> list[dic
     stamp, asked_at = near.stamp(key), near.now()
     children = service.list(service.request(path))
     entries = [service.describe(s) for s in children]
-    age = service.meta.listing_age(path, children)
+    age = service.meta.reads.listing_age(path, children)
     near.put_listing(key, stamp, asked_at, [(e["uri"], e) for e in entries], age)
     return entries
 

@@ -75,7 +75,9 @@ def ask_status(
     stamp, asked_at = near.stamp(key), near.now()
     status = service.status(service.request(path, interval_ms))
     answer = service.describe(status)
-    near.put_status(key, stamp, asked_at, answer, service.meta.status_age(path, status.version))
+    near.put_status(
+        key, stamp, asked_at, answer, service.meta.reads.status_age(path, status.version)
+    )
     return answer
 
 
@@ -90,7 +92,7 @@ def ask_listing(
     stamp, asked_at = near.stamp(key), near.now()
     children = service.list(service.request(directory, interval_ms))
     entries = [service.describe(child) for child in children]
-    age = service.meta.listing_age(directory, children)
+    age = service.meta.reads.listing_age(directory, children)
     near.put_listing(key, stamp, asked_at, [(e["uri"], e) for e in entries], age)
     return entries
 

@@ -158,7 +158,7 @@ def test_a_reset_rechecks_but_keeps_confirmed_pages(
     assert b"".join(result.chunks) == b"x" * 1000
     calls = a.service.meta.counters()["ufs_calls"]
     # What the follower's sink does past a compaction: everything cached so far is unproven.
-    a.service.meta.require_sync_before(int(time.time() * 1000) + 1)
+    a.service.meta.writes.require_sync_before(int(time.time() * 1000) + 1)
     assert a.service.status(a.service.request(uri)).size == 1000
     assert a.service.meta.counters()["ufs_calls"] == calls + 1
     assert pages_stored(tmp_path / "work0", uri)
@@ -181,7 +181,7 @@ def test_a_prefix_event_drops_pages_no_status_names(
         uri = f"file://{data_dir}/t/f"
         # Pages whose status this worker no longer holds (expired, or lost with a metastore).
         service.pages.put(PageId(file_id(uri), "v1", 0), b"y" * 100, uri)
-        sink = MetaSink(service.meta, service.pages, service.changes.lag.arrived)
+        sink = MetaSink(service.meta.writes, service.pages, service.changes.lag.arrived)
         sink.apply(replace(event, path=f"file://{data_dir}{event.path}"))
     finally:
         service.close()  # waits for the page files to be unlinked
