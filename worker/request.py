@@ -6,9 +6,11 @@ the request's URI or freshness again, and nothing reads per-request state from a
 global or a context variable to do it.
 
 What the HTTP layer and the request's work tell each other lives in one :class:`Exchange` per
-HTTP request, kept in the ASGI scope (:func:`exchange`): the revision middleware
-(``worker.cluster.http``) says whether the call must re-check the UFS, the reader counts the
-bytes it served for the access log, the publisher the revision of the request's own changes.
+HTTP request, kept in the ASGI scope (:func:`exchange`) and reached by the work only through the
+context it is given: the revision middleware (``worker.cluster.http``) says whether the call
+must re-check the UFS, the reader counts the bytes it served for the access log, and the
+service records the feed revision of the changes the call made or found
+(:meth:`RequestContext.observed`), which the middleware puts on the answer.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ class Exchange:
     """One HTTP request's record, shared by the middlewares (on the event loop) and the
     request's work (in a thread). Each field has one writer: ``must_sync`` the revision
     middleware before the request runs (the worker could not apply the feed revision the
-    client named in time, so this request re-checks the UFS); ``revision`` the publisher (the
-    newest feed revision the answer depends on); ``served`` the reader (bytes served by
+    client named in time, so this request re-checks the UFS); ``revision`` the request's work
+    through :meth:`RequestContext.observed` (the newest feed revision the answer depends on:
+    of a change it made, or one a sync of it found); ``served`` the reader (bytes served by
     source, ``cache`` or ``ufs``, for the access log)."""
 
     must_sync: bool = False
@@ -66,6 +69,13 @@ class RequestContext:
         """``n`` bytes of the answer came from ``source`` (``cache`` or ``ufs``)."""
         if self.exchange is not None:
             self.exchange.count(source, n)
+
+    def observed(self, revision: int | None) -> None:
+        """The answer depends on feed revision ``revision`` (None: nothing was published, as
+        without a cluster): the exchange's revision rises to it. A no-op without an exchange.
+        Satisfies ``worker.meta.listeners.RevisionObserver``."""
+        if self.exchange is not None and revision is not None:
+            self.exchange.revision = max(self.exchange.revision, revision)
 
 
 def context(

@@ -130,37 +130,42 @@ async def read(
 
 
 async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
+    call = context(service, request, path)
     # Refused before the body is read; in a thread, since for a local path it looks at the disk.
-    await run_in_threadpool(service.roots.check, path)
+    await run_in_threadpool(service.roots.check, call.uri)
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        written, created = await run_in_threadpool(service.write, path, file_chunks(spool))
+        written, created = await run_in_threadpool(service.write, call, file_chunks(spool))
     finally:
         spool.close()
     return json_response(service.describe(written), 201 if created else 200)
 
 
 async def delete(
-    service: WorkerService, path: c.UfsPath, recursive: c.Recursive = False
+    service: WorkerService, request: Request, path: c.UfsPath, recursive: c.Recursive = False
 ) -> Response:
-    deleted = await run_in_threadpool(service.delete, path, recursive)
+    deleted = await run_in_threadpool(service.delete, context(service, request, path), recursive)
     return json_response({"deleted": deleted})
 
 
-async def rename(service: WorkerService, src: c.UfsPath, dst: c.UfsPath) -> Response:
-    moved = await run_in_threadpool(service.rename, src, dst)
+async def rename(
+    service: WorkerService, request: Request, src: c.UfsPath, dst: c.UfsPath
+) -> Response:
+    ends = (context(service, request, src), context(service, request, dst))
+    moved = await run_in_threadpool(service.rename, *ends)
     return json_response(service.describe(moved))
 
 
-async def mkdir(service: WorkerService, path: c.UfsPath) -> Response:
-    made = await run_in_threadpool(service.mkdir, path)
+async def mkdir(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
+    made = await run_in_threadpool(service.mkdir, context(service, request, path))
     return json_response(service.describe(made))
 
 
 async def invalidate(
-    service: WorkerService, path: c.UfsPath, recursive: c.Recursive = False
+    service: WorkerService, request: Request, path: c.UfsPath, recursive: c.Recursive = False
 ) -> Response:
-    dropped = await run_in_threadpool(service.invalidate, path, recursive)
+    call = context(service, request, path)
+    dropped = await run_in_threadpool(service.invalidate, call, recursive)
     return json_response({"invalidated": dropped})
 
 

@@ -15,8 +15,8 @@ from prometheus_client.registry import Collector
 from config import Config
 from ufs import uri as uris
 from ufs.status import UfsStatus
-from worker.cluster import context, layout
 from worker.cluster import keys as cluster_keys
+from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.events import Event, Op, Origin, Origins
 from worker.cluster.follower import Follower
@@ -161,20 +161,18 @@ class ClusterNode:
         self.middleware = RevisionMiddleware(app, self.follower, self.read_wait_s)
         return self.middleware
 
-    def changed(self, events: list[Event], origins: Sequence[Origin | None] = ()) -> None:
+    def changed(self, events: list[Event], origins: Sequence[Origin | None] = ()) -> int | None:
         """Publish changes this worker made (or, with ``origins``, one per event, heard of
-        from a change feed); the request's answer then names their revision. With etcd
-        unavailable the events stay queued and the answer names none."""
-        revision = self.publisher.publish(events, self.timeout_s, origins)
-        if revision is not None:
-            context.observed(revision)
+        from a change feed); the feed revision they were published under, which the request's
+        answer then names. With etcd unavailable the events stay queued: None."""
+        return self.publisher.publish(events, self.timeout_s, origins)
 
-    def _synced(self, uri: str, status: UfsStatus | None) -> None:
-        """A sync found ``uri`` changed outside the cache: tell the other workers."""
+    def _synced(self, uri: str, status: UfsStatus | None) -> int | None:
+        """A sync found ``uri`` changed outside the cache: tell the other workers; the feed
+        revision (the lookup's caller names it)."""
         if status is None:
-            self.changed([Event(Op.DELETED, uri)])
-        else:
-            self.changed([Event(Op.UPDATED, uri, status.version)])
+            return self.changed([Event(Op.DELETED, uri)])
+        return self.changed([Event(Op.UPDATED, uri, status.version)])
 
     def close(self) -> None:
         """Leave the ring, publish what is queued, persist the feed position. Idempotent."""

@@ -81,7 +81,7 @@ def test_a_kept_status_is_served_until_a_write_through_the_worker(
     assert near.status(uri, sync_interval_ms=0) is None  # always re-check: ask the worker
     assert near.status(uri, version=answer["version"]) is answer
     assert near.status(uri, version="another") is None
-    service.write(uri, b"changed")  # any process, through the worker
+    service.write(service.request(uri), b"changed")  # any process, through the worker
     assert near.status(uri) is None
 
 
@@ -111,7 +111,7 @@ def test_listings_and_their_children(
     entries = fill_listing(near, service, directory)
     assert near.listing(directory) == entries
     assert near.status(uri) == entries[0]  # filled from the listing
-    service.delete(f"file://{data_dir}/d/b")
+    service.delete(service.request(f"file://{data_dir}/d/b"))
     assert near.listing(directory) is None
     assert near.status(uri) is None  # covered by the directory's counter
 
@@ -120,7 +120,7 @@ def test_an_invalidation_of_a_prefix_drops_everything(
     near: NearCache, service: WorkerService, uri: str, data_dir: Path
 ) -> None:
     fill_status(near, service, uri)
-    service.invalidate(f"file://{data_dir}", recursive=True)
+    service.invalidate(service.request(f"file://{data_dir}"), recursive=True)
     assert near.status(uri) is None
 
 

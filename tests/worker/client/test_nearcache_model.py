@@ -128,7 +128,7 @@ def test_every_answer_keeps_the_sync_interval_contract(
                 write_outside()
             elif step < 0.25:
                 size = next(sizes)
-                service.write(path, b"w" * size)
+                service.write(service.request(path), b"w" * size)
                 model.wrote(size, through_worker=True)
             elif step < 0.6:
                 asked_at = time.monotonic()
