@@ -3,7 +3,8 @@ through the worker, and the change listeners that hear of them (the cluster publ
 
 Each mutation takes the call's context (``worker.request.RequestContext``): the mount roots are
 checked on its URI, and the feed revision the change is published under goes back on it
-(``observed``), so the answer names it (read-your-writes across workers).
+(``observed``), so the answer names it (read-your-writes across workers). Each is written to the
+audit log (``worker.audit``), allowed or not.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ufs.adapter import DIR_VERSION, Ufs
 from ufs.errors import UfsNotFound
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
+from worker.audit import AuditLog
 from worker.cluster.events import Event, Op
 from worker.meta.entry import Operation
 from worker.meta.manager import MetadataManager
@@ -35,7 +37,8 @@ class Mutations:
     meta: MetadataManager
     pages: PageStore
 
-    def __init__(self) -> None:
+    def __init__(self, audit: AuditLog) -> None:
+        self.audit = audit
         self._change_listeners: list[ChangeListener] = []
 
     def add_change_listener(self, fn: ChangeListener) -> None:
@@ -58,6 +61,17 @@ class Mutations:
 
     def write(self, call: RequestContext, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
         """Write through to the UFS; the new status and whether the file was created."""
+        with self.audit.mutation("create", call):
+            return self._write(call, data)
+
+    def admit(self, call: RequestContext, cmd: str) -> None:
+        """Check ``call.uri`` against the mount roots before the body of a write is read (a
+        refusal is audited as ``cmd``; the mutation that follows is audited itself). Raises
+        UfsOutsideRoots, UfsInvalidPath."""
+        with self.audit.mutation(cmd, call, refusals_only=True):
+            self.roots.check(call.uri)
+
+    def _write(self, call: RequestContext, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
         uri = self.roots.check(call.uri)
         created = not self._exists(uri, call)
         status = self.ufs.write(uri, data)
@@ -70,8 +84,9 @@ class Mutations:
 
     def append(self, call: RequestContext, data: Iterable[bytes]) -> UfsStatus:
         """Append through to the UFS (:meth:`Ufs.append`); the file's new status."""
-        uri = self.roots.check(call.uri)
-        status = self.ufs.append(uri, data)
+        with self.audit.mutation("append", call):
+            uri = self.roots.check(call.uri)
+            status = self.ufs.append(uri, data)
         self.meta.writes.record_write(uri, status, Operation.UPDATED)
         call.observed(self._changed(Event(Op.UPDATED, uri, status.version)))
         return status
@@ -85,8 +100,9 @@ class Mutations:
 
     def delete(self, call: RequestContext, recursive: bool = False) -> str:
         """Delete through to the UFS; the canonical URI deleted."""
-        uri = self.roots.check(call.uri)
-        self.ufs.delete(uri, recursive)
+        with self.audit.mutation("delete", call):
+            uri = self.roots.check(call.uri)
+            self.ufs.delete(uri, recursive)
         # A deleted directory's entries go too: record_write drops everything under it, and
         # the page store drops pages of files under it that no cached status names.
         self.meta.writes.record_write(uri, None, Operation.DELETED)
@@ -98,8 +114,9 @@ class Mutations:
     def rename(self, src: RequestContext, dst: RequestContext) -> UfsStatus:
         """Rename ``src.uri`` to ``dst.uri`` through to the UFS; the new status. The revision
         goes on ``src``'s context (the two ends of one call share its exchange)."""
-        source, target = self.roots.check(src.uri), self.roots.check(dst.uri)
-        status = self.ufs.rename(source, target)
+        with self.audit.mutation("rename", src, dst):
+            source, target = self.roots.check(src.uri), self.roots.check(dst.uri)
+            status = self.ufs.rename(source, target)
         self.meta.writes.record_write(source, None, Operation.DELETED)
         self.meta.writes.record_write(target, status, Operation.CREATED)
         revision = self._changed(
@@ -111,8 +128,9 @@ class Mutations:
 
     def mkdir(self, call: RequestContext) -> UfsStatus:
         """Make directory ``call.uri`` (and its parents) through to the UFS; its status."""
-        uri = self.roots.check(call.uri)
-        self.ufs.mkdir(uri)
+        with self.audit.mutation("mkdirs", call):
+            uri = self.roots.check(call.uri)
+            self.ufs.mkdir(uri)
         try:
             status = self.ufs.status(uri)
         except UfsNotFound:
@@ -124,8 +142,9 @@ class Mutations:
 
     def invalidate(self, call: RequestContext, recursive: bool = False) -> int:
         """Drop metadata and pages for a path, or everything under a prefix."""
-        uri = self.roots.check(call.uri)
-        dropped = self.meta.writes.invalidate(uri, recursive)
+        with self.audit.mutation("invalidate", call):
+            uri = self.roots.check(call.uri)
+            dropped = self.meta.writes.invalidate(uri, recursive)
         # Pages go by what the page store knows, whatever the metadata still remembers.
         if recursive:
             self.pages.delete_prefix(uri)

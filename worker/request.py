@@ -33,11 +33,13 @@ class Exchange:
     client named in time, so this request re-checks the UFS); ``revision`` the request's work
     through :meth:`RequestContext.observed` (the newest feed revision the answer depends on:
     of a change it made, or one a sync of it found); ``served`` the reader (bytes served by
-    source, ``cache`` or ``ufs``, for the access log)."""
+    source, ``cache`` or ``ufs``, for the access log). ``client`` is the address the request
+    came from (empty: unknown), set when the exchange is made."""
 
     must_sync: bool = False
     revision: int = 0
     served: dict[str, int] = field(default_factory=dict)
+    client: str = ""
 
     def count(self, source: str, n: int) -> None:
         self.served[source] = self.served.get(source, 0) + n
@@ -48,7 +50,8 @@ def exchange(scope: Any) -> Exchange:
     (whichever middleware, or the surface, comes first)."""
     found: Exchange | None = scope.get(SCOPE_KEY)
     if found is None:
-        found = scope[SCOPE_KEY] = Exchange()
+        client = scope.get("client")
+        found = scope[SCOPE_KEY] = Exchange(client=client[0] if client else "")
     return found
 
 
@@ -56,14 +59,16 @@ def exchange(scope: Any) -> Exchange:
 class RequestContext:
     """One call: ``uri`` in canonical form (the mount roots are checked by the operation that
     uses it, since for a local path that means looking at the disk), its :class:`Freshness`,
-    the ``version`` it pins (None: the current one), and the HTTP ``exchange`` it answers
-    (None: a call from inside the worker, such as a load job). Immutable; the exchange is the
-    one mutable part, written as :class:`Exchange` says."""
+    the ``version`` it pins (None: the current one), the HTTP ``exchange`` it answers (None: a
+    call from inside the worker, such as a load job), and its ``caller``: who made it, as the
+    surface could tell (``worker.api.caller``; ``-``: unknown), for the audit log. Immutable;
+    the exchange is the one mutable part, written as :class:`Exchange` says."""
 
     uri: str
     fresh: Freshness
     version: str | None = None
     exchange: Exchange | None = None
+    caller: str = "-"
 
     def served(self, source: str, n: int) -> None:
         """``n`` bytes of the answer came from ``source`` (``cache`` or ``ufs``)."""
@@ -85,14 +90,15 @@ def context(
     version: str | None = None,
     exchange: Exchange | None = None,
     serve_stale: bool | None = None,
+    caller: str = "-",
 ) -> RequestContext:
     """The context of a call to ``uri``: the URI normalised once, the freshness resolved once
     (``worker.freshness.resolve``: the per-call ``sync_interval`` and ``serve_stale``, the path
     rules, the feed revision the exchange says was not applied, the default). An empty
-    ``version`` is none.
+    ``version`` is none; ``caller`` is who made the call (``-``: unknown).
 
     Raises UfsInvalidPath for a malformed URI, ConfigError for a bad rule table."""
     canonical = uris.normalize(uri)
     must_sync = exchange is not None and exchange.must_sync
     fresh = resolve(config, canonical, sync_interval, must_sync=must_sync, serve_stale=serve_stale)
-    return RequestContext(canonical, fresh, version or None, exchange)
+    return RequestContext(canonical, fresh, version or None, exchange, caller)

@@ -30,6 +30,7 @@ from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys, pathconf, pathrules
+from worker.audit import AuditLog
 from worker.errors import IsADirectory
 from worker.feeds.change import CacheSink
 from worker.feeds.keys import feed_specs
@@ -95,7 +96,7 @@ class WorkerService(Mutations):
         page_size: int,
         generations: GenerationFile | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(AuditLog(config.get(keys.AUDIT_LOG)))
         self.config = config
         self.ufs = ufs
         self.meta = meta
@@ -206,13 +207,16 @@ class WorkerService(Mutations):
         version: str | None = None,
         exchange: Exchange | None = None,
         serve_stale: bool | None = None,
+        caller: str = "-",
     ) -> RequestContext:
         """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` and
         ``serve_stale`` are its per-call options (None: it sent none), ``version`` the one it
-        pins, ``exchange`` the HTTP request it answers (None: a call from inside the worker). A
-        surface builds it once per call and passes it to the operations below. Raises
-        UfsInvalidPath for a malformed URI."""
-        return request_context(self.config, uri, sync_interval, version, exchange, serve_stale)
+        pins, ``exchange`` the HTTP request it answers (None: a call from inside the worker),
+        ``caller`` who made it (``-``: unknown). A surface builds it once per call and passes
+        it to the operations below. Raises UfsInvalidPath for a malformed URI."""
+        return request_context(
+            self.config, uri, sync_interval, version, exchange, serve_stale, caller
+        )
 
     def status(self, call: RequestContext) -> UfsStatus:
         """The status of ``call.uri``, as fresh as it asks, at the version it pins."""

@@ -132,7 +132,7 @@ async def read(
 async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
     call = context(service, request, path)
     # Refused before the body is read; in a thread, since for a local path it looks at the disk.
-    await run_in_threadpool(service.roots.check, call.uri)
+    await run_in_threadpool(service.admit, call, "create")
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
         written, created = await run_in_threadpool(service.write, call, file_chunks(spool))

@@ -356,7 +356,9 @@ class WebHdfs:
             if not existing.is_dir:
                 return False
             inner = f"{existing.uri}/{source.name}"
-            target = self.service.request(inner, dst.fresh.sync_interval, None, dst.exchange)
+            target = self.service.request(
+                inner, dst.fresh.sync_interval, None, dst.exchange, caller=dst.caller
+            )
             if status_or_none(self.service, target) is not None:
                 return False
         if uris.is_under(target.uri, source.uri):

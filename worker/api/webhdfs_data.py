@@ -89,7 +89,7 @@ async def create_file(
     upload a body that would then be refused."""
     # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
     call = context(service, request, uri, 0)
-    await run_in_threadpool(service.roots.inside, call.uri)
+    await run_in_threadpool(service.admit, call, "create")
     if not query.boolean("overwrite") and (
         await run_in_threadpool(status_or_none, service, call) is not None
     ):
