@@ -1,7 +1,7 @@
 """Metadata tier benchmark: memory-tier hits, the RocksDB tier at scale, memory per status.
 
 Run with ``.venv/bin/python -m bench.meta_bench`` (``--n 100000`` for a quick run). Measures:
-- memory-tier hit latency and ops/s through ``MetadataManager.get_status`` (one thread);
+- memory-tier hit latency and ops/s through ``MetadataReads.get_status`` (one thread);
 - RocksDB tier with ``--n`` statuses: batched fill rate (puts plus WriteBatch commits), point
   lookups after a reopen (so they come from RocksDB, not the write buffers), size on disk;
 - resident memory per status held in the memory tier with ``--n`` entries (tracemalloc, and
@@ -83,11 +83,11 @@ def bench_memory_hits(lookups: int) -> list[tuple[str, str]]:
     manager = MetadataManager(CacheOptions(status_cache_size=entries), store, NoUfs(), clock)
     now = clock()
     for index in range(entries):
-        manager.record_write(uri(index), status(index), Operation.LOADED)
+        manager.writes.record_write(uri(index), status(index), Operation.LOADED)
     keys = [uri(random.randrange(entries)) for _ in range(lookups)]
 
     def run() -> None:
-        get = manager.get_status
+        get = manager.reads.get_status
         for key in keys:
             get(key)
 

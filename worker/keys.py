@@ -35,6 +35,14 @@ TOKEN: PropertyKey[str | None] = PropertyKey(
     "Bearer token every call but /healthz must carry (empty: no token needed).",
     secret=True,
 )
+AUDIT_LOG: PropertyKey[bool] = PropertyKey(
+    "dora.worker.audit.log",
+    KeyType.BOOL,
+    "false",
+    "Log one line per mutation made through the worker (caller, client address, operation, "
+    "source, destination; allowed, or why not) to worker.audit, as HDFS's hdfs-audit.log. Off "
+    "by default, as stock Hadoop sends its audit logger to a NullAppender.",
+)
 MAX_WRITE_SIZE: PropertyKey[int] = PropertyKey(
     "dora.worker.http.max.write.size",
     KeyType.SIZE,
@@ -151,6 +159,7 @@ KEYS: list[PropertyKey[Any]] = [
     USER_CLIENT_SHORT_CIRCUIT,
     USER_CLIENT_NEAR_CACHE,
     api_keys.ACCESS_LOG,
+    AUDIT_LOG,
     logs.LOG_FORMAT,
 ]
 

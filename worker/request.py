@@ -6,9 +6,11 @@ the request's URI or freshness again, and nothing reads per-request state from a
 global or a context variable to do it.
 
 What the HTTP layer and the request's work tell each other lives in one :class:`Exchange` per
-HTTP request, kept in the ASGI scope (:func:`exchange`): the revision middleware
-(``worker.cluster.http``) says whether the call must re-check the UFS, the reader counts the
-bytes it served for the access log, the publisher the revision of the request's own changes.
+HTTP request, kept in the ASGI scope (:func:`exchange`) and reached by the work only through the
+context it is given: the revision middleware (``worker.cluster.http``) says whether the call
+must re-check the UFS, the reader counts the bytes it served for the access log, and the
+service records the feed revision of the changes the call made or found
+(:meth:`RequestContext.observed`), which the middleware puts on the answer.
 """
 
 from __future__ import annotations
@@ -28,13 +30,16 @@ class Exchange:
     """One HTTP request's record, shared by the middlewares (on the event loop) and the
     request's work (in a thread). Each field has one writer: ``must_sync`` the revision
     middleware before the request runs (the worker could not apply the feed revision the
-    client named in time, so this request re-checks the UFS); ``revision`` the publisher (the
-    newest feed revision the answer depends on); ``served`` the reader (bytes served by
-    source, ``cache`` or ``ufs``, for the access log)."""
+    client named in time, so this request re-checks the UFS); ``revision`` the request's work
+    through :meth:`RequestContext.observed` (the newest feed revision the answer depends on:
+    of a change it made, or one a sync of it found); ``served`` the reader (bytes served by
+    source, ``cache`` or ``ufs``, for the access log). ``client`` is the address the request
+    came from (empty: unknown), set when the exchange is made."""
 
     must_sync: bool = False
     revision: int = 0
     served: dict[str, int] = field(default_factory=dict)
+    client: str = ""
 
     def count(self, source: str, n: int) -> None:
         self.served[source] = self.served.get(source, 0) + n
@@ -45,7 +50,8 @@ def exchange(scope: Any) -> Exchange:
     (whichever middleware, or the surface, comes first)."""
     found: Exchange | None = scope.get(SCOPE_KEY)
     if found is None:
-        found = scope[SCOPE_KEY] = Exchange()
+        client = scope.get("client")
+        found = scope[SCOPE_KEY] = Exchange(client=client[0] if client else "")
     return found
 
 
@@ -53,19 +59,28 @@ def exchange(scope: Any) -> Exchange:
 class RequestContext:
     """One call: ``uri`` in canonical form (the mount roots are checked by the operation that
     uses it, since for a local path that means looking at the disk), its :class:`Freshness`,
-    the ``version`` it pins (None: the current one), and the HTTP ``exchange`` it answers
-    (None: a call from inside the worker, such as a load job). Immutable; the exchange is the
-    one mutable part, written as :class:`Exchange` says."""
+    the ``version`` it pins (None: the current one), the HTTP ``exchange`` it answers (None: a
+    call from inside the worker, such as a load job), and its ``caller``: who made it, as the
+    surface could tell (``worker.api.caller``; ``-``: unknown), for the audit log. Immutable;
+    the exchange is the one mutable part, written as :class:`Exchange` says."""
 
     uri: str
     fresh: Freshness
     version: str | None = None
     exchange: Exchange | None = None
+    caller: str = "-"
 
     def served(self, source: str, n: int) -> None:
         """``n`` bytes of the answer came from ``source`` (``cache`` or ``ufs``)."""
         if self.exchange is not None:
             self.exchange.count(source, n)
+
+    def observed(self, revision: int | None) -> None:
+        """The answer depends on feed revision ``revision`` (None: nothing was published, as
+        without a cluster): the exchange's revision rises to it. A no-op without an exchange.
+        Satisfies ``worker.meta.listeners.RevisionObserver``."""
+        if self.exchange is not None and revision is not None:
+            self.exchange.revision = max(self.exchange.revision, revision)
 
 
 def context(
@@ -75,14 +90,15 @@ def context(
     version: str | None = None,
     exchange: Exchange | None = None,
     serve_stale: bool | None = None,
+    caller: str = "-",
 ) -> RequestContext:
     """The context of a call to ``uri``: the URI normalised once, the freshness resolved once
     (``worker.freshness.resolve``: the per-call ``sync_interval`` and ``serve_stale``, the path
     rules, the feed revision the exchange says was not applied, the default). An empty
-    ``version`` is none.
+    ``version`` is none; ``caller`` is who made the call (``-``: unknown).
 
     Raises UfsInvalidPath for a malformed URI, ConfigError for a bad rule table."""
     canonical = uris.normalize(uri)
     must_sync = exchange is not None and exchange.must_sync
     fresh = resolve(config, canonical, sync_interval, must_sync=must_sync, serve_stale=serve_stale)
-    return RequestContext(canonical, fresh, version or None, exchange)
+    return RequestContext(canonical, fresh, version or None, exchange, caller)

@@ -1,8 +1,10 @@
 """The worker service: config + UFS + metadata + pages joined into the cache agent's operations.
 
-Every operation takes a caller's URI, checks it against the mount roots, and answers with plain
+Every operation takes a call's context (``worker.request.RequestContext``, built by
+:meth:`WorkerService.request`), checks its URI against the mount roots, and answers with plain
 data or raises the UFS / metadata errors and the request errors of the error catalogue
-(``worker.errors``), which every surface maps to its answers. Nothing here knows HTTP.
+(``worker.errors``), which every surface maps to its answers. The feed revision of a change an
+operation makes or finds goes back on the context (``observed``). Nothing here knows HTTP.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +25,12 @@ from pagestore.options import PageStoreOptions
 from pagestore.owner import ForeignPageDirError
 from pagestore.shortcircuit import PageLocations
 from ufs import keys as ufs_keys
-from ufs import uri as uris
-from ufs.adapter import DIR_VERSION, Ufs
+from ufs.adapter import Ufs
 from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys, pathconf, pathrules
-from worker.cluster.events import Event, Op
+from worker.audit import AuditLog
 from worker.errors import IsADirectory
 from worker.feeds.change import CacheSink
 from worker.feeds.keys import feed_specs
@@ -38,12 +39,12 @@ from worker.insight import History, TopFiles
 from worker.load import LoadManager
 from worker.meta import keys as meta_keys
 from worker.meta.counters import Counters
-from worker.meta.entry import Operation
 from worker.meta.errors import MetastoreOpenError
 from worker.meta.generations import FILE_NAME as GENERATIONS_FILE
 from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
+from worker.mutations import Mutations
 from worker.ranges import Span, Window
 from worker.reader import CachePolicy, Located, Reader, ReadResult
 from worker.request import Exchange, RequestContext
@@ -80,9 +81,11 @@ def _generation_file(path: Path) -> GenerationFile | None:
         return None
 
 
-class WorkerService:
-    """The cache agent's operations. Thread-safe: its parts are, and it holds no state of its
-    own beyond them. ``close()`` stops load jobs, then flushes the metastore and page store."""
+class WorkerService(Mutations):
+    """The cache agent's operations: lookups and reads here, the mutations in
+    :class:`worker.mutations.Mutations`. Thread-safe: its parts are, and it holds no state of
+    its own beyond them. ``close()`` stops load jobs, then flushes the metastore and page
+    store."""
 
     def __init__(
         self,
@@ -93,6 +96,7 @@ class WorkerService:
         page_size: int,
         generations: GenerationFile | None = None,
     ) -> None:
+        super().__init__(AuditLog(config.get(keys.AUDIT_LOG)))
         self.config = config
         self.ufs = ufs
         self.meta = meta
@@ -116,9 +120,8 @@ class WorkerService:
         # count is the cached bytes it handed out for them (the client counts what it read).
         self._located = Counters(("short_circuit_located_bytes",))
         self._closed = False
-        self._change_listeners: list[Callable[[list[Event]], None]] = []
         self._probes: dict[str, Callable[[], tuple[str, bool]]] = {}
-        meta.add_listener(self._drop_pages)
+        meta.writes.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
         # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
         self.changes = CacheSink(self)
@@ -173,27 +176,11 @@ class WorkerService:
     def _drop_pages(self, uri: str, version: str) -> None:
         self.pages.delete_file(file_id(uri), version)
 
-    def add_change_listener(self, fn: Callable[[list[Event]], None]) -> None:
-        """Call ``fn(events)`` after every mutation, once the cache reflects it (the cluster
-        publishes them to the other workers). Not thread-safe: add listeners before serving."""
-        self._change_listeners.append(fn)
-
     def add_readiness_probe(self, name: str, probe: Callable[[], tuple[str, bool]]) -> None:
         """Report ``probe()``'s state under ``name`` in :meth:`readiness`, and ready only while
         it says the worker may be (the cluster's feed follower). Not thread-safe: add probes
         before serving."""
         self._probes[name] = probe
-
-    def _changed(self, *events: Event) -> None:
-        for fn in self._change_listeners:
-            fn(list(events))
-
-    def announce(self, events: Sequence[Event]) -> None:
-        """Tell the change listeners of changes made outside the worker that this worker alone
-        heard of (a change-feed webhook), once its cache reflects them: in a cluster the other
-        workers apply them too."""
-        if events:
-            self._changed(*events)
 
     # -- metadata ------------------------------------------------------------------------------
 
@@ -220,19 +207,24 @@ class WorkerService:
         version: str | None = None,
         exchange: Exchange | None = None,
         serve_stale: bool | None = None,
+        caller: str = "-",
     ) -> RequestContext:
         """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` and
         ``serve_stale`` are its per-call options (None: it sent none), ``version`` the one it
-        pins, ``exchange`` the HTTP request it answers (None: a call from inside the worker). A
-        surface builds it once per call and passes it to the operations below. Raises
-        UfsInvalidPath for a malformed URI."""
-        return request_context(self.config, uri, sync_interval, version, exchange, serve_stale)
+        pins, ``exchange`` the HTTP request it answers (None: a call from inside the worker),
+        ``caller`` who made it (``-``: unknown). A surface builds it once per call and passes
+        it to the operations below. Raises UfsInvalidPath for a malformed URI."""
+        return request_context(
+            self.config, uri, sync_interval, version, exchange, serve_stale, caller
+        )
 
     def status(self, call: RequestContext) -> UfsStatus:
         """The status of ``call.uri``, as fresh as it asks, at the version it pins."""
         uri = self.roots.inside(call.uri)
         fresh = call.fresh
-        return self.meta.get_status(uri, fresh.sync_interval, call.version, fresh.serve_stale)
+        return self.meta.reads.get_status(
+            uri, fresh.sync_interval, call.version, fresh.serve_stale, observer=call
+        )
 
     def status_cached(self, call: RequestContext) -> UfsStatus | None:
         """:meth:`status` without I/O, for a caller on the event loop: the same answer or
@@ -243,12 +235,14 @@ class WorkerService:
             return None
         uri = self.roots.inside(call.uri)
         fresh = call.fresh
-        return self.meta.cached_status(uri, fresh.sync_interval, call.version, fresh.serve_stale)
+        return self.meta.reads.cached_status(
+            uri, fresh.sync_interval, call.version, fresh.serve_stale
+        )
 
     def list(self, call: RequestContext) -> list[UfsStatus]:
         """The children of directory ``call.uri``, as fresh as it asks (as :meth:`status`)."""
         uri = self.roots.inside(call.uri)
-        entries = self.meta.list_status(uri, call.fresh.sync_interval)
+        entries = self.meta.reads.list_status(uri, call.fresh.sync_interval, observer=call)
         # Entries that lead outside the roots are left out (see MountRoots.visible).
         return self.roots.visible(entries)
 
@@ -279,13 +273,14 @@ class WorkerService:
         try:
             return self._open(call, status, span, ramp)
         except UfsNotFound:
-            self._record_change(status.uri)
+            self._record_change(status.uri, call)
             raise
         except UfsVersionChanged:
             if call.version is not None:
-                self._record_change(status.uri)
+                self._record_change(status.uri, call)
                 raise
-        return self._open(call, self.meta.get_status(status.uri, sync_interval=0), span, ramp)
+        changed = self.meta.reads.get_status(status.uri, sync_interval=0, observer=call)
+        return self._open(call, changed, span, ramp)
 
     def cache_whole(self, files: Sequence[UfsStatus]) -> Sequence[UfsStatus]:
         """Cache small files a load job listed (a page or less each), many at a time
@@ -312,9 +307,11 @@ class WorkerService:
             status, offset, length, cache=call.fresh.cache, ramp=ramp, served=call.served
         )
         first = next(chunks, b"")
-        return ReadResult(status, offset, length, self._watched(status.uri, first, chunks))
+        return ReadResult(status, offset, length, self._watched(call, status.uri, first, chunks))
 
-    def _watched(self, uri: str, first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    def _watched(
+        self, call: RequestContext, uri: str, first: bytes, chunks: Iterator[bytes]
+    ) -> Iterator[bytes]:
         # A generator (not a chain) so that closing the body closes the reader's iterator,
         # which cancels its read-ahead: a client that hangs up stops the fills.
         try:
@@ -322,18 +319,19 @@ class WorkerService:
                 yield first
             yield from chunks
         except (UfsVersionChanged, UfsNotFound):
-            self._record_change(uri)
+            # The answer has started: the revision reaches the client with its next answer.
+            self._record_change(uri, call)
             raise
         finally:
             close = getattr(chunks, "close", None)
             if close is not None:
                 close()
 
-    def _record_change(self, uri: str) -> None:
-        """Sync ``uri`` after a read found it changed; a failing sync leaves that to the next
-        caller (the read's own error is what this caller gets)."""
+    def _record_change(self, uri: str, call: RequestContext) -> None:
+        """Sync ``uri`` after ``call``'s read found it changed; a failing sync leaves that to
+        the next caller (the read's own error is what this caller gets)."""
         try:
-            self.meta.get_status(uri, sync_interval=0)
+            self.meta.reads.get_status(uri, sync_interval=0, observer=call)
         except UfsError as exc:
             log.info("could not record the change of %s found by a read: %s", uri, exc)
 
@@ -369,79 +367,6 @@ class WorkerService:
             "page_size": self.page_size,
             "sync_interval_ms": self.config.get(meta_keys.SYNC_INTERVAL),
         }
-
-    # -- mutations -----------------------------------------------------------------------------
-
-    def write(self, uri: str, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
-        """Write through to the UFS; the new status and whether the file was created."""
-        uri = self.roots.check(uri)
-        created = not self._exists(uri)
-        status = self.ufs.write(uri, data)
-        self.meta.record_write(uri, status, Operation.CREATED if created else Operation.UPDATED)
-        self._changed(Event(Op.CREATED if created else Op.UPDATED, uri, status.version))
-        return status, created
-
-    def append(self, uri: str, data: Iterable[bytes]) -> UfsStatus:
-        """Append through to the UFS (:meth:`Ufs.append`); the file's new status."""
-        uri = self.roots.check(uri)
-        status = self.ufs.append(uri, data)
-        self.meta.record_write(uri, status, Operation.UPDATED)
-        self._changed(Event(Op.UPDATED, uri, status.version))
-        return status
-
-    def _exists(self, uri: str) -> bool:
-        try:
-            self.meta.get_status(uri, sync_interval=0)
-        except UfsNotFound:
-            return False
-        return True
-
-    def delete(self, uri: str, recursive: bool = False) -> str:
-        """Delete through to the UFS; the canonical URI deleted."""
-        uri = self.roots.check(uri)
-        self.ufs.delete(uri, recursive)
-        # A deleted directory's entries go too: record_write drops everything under it, and
-        # the page store drops pages of files under it that no cached status names.
-        self.meta.record_write(uri, None, Operation.DELETED)
-        if recursive:
-            self.pages.delete_prefix(uri)
-        self._changed(Event(Op.DELETED, uri, prefix=recursive))
-        return uri
-
-    def rename(self, src: str, dst: str) -> UfsStatus:
-        src, dst = self.roots.check(src), self.roots.check(dst)
-        status = self.ufs.rename(src, dst)
-        self.meta.record_write(src, None, Operation.DELETED)
-        self.meta.record_write(dst, status, Operation.CREATED)
-        self._changed(
-            Event(Op.DELETED, src, prefix=status.is_dir),
-            Event(Op.CREATED, dst, "" if status.is_dir else status.version, status.is_dir),
-        )
-        return status
-
-    def mkdir(self, uri: str) -> UfsStatus:
-        uri = self.roots.check(uri)
-        self.ufs.mkdir(uri)
-        try:
-            status = self.ufs.status(uri)
-        except UfsNotFound:
-            # Object stores keep no empty directories; the prefix exists once written under.
-            status = UfsStatus(uri, uris.name(uri), True, 0, 0, DIR_VERSION, None)
-        self.meta.record_write(uri, status, Operation.CREATED)
-        self._changed(Event(Op.CREATED, uri))
-        return status
-
-    def invalidate(self, uri: str, recursive: bool = False) -> int:
-        """Drop metadata and pages for a path, or everything under a prefix."""
-        uri = self.roots.check(uri)
-        dropped = self.meta.invalidate(uri, recursive)
-        # Pages go by what the page store knows, whatever the metadata still remembers.
-        if recursive:
-            self.pages.delete_prefix(uri)
-        else:
-            self.pages.delete_file(file_id(uri))
-        self._changed(Event(Op.INVALIDATED, uri, prefix=recursive))
-        return dropped
 
     # -- state ---------------------------------------------------------------------------------
 

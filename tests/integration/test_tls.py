@@ -146,7 +146,8 @@ def mutual(
     """A worker that requires client certificates signed by the CA it yields with it."""
     work = tmp_path_factory.mktemp("mutual")
     clients = CA(work / "clients", "clients CA")
-    process = start(work / "w", data, *tls_defines(tls_ca.issue("server"), clients))
+    server = tls_defines(tls_ca.issue("server"), clients)
+    process = start(work / "w", data, *server, "dora.worker.audit.log=true")
     yield process, clients
     process.stop()
 
@@ -164,6 +165,20 @@ def test_mutual_tls_takes_a_signed_client(
     process, clients = mutual
     signed = clients.issue("client", ("dora-client",), client=True)
     assert with_cert(tls_ca, process, signed).info(f"file://{data}/a.bin")["size"] == 3 << 20
+
+
+def test_the_audit_log_names_the_client_certificates_subject(
+    tls_ca: CA, mutual: tuple[TlsWorker, CA], data: Path
+) -> None:
+    process, clients = mutual
+    fs = with_cert(tls_ca, process, clients.issue("auditor", ("etl-nightly",), client=True))
+    uri = f"file://{data}/audited.bin"
+    fs.pipe(uri, b"written over mutual TLS")
+    fs.rm(uri)
+    logged = process.log()
+    for cmd in ("create", "delete"):
+        audited = f"allowed=true\tugi=etl-nightly\tip=/127.0.0.1\tcmd={cmd}\tsrc={uri}\tdst=null"
+        assert audited in logged, logged
 
 
 def test_no_client_certificate_is_answered_401_naming_the_key(

@@ -103,7 +103,7 @@ def test_every_surface_applies_the_path_rules_to_a_status(
         for name, size_of in surfaces.items():
             for uri in (hot, cold):
                 s3_raw.pipe_file(uri.removeprefix("s3://"), b"old")
-                service.invalidate(uri)
+                service.invalidate(service.request(uri))
                 assert size_of(uri) == 3, name
                 assert size_of(uri) == 3, name  # now from the worker's memory
                 s3_raw.pipe_file(uri.removeprefix("s3://"), b"changed")

@@ -168,7 +168,7 @@ def test_status_cached_answers_a_memory_hit_and_leaves_the_rest_to_status(
     try:
         status = UfsStatus("s3://bucket/data/a", "a", False, 3, 1, '"etag"', '"etag"')
         assert service.status_cached(service.request(status.uri)) is None
-        service.meta.record_write(status.uri, status, Operation.CREATED)
+        service.meta.writes.record_write(status.uri, status, Operation.CREATED)
         assert service.status_cached(service.request("s3://bucket/data/a/")) == status
         assert service.status_cached(service.request(status.uri, 0)) is None
         with pytest.raises(UfsOutsideRoots):

@@ -43,7 +43,7 @@ def test_a_prefix_invalidation_or_deletion_drops_pages_whose_metadata_is_gone(
     tmp_path: Path, data_dir: Path, cached: dict[str, str], drop: str
 ) -> None:
     second = worker(tmp_path, data_dir, "meta-2")
-    getattr(second, drop)(f"file://{data_dir}/a", recursive=True)
+    getattr(second, drop)(second.request(f"file://{data_dir}/a"), recursive=True)
     second.close()  # waits for the page files to be unlinked
     for uri, version in cached.items():
         left = page_files(tmp_path / "work", uri, version)
@@ -61,6 +61,6 @@ def test_a_file_invalidation_drops_every_version_it_has_pages_of(
     (data_dir / "b.bin").write_bytes(os.urandom(PAGE))  # a second version, cached too
     read_all(second, uri, sync_interval=0)
     assert len(page_files(tmp_path / "work", uri)) == 3
-    second.invalidate(uri)
+    second.invalidate(second.request(uri))
     second.close()  # waits for the page files to be unlinked
     assert page_files(tmp_path / "work", uri) == []

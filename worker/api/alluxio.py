@@ -38,6 +38,7 @@ from worker.errors import InvalidRequest as BadRequest
 from worker.errors import RangeNotSatisfiable
 from worker.ranges import Span, Window
 from worker.reader import ReadResult
+from worker.request import RequestContext
 from worker.service import WorkerService
 
 Route = Callable[[WorkerService, Request], Awaitable[Response]]
@@ -188,11 +189,11 @@ async def read_object(service: WorkerService, request: Request) -> Response:
 
 async def write_chunk(service: WorkerService, request: Request) -> Response:
     """The body (sent chunked) as the file's new content, written through."""
-    uri = ap.target(request)
+    call = context(service, request, ap.target(request))
     params.optional_int(request.query_params, "chunkSize")
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        _, created = await run_in_threadpool(service.write, uri, file_chunks(spool))
+        _, created = await run_in_threadpool(service.write, call, file_chunks(spool))
     finally:
         spool.close()
     return json_response(SUCCESS, 201 if created else 200)
@@ -203,6 +204,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
     content is written through whole (a compatibility path, not a fast one). A page that would
     leave a hole after the end of the file is 416."""
     uri, index = ap.target(request), ap.page_index(request)
+    call = context(service, request, uri)
     start = index * service.reader.page_size
     body = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
 
@@ -221,7 +223,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
             if old is not None and end < size:
                 _copy(_pinned(service, old, end, None), content)
             content.seek(0)
-            return service.write(uri, file_chunks(content))[1]
+            return service.write(call, file_chunks(content))[1]
 
     try:
         created = await run_in_threadpool(work)
@@ -231,7 +233,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
 
 
 async def mkdir(service: WorkerService, request: Request) -> Response:
-    await run_in_threadpool(service.mkdir, ap.target(request))
+    await run_in_threadpool(service.mkdir, context(service, request, ap.target(request)))
     return json_response(SUCCESS)
 
 
@@ -244,7 +246,7 @@ async def touch(service: WorkerService, request: Request) -> Response:
         try:
             _checked(service, uri)
         except UfsNotFound:
-            return service.write(uri, b"")[1]
+            return service.write(context(service, request, uri), b"")[1]
         return False
 
     return json_response(SUCCESS, 201 if await run_in_threadpool(work) else 200)
@@ -253,18 +255,19 @@ async def touch(service: WorkerService, request: Request) -> Response:
 async def rm(service: WorkerService, request: Request) -> Response:
     """Delete through to the UFS, or with ``remove_alluxio_only`` drop only what the cache
     holds (Alluxio's "remove from Alluxio space only")."""
-    uri = ap.target(request)
+    call = context(service, request, ap.target(request))
     recursive = ap.flag(request, "recursive", "recursiveAlias")
     if ap.flag(request, "remove_alluxio_only"):
-        await run_in_threadpool(service.invalidate, uri, recursive)
+        await run_in_threadpool(service.invalidate, call, recursive)
     else:
-        await run_in_threadpool(service.delete, uri, recursive)
+        await run_in_threadpool(service.delete, call, recursive)
     return json_response(SUCCESS)
 
 
 async def mv(service: WorkerService, request: Request) -> Response:
     src, dst = ap.target(request, "srcPath"), ap.unchecked_path(request, "dstPath")
-    await run_in_threadpool(service.rename, src, dst)
+    ends = (context(service, request, src), context(service, request, dst))
+    await run_in_threadpool(service.rename, *ends)
     return json_response(SUCCESS)
 
 
@@ -280,20 +283,23 @@ async def copy(service: WorkerService, request: Request) -> Response:
             raise UfsIsADirectory(f"cannot copy {root.uri!r}: a directory needs recursive")
         sources = _files_under(service, root) if root.is_dir else [root]
         for source in sources:
-            _copy_file(service, source, target + source.uri[len(root.uri) :], forced)
+            into = context(service, request, target + source.uri[len(root.uri) :])
+            _copy_file(service, source, into, forced)
 
     await run_in_threadpool(work)
     return json_response(SUCCESS)
 
 
-def _copy_file(service: WorkerService, source: UfsStatus, dst: str, forced: bool) -> None:
+def _copy_file(
+    service: WorkerService, source: UfsStatus, dst: RequestContext, forced: bool
+) -> None:
     if not forced:
         try:
-            _checked(service, dst)
+            _checked(service, dst.uri)
         except UfsNotFound:
             pass
         else:
-            raise UfsAlreadyExists(f"cannot copy to {dst!r}: it exists (use forced to replace)")
+            raise UfsAlreadyExists(f"cannot copy to {dst.uri!r}: it exists (use forced to replace)")
     # Spooled whole first: a source that changes mid-read fails the copy before anything is
     # written, rather than leaving a torn destination.
     with _spooled() as content:

@@ -140,7 +140,7 @@ async def top_files(
 
 def _top_files(service: WorkerService, limit: int) -> list[dict[str, Any]]:
     reads = service.top_files.top(limit)
-    statuses = service.meta.peek([r.uri for r in reads])
+    statuses = service.meta.reads.peek([r.uri for r in reads])
     known = [(r, s) for r, s in zip(reads, statuses, strict=True) if s is not None]
     cached = service.pages.cached_bytes_many([(file_id(s.uri), s.version) for _, s in known])
     return [

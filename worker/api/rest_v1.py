@@ -75,7 +75,7 @@ def _aged(service: WorkerService, status: UfsStatus, fresh: Freshness) -> dict[s
     """``status`` as the API shows it, with how long ago the worker confirmed it and the sync
     interval a call to it without one gets (what a near-cache keeps it by)."""
     answer = service.describe(status)
-    answer["age_ms"] = service.meta.status_age(status.uri, status.version)
+    answer["age_ms"] = service.meta.reads.status_age(status.uri, status.version)
     answer["sync_interval_ms"] = fresh.path_interval
     return answer
 
@@ -90,7 +90,7 @@ async def listing(
 
     def work() -> dict[str, Any]:
         children = service.list(call)
-        age = service.meta.listing_age(call.uri, children) if children else None
+        age = service.meta.reads.listing_age(call.uri, children) if children else None
         entries = service.describe_many(children)
         kept = listed(service.config, call.fresh, [child.uri for child in children])
         for entry, interval in zip(entries, kept, strict=True):
@@ -128,37 +128,42 @@ async def read(
 
 
 async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
+    call = context(service, request, path)
     # Refused before the body is read; in a thread, since for a local path it looks at the disk.
-    await run_in_threadpool(service.roots.check, path)
+    await run_in_threadpool(service.admit, call, "create")
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        written, created = await run_in_threadpool(service.write, path, file_chunks(spool))
+        written, created = await run_in_threadpool(service.write, call, file_chunks(spool))
     finally:
         spool.close()
     return json_response(service.describe(written), 201 if created else 200)
 
 
 async def delete(
-    service: WorkerService, path: c.UfsPath, recursive: c.Recursive = False
+    service: WorkerService, request: Request, path: c.UfsPath, recursive: c.Recursive = False
 ) -> Response:
-    deleted = await run_in_threadpool(service.delete, path, recursive)
+    deleted = await run_in_threadpool(service.delete, context(service, request, path), recursive)
     return json_response({"deleted": deleted})
 
 
-async def rename(service: WorkerService, src: c.UfsPath, dst: c.UfsPath) -> Response:
-    moved = await run_in_threadpool(service.rename, src, dst)
+async def rename(
+    service: WorkerService, request: Request, src: c.UfsPath, dst: c.UfsPath
+) -> Response:
+    ends = (context(service, request, src), context(service, request, dst))
+    moved = await run_in_threadpool(service.rename, *ends)
     return json_response(service.describe(moved))
 
 
-async def mkdir(service: WorkerService, path: c.UfsPath) -> Response:
-    made = await run_in_threadpool(service.mkdir, path)
+async def mkdir(service: WorkerService, request: Request, path: c.UfsPath) -> Response:
+    made = await run_in_threadpool(service.mkdir, context(service, request, path))
     return json_response(service.describe(made))
 
 
 async def invalidate(
-    service: WorkerService, path: c.UfsPath, recursive: c.Recursive = False
+    service: WorkerService, request: Request, path: c.UfsPath, recursive: c.Recursive = False
 ) -> Response:
-    dropped = await run_in_threadpool(service.invalidate, path, recursive)
+    call = context(service, request, path)
+    dropped = await run_in_threadpool(service.invalidate, call, recursive)
     return json_response({"invalidated": dropped})
 
 

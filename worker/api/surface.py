@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
+from worker.api.caller import caller_of
 from worker.api.params import Lean
 from worker.errors import ErrorKind
 from worker.request import RequestContext, exchange
@@ -40,8 +41,10 @@ def context(
     serve_stale: bool | None = None,
 ) -> RequestContext:
     """The one context of a call to ``uri`` that ``request`` makes (``WorkerService.request``),
-    with the request's exchange: what every surface passes to the service's operations."""
-    return service.request(uri, sync_interval, version, exchange(request.scope), serve_stale)
+    with the request's exchange and caller: what every surface passes to the service's
+    operations."""
+    call = exchange(request.scope)
+    return service.request(uri, sync_interval, version, call, serve_stale, caller_of(request))
 
 
 def bearer_token(scope: Scope) -> bytes | None:

@@ -326,7 +326,8 @@ class WebHdfs:
 
     async def mkdirs(self, request: Request, query: Query, path: str) -> Response:
         if not self._virtual(path):
-            await run_in_threadpool(self.service.mkdir, self._uri(path))
+            call = context(self.service, request, self._uri(path))
+            await run_in_threadpool(self.service.mkdir, call)
         return json_answer(shapes.boolean(True))
 
     async def rename(self, request: Request, query: Query, path: str) -> Response:
@@ -349,28 +350,33 @@ class WebHdfs:
         source = status_or_none(self.service, src)
         if source is None:
             return False
-        target = dst.uri
+        target = dst
         existing = status_or_none(self.service, dst)
         if existing is not None:
             if not existing.is_dir:
                 return False
-            target = f"{existing.uri}/{source.name}"
-            inner = self.service.request(target, dst.fresh.sync_interval, None, dst.exchange)
-            if status_or_none(self.service, inner) is not None:
+            inner = f"{existing.uri}/{source.name}"
+            target = self.service.request(
+                inner, dst.fresh.sync_interval, None, dst.exchange, caller=dst.caller
+            )
+            if status_or_none(self.service, target) is not None:
                 return False
-        if uris.is_under(target, source.uri):
+        if uris.is_under(target.uri, source.uri):
             return False
-        self.service.rename(source.uri, target)
+        self.service.rename(src, target)
         return True
 
     async def delete(self, request: Request, query: Query, path: str) -> Response:
         """True when something was deleted, false when nothing was there (as HDFS answers)."""
         self._refuse_virtual(path, "delete")
-        uri, recursive = self._uri(path), query.boolean("recursive")
+        call, recursive = (
+            context(self.service, request, self._uri(path)),
+            query.boolean("recursive"),
+        )
 
         def work() -> bool:
             try:
-                self.service.delete(uri, recursive)
+                self.service.delete(call, recursive)
             except UfsNotFound:
                 return False
             return True

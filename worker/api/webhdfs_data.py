@@ -89,14 +89,14 @@ async def create_file(
     upload a body that would then be refused."""
     # Re-checked against the UFS: a create decides on the truth, not on a cached entry.
     call = context(service, request, uri, 0)
-    uri = await run_in_threadpool(service.roots.inside, call.uri)
+    await run_in_threadpool(service.admit, call, "create")
     if not query.boolean("overwrite") and (
         await run_in_threadpool(status_or_none, service, call) is not None
     ):
         raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
     if not query.boolean("data"):
         return _redirect(request, query, {"data": "true"})
-    await _body_to(service.write, service, request, uri)
+    await _body_to(service.write, service, request, call)
     location = f"webhdfs://{request.url.netloc}{quote(path)}"
     return Response(b"", 201, {"Location": location})
 
@@ -104,27 +104,28 @@ async def create_file(
 async def append_file(service: WorkerService, request: Request, query: Query, uri: str) -> Response:
     """``APPEND``: the redirect to the data URL once the file is known to be one, then the
     body appended through (:meth:`WorkerService.append`)."""
+    # Re-checked against the UFS, as for CREATE: the append itself looks again anyway.
+    call = context(service, request, uri, 0)
     if not query.boolean("data"):
-        # Re-checked against the UFS, as for CREATE: the append itself looks again anyway.
-        status = await run_in_threadpool(service.status, context(service, request, uri, 0))
+        status = await run_in_threadpool(service.status, call)
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {request.url.path}")
         return _redirect(request, query, {"data": "true"})
-    await _body_to(service.append, service, request, uri)
+    await _body_to(service.append, service, request, call)
     return Response(b"", 200)
 
 
 async def _body_to(
-    write: Callable[[str, Iterable[bytes]], object],
+    write: Callable[[RequestContext, Iterable[bytes]], object],
     service: WorkerService,
     request: Request,
-    uri: str,
+    call: RequestContext,
 ) -> None:
     """The request's body, spooled (up to ``dora.worker.http.max.write.size``), then passed to
     ``write`` in a thread."""
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        await run_in_threadpool(write, uri, file_chunks(spool))
+        await run_in_threadpool(write, call, file_chunks(spool))
     finally:
         spool.close()
 

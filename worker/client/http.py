@@ -50,8 +50,8 @@ from worker.client.options import ClientOptions
 from worker.client.ring import HashRing
 from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
-from worker.cluster.context import REVISION_HEADER
 from worker.cluster.credentials import Credentials
+from worker.cluster.revision import REVISION_HEADER
 from worker.deadlines import TIMEOUT_HEADER, header_value
 from worker.tls.client import (
     WorkerNotTrusted,

@@ -7,6 +7,10 @@ re-checks the UFS instead (sync interval 0). Every answer carries ``X-Dora-Revis
 revision of the newest feed write it reflects, which the client sends on its next call to any
 worker — read-your-writes and monotonic reads across workers. Only feed writes: etcd's own
 revision also counts membership and position writes, which no follower waits on.
+
+The revision of a change the request made or found reaches the answer through the request's
+:class:`~worker.request.Exchange` (in the ASGI scope): the surface passes it down in the
+request's context, and the service raises it (``RequestContext.observed``).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from worker.cluster import context
 from worker.cluster.follower import Follower
+from worker.cluster.revision import REVISION_HEADER
 from worker.request import exchange
 
 Scope = MutableMapping[str, Any]
@@ -25,7 +29,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_HEADER = context.REVISION_HEADER.lower().encode()
+_HEADER = REVISION_HEADER.lower().encode()
 
 
 class RevisionMiddleware:
@@ -52,7 +56,6 @@ class RevisionMiddleware:
             reached = await self.follower.wait_applied_async(wanted, self.wait_s)
             self.outcomes["applied" if reached else "synced"] += 1
             state.must_sync = not reached
-        token = context.enter(state)
 
         async def stamped(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -63,10 +66,7 @@ class RevisionMiddleware:
                 message = {**message, "headers": headers}
             await send(message)
 
-        try:
-            await self.app(scope, receive, stamped)
-        finally:
-            context.leave(token)
+        await self.app(scope, receive, stamped)
 
 
 def _wanted(scope: Scope) -> int:
@@ -77,7 +77,7 @@ def _wanted(scope: Scope) -> int:
             if not (text.isascii() and text.isdigit() and len(text) <= 19):
                 shown = text if len(text) <= 40 else text[:40] + "..."
                 raise ValueError(
-                    f"{context.REVISION_HEADER}: expected a non-negative integer, got {shown!r}"
+                    f"{REVISION_HEADER}: expected a non-negative integer, got {shown!r}"
                 )
             return int(text)
     return 0

@@ -15,8 +15,8 @@ from prometheus_client.registry import Collector
 from config import Config
 from ufs import uri as uris
 from ufs.status import UfsStatus
-from worker.cluster import context, layout
 from worker.cluster import keys as cluster_keys
+from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.events import Event, Op, Origin, Origins
 from worker.cluster.follower import Follower
@@ -28,6 +28,7 @@ from worker.tls import keys as tls_keys
 if TYPE_CHECKING:
     from pagestore.api import PageStore
     from worker.meta.manager import MetadataManager
+    from worker.meta.writes import MetadataWrites
     from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,8 @@ MARKER = "cluster.feed"
 
 
 class MetaSink:
-    """Applies feed events to the metadata manager: drop the path (or everything under a
-    prefix) with its parent's listing, the dropped versions' pages going through the manager's
+    """Applies feed events to the metadata's write side: drop the path (or everything under a
+    prefix) with its parent's listing, the dropped versions' pages going through its
     listeners; a creation also drops cached "not found" answers for its directories.
 
     A prefix deleted or invalidated also loses the pages of files this worker holds no status
@@ -47,7 +48,7 @@ class MetaSink:
     """
 
     def __init__(
-        self, meta: MetadataManager, pages: PageStore, heard: Callable[[Origins], None]
+        self, meta: MetadataWrites, pages: PageStore, heard: Callable[[Origins], None]
     ) -> None:
         self._meta = meta
         self._pages = pages
@@ -116,7 +117,7 @@ class ClusterNode:
             self.etcd,
             layout.feed_key(self.cluster),
             self.info.id,
-            MetaSink(service.meta, service.pages, service.changes.lag.arrived),
+            MetaSink(service.meta.writes, service.pages, service.changes.lag.arrived),
             MetaMarkers(service.meta),
             idle_timeout_s=float(ttl_s),
         )
@@ -125,7 +126,7 @@ class ClusterNode:
         )
         self.middleware: RevisionMiddleware | None = None
         service.add_change_listener(self.changed)
-        service.meta.add_sync_listener(self._synced)
+        service.meta.writes.add_sync_listener(self._synced)
         service.metrics.registry.register(_ClusterCollector(self))
         service.add_readiness_probe("feed", self._feed_state)
 
@@ -160,20 +161,18 @@ class ClusterNode:
         self.middleware = RevisionMiddleware(app, self.follower, self.read_wait_s)
         return self.middleware
 
-    def changed(self, events: list[Event], origins: Sequence[Origin | None] = ()) -> None:
+    def changed(self, events: list[Event], origins: Sequence[Origin | None] = ()) -> int | None:
         """Publish changes this worker made (or, with ``origins``, one per event, heard of
-        from a change feed); the request's answer then names their revision. With etcd
-        unavailable the events stay queued and the answer names none."""
-        revision = self.publisher.publish(events, self.timeout_s, origins)
-        if revision is not None:
-            context.observed(revision)
+        from a change feed); the feed revision they were published under, which the request's
+        answer then names. With etcd unavailable the events stay queued: None."""
+        return self.publisher.publish(events, self.timeout_s, origins)
 
-    def _synced(self, uri: str, status: UfsStatus | None) -> None:
-        """A sync found ``uri`` changed outside the cache: tell the other workers."""
+    def _synced(self, uri: str, status: UfsStatus | None) -> int | None:
+        """A sync found ``uri`` changed outside the cache: tell the other workers; the feed
+        revision (the lookup's caller names it)."""
         if status is None:
-            self.changed([Event(Op.DELETED, uri)])
-        else:
-            self.changed([Event(Op.UPDATED, uri, status.version)])
+            return self.changed([Event(Op.DELETED, uri)])
+        return self.changed([Event(Op.UPDATED, uri, status.version)])
 
     def close(self) -> None:
         """Leave the ring, publish what is queued, persist the feed position. Idempotent."""

@@ -71,7 +71,7 @@ class CacheSink:
     def __init__(self, service: WorkerService) -> None:
         self._service = service
         self.lag = FeedLag(service.metrics.registry)
-        self._apply = MetaSink(service.meta, service.pages, self.lag.arrived)
+        self._apply = MetaSink(service.meta.writes, service.pages, self.lag.arrived)
         self.counters = Counters(("received", "applied", "unchanged", "outside_roots", "gaps"))
         service.metrics.registry.register(_FeedCollector(self.counters))
 
@@ -110,14 +110,14 @@ class CacheSink:
     def _holds(self, event: Event) -> bool:
         if event.op is Op.DELETED or event.prefix or not event.version:
             return False
-        return self._service.meta.status_age(event.path, event.version) is not None
+        return self._service.meta.reads.status_age(event.path, event.version) is not None
 
     def gap(self, source: str, why: str) -> None:
         """``source`` cannot tell what changed up to now: re-check everything cached so far."""
         log.warning("change feed %s: %s; everything cached so far will be re-checked with the UFS",
                     source, why)  # fmt: skip
         self.counters.add("gaps")
-        self._service.meta.require_sync_before(int(time.time() * 1000))
+        self._service.meta.writes.require_sync_before(int(time.time() * 1000))
 
     def load_marker(self, source: str) -> bytes | None:
         """What ``source`` saved with :meth:`save_marker` (in the worker's metastore), if any."""

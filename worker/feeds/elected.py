@@ -36,7 +36,9 @@ class RepublishingSink:
     Thread-safe as its parts are."""
 
     def __init__(
-        self, sink: CacheSink, publish: Callable[[list[Event], list[Origin | None]], None]
+        self,
+        sink: CacheSink,
+        publish: Callable[[list[Event], list[Origin | None]], int | None],
     ) -> None:
         self._sink = sink
         self._publish = publish

@@ -1,14 +1,25 @@
-"""The subscribers told when a file version is gone (the page store evicts its pages)."""
+"""The subscribers told when a file version is gone (the page store evicts its pages), and
+who a lookup tells the feed revision of what its sync found."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[str, str], None]
+
+
+class RevisionObserver(Protocol):
+    """The caller of a lookup (a request's context, ``worker.request.RequestContext``), told
+    the feed revision under which a sync the lookup made published the change it found, so
+    that the caller's answer can name it (read-your-writes across workers)."""
+
+    def observed(self, revision: int | None) -> None:
+        """The answer depends on feed revision ``revision`` (None: nothing was published)."""
 
 
 class Listeners:

@@ -1,29 +1,25 @@
-"""The metadata facade the worker's read and write paths call (DESIGN.md, "Metadata semantics").
+"""A worker's metadata (DESIGN.md, "Metadata semantics"): the two sides built over the shared
+tiers (:class:`worker.meta.tiers.Tiers`, memory + metastore), and what belongs to the whole.
 
-It joins the two sides over the shared tiers (:class:`worker.meta.tiers.Tiers`, memory +
-metastore): the read side (:class:`worker.meta.reads.MetadataReads`: lookups, syncs, listings)
-and the write side (:class:`worker.meta.writes.MetadataWrites`: mutations, the fence, the
-listeners). Callers that need only one side may take it (``reads``, ``writes``); the methods
-here are that side's, named as the worker has always called them.
+Callers use the sides themselves: ``reads`` (:class:`worker.meta.reads.MetadataReads`:
+lookups, syncs, listings) and ``writes`` (:class:`worker.meta.writes.MetadataWrites`:
+mutations, the fence, the listeners). The manager only builds them and keeps what spans both:
+the metastore's markers, counters, persistence state and lifecycle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from config import Config
-from ufs.status import UfsStatus
-from worker.meta.entry import Operation, wall_clock_ms
+from worker.meta.entry import wall_clock_ms
 from worker.meta.generations import GenerationFile
-from worker.meta.listeners import Listener
 from worker.meta.metastore import Metastore, PersistenceState
 from worker.meta.options import CacheOptions, MetastoreOptions
 from worker.meta.reads import MetadataReads, StatusSource
 from worker.meta.rocks import RocksMetastore
 from worker.meta.tiers import Tiers
-from worker.meta.writes import MetadataWrites, SyncListener
-
-__all__ = ["MetadataManager", "StatusSource", "SyncListener"]
+from worker.meta.writes import MetadataWrites
 
 
 class MetadataManager:
@@ -59,66 +55,6 @@ class MetadataManager:
         cache holds the new state (same-host clients' near-caches check them). Call before
         serving."""
         self._tiers.generations = generations
-
-    # -- the read side -------------------------------------------------------------------------
-
-    def get_status(
-        self,
-        uri: str,
-        sync_interval: int | None = None,
-        version: str | None = None,
-        serve_stale: bool = False,
-    ) -> UfsStatus:
-        """:meth:`MetadataReads.get_status`."""
-        return self.reads.get_status(uri, sync_interval, version, serve_stale)
-
-    def cached_status(
-        self,
-        uri: str,
-        sync_interval: int | None = None,
-        version: str | None = None,
-        serve_stale: bool = False,
-    ) -> UfsStatus | None:
-        """:meth:`MetadataReads.cached_status`."""
-        return self.reads.cached_status(uri, sync_interval, version, serve_stale)
-
-    def peek(self, uris: Sequence[str]) -> list[UfsStatus | None]:
-        """:meth:`MetadataReads.peek`."""
-        return self.reads.peek(uris)
-
-    def list_status(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
-        """:meth:`MetadataReads.list_status`."""
-        return self.reads.list_status(uri, sync_interval)
-
-    def status_age(self, uri: str, version: str) -> int | None:
-        """:meth:`MetadataReads.status_age`."""
-        return self.reads.status_age(uri, version)
-
-    def listing_age(self, uri: str, children: list[UfsStatus]) -> int | None:
-        """:meth:`MetadataReads.listing_age`."""
-        return self.reads.listing_age(uri, children)
-
-    # -- the write side ------------------------------------------------------------------------
-
-    def add_listener(self, fn: Listener) -> None:
-        """:meth:`MetadataWrites.add_listener`."""
-        self.writes.add_listener(fn)
-
-    def add_sync_listener(self, fn: SyncListener) -> None:
-        """:meth:`MetadataWrites.add_sync_listener`."""
-        self.writes.add_sync_listener(fn)
-
-    def require_sync_before(self, epoch_ms: int) -> None:
-        """:meth:`MetadataWrites.require_sync_before`."""
-        self.writes.require_sync_before(epoch_ms)
-
-    def record_write(self, uri: str, status: UfsStatus | None, op: Operation) -> None:
-        """:meth:`MetadataWrites.record_write`."""
-        self.writes.record_write(uri, status, op)
-
-    def invalidate(self, uri: str, recursive: bool = False) -> int:
-        """:meth:`MetadataWrites.invalidate`."""
-        return self.writes.invalidate(uri, recursive)
 
     # -- markers, metrics and lifecycle ---------------------------------------------------------
 

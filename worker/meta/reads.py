@@ -16,6 +16,7 @@ from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus
 from worker.meta.entry import MetaEntry, Operation, needs_sync
 from worker.meta.errors import VersionMismatch
+from worker.meta.listeners import RevisionObserver
 from worker.meta.memory import Listing
 from worker.meta.revalidate import Revalidations
 from worker.meta.tiers import Tiers
@@ -53,11 +54,13 @@ class MetadataReads:
         sync_interval: int | None = None,
         version: str | None = None,
         serve_stale: bool = False,
+        observer: RevisionObserver | None = None,
     ) -> UfsStatus:
         """The status of ``uri``, re-checked against the UFS as ``sync_interval`` (ms; -1 never,
         0 always; None: the configured default) or ``version`` require. With ``serve_stale``
         (and no ``version``), an entry due for a re-check but younger than the status cache
-        TTL is answered at once while one background re-check of ``uri`` runs.
+        TTL is answered at once while one background re-check of ``uri`` runs (which tells no
+        one). ``observer`` hears the feed revision of a change this call's sync found.
 
         Raises UfsNotFound (also for a cached negative entry), VersionMismatch if ``version``
         is given and the UFS has another one even after a sync, other UfsErrors from the UFS.
@@ -69,7 +72,7 @@ class MetadataReads:
             return _answer(uri, entry, version)
         if entry is not None and serve_stale and self._served_stale(uri, entry, version):
             return _answer(uri, entry, version)
-        return _answer(uri, self._sync(uri, entry), version)
+        return _answer(uri, self._sync(uri, entry, observer), version)
 
     def cached_status(
         self,
@@ -103,9 +106,12 @@ class MetadataReads:
         entries = [self._tiers.statuses.get(uri) for uri in uris]
         return [None if entry is None else entry.status for entry in entries]
 
-    def list_status(self, uri: str, sync_interval: int | None = None) -> list[UfsStatus]:
+    def list_status(
+        self, uri: str, sync_interval: int | None = None, observer: RevisionObserver | None = None
+    ) -> list[UfsStatus]:
         """The children of directory ``uri`` with their statuses; the listing is cached and
         fills the status cache. Recursive listings are not offered, so never cached.
+        ``observer`` hears the feed revision of the changes this call's re-listing found.
 
         Raises UfsNotFound, UfsNotADirectory, other UfsErrors from the UFS.
         """
@@ -120,7 +126,7 @@ class MetadataReads:
             self._tiers.counters.add("listing_hits")
             return list(listing.children)
         self._tiers.counters.add("listing_misses" if listing is None else "syncs")
-        children = self._list_flights.run(uri, lambda: self._relist(uri))
+        children = self._list_flights.run(uri, lambda: self._relist(uri, observer))
         if listing is not None and Listing.of(children, 0).versions != listing.versions:
             self._tiers.counters.add("syncs_changed")
         return list(children)
@@ -167,19 +173,24 @@ class MetadataReads:
         self._tiers.counters.add("stale_served")
         return True
 
-    def _sync(self, uri: str, entry: MetaEntry | None) -> MetaEntry:
+    def _sync(
+        self, uri: str, entry: MetaEntry | None, observer: RevisionObserver | None
+    ) -> MetaEntry:
         """Re-check ``uri`` with the UFS (joining a re-check in flight); ``entry`` is what the
         cache held (None: nothing)."""
         if entry is not None:
             self._tiers.counters.add("syncs")
-        synced = self._status_flights.run(uri, lambda: self._load(uri))
+        # Under single flight only the leader's observer hears the revision: a caller that
+        # joined is answered without it (its client may then read older state from another
+        # worker until it names a newer revision; the sync interval still bounds that).
+        synced = self._status_flights.run(uri, lambda: self._load(uri, observer))
         if entry is not None and synced.version != entry.version:
             self._tiers.counters.add("syncs_changed")
         return synced
 
     def _recheck(self, uri: str) -> None:
         """A background re-check (see :class:`Revalidations`)."""
-        self._sync(uri, self._tiers.statuses.get(uri))
+        self._sync(uri, self._tiers.statuses.get(uri), None)
 
     def close(self) -> None:
         """Stop the background re-checks (see :meth:`Revalidations.close`)."""
@@ -207,7 +218,7 @@ class MetadataReads:
         self._tiers.counters.add("metastore_hits" if entry is not None else "misses")
         return entry
 
-    def _load(self, uri: str) -> MetaEntry:
+    def _load(self, uri: str, observer: RevisionObserver | None) -> MetaEntry:
         """One UFS status call for ``uri``, its answer stored (unless a write overtook it)."""
         with self._writes.fenced() as token:
             self._tiers.counters.add("ufs_calls")
@@ -217,10 +228,12 @@ class MetadataReads:
                 status = None
             entry = MetaEntry(status, self._tiers.clock(), Operation.LOADED)
             gone = self._writes.settle_load(uri, entry, token)
-        self._writes.notify(gone, {uri: entry.status})
+        revision = self._writes.notify(gone, {uri: entry.status})
+        if observer is not None:
+            observer.observed(revision)
         return entry
 
-    def _relist(self, uri: str) -> tuple[UfsStatus, ...]:
+    def _relist(self, uri: str, observer: RevisionObserver | None) -> tuple[UfsStatus, ...]:
         missing: UfsNotFound | None = None
         children: list[UfsStatus] = []
         with self._writes.fenced() as token:
@@ -234,7 +247,9 @@ class MetadataReads:
             else:
                 # The directory being listed does not exist: nothing under it does either.
                 gone = self._writes.settle_missing_dir(uri, token)
-        self._writes.notify(gone, {child.uri: child for child in children})
+        revision = self._writes.notify(gone, {child.uri: child for child in children})
+        if observer is not None:
+            observer.observed(revision)
         if missing is not None:
             raise missing
         return tuple(children)

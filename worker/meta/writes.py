@@ -20,7 +20,9 @@ from worker.meta.listeners import Listener, Listeners
 from worker.meta.settle import Gone, file_version
 from worker.meta.tiers import Tiers
 
-SyncListener = Callable[[str, UfsStatus | None], None]
+SyncListener = Callable[[str, UfsStatus | None], int | None]
+"""``fn(uri, status)``: a sync found ``uri`` changed; returns the feed revision it published the
+change under (None: none)."""
 
 
 class MetadataWrites:
@@ -47,7 +49,8 @@ class MetadataWrites:
     def add_sync_listener(self, fn: SyncListener) -> None:
         """Call ``fn(uri, status)`` when a sync with the UFS found a cached file changed:
         ``status`` is the new one, None if the file is gone. Runs on the syncing thread after
-        the cache holds the new state; an exception from ``fn`` reaches the caller."""
+        the cache holds the new state; an exception from ``fn`` reaches the caller, and the
+        feed revision it returns reaches the lookup's observer (:meth:`notify`)."""
         with self._lock:
             self._sync_listeners = (*self._sync_listeners, fn)
 
@@ -108,13 +111,18 @@ class MetadataWrites:
         either. The file versions that went away; call :meth:`notify` with them."""
         return self.drop(uri, recursive=True, missing_since=token)[0]
 
-    def notify(self, gone: list[Gone], found: dict[str, UfsStatus | None]) -> None:
+    def notify(self, gone: list[Gone], found: dict[str, UfsStatus | None]) -> int | None:
         """Tell the listeners of the versions ``gone`` after a sync, and the sync listeners of
-        each such URI's new status in ``found`` (None: gone)."""
+        each such URI's new status in ``found`` (None: gone); the newest feed revision the sync
+        listeners published under (None: none did)."""
         self._listeners.notify(gone)
+        newest: int | None = None
         for uri in dict.fromkeys(u for u, _ in gone):
             for fn in self._sync_listeners:
-                fn(uri, found.get(uri))
+                revision = fn(uri, found.get(uri))
+                if revision is not None and (newest is None or revision > newest):
+                    newest = revision
+        return newest
 
     # -- writes and invalidation ----------------------------------------------------------------
 

@@ -10,9 +10,12 @@ certificate that is presented is verified in the handshake as before.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from collections.abc import Callable
 
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.errors import Unauthorized
@@ -43,6 +46,27 @@ def presented(scope: Scope) -> bool:
     verified any it did)."""
     tls = scope.get("extensions", {}).get("tls") or {}
     return bool(tls.get("client_cert_chain"))
+
+
+def subject_name(scope: Scope) -> str | None:
+    """Who the request's connection proved to be: the subject common name (CN) of the client
+    certificate the handshake verified (its whole subject, RFC 4514, if it has no CN), or None
+    when it presented none."""
+    tls = scope.get("extensions", {}).get("tls") or {}
+    chain = tls.get("client_cert_chain")
+    return _subject(chain[0]) if chain else None
+
+
+@functools.lru_cache(maxsize=256)
+def _subject(pem: str) -> str:
+    # Cached by certificate: a connection's requests, and a client's connections, present the
+    # same one, and parsing it costs more than the rest of a cached lookup.
+    subject = x509.load_pem_x509_certificate(pem.encode("ascii")).subject
+    names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if names:
+        value = names[0].value
+        return value if isinstance(value, str) else value.decode("utf-8", "replace")
+    return subject.rfc4514_string()
 
 
 class ClientCertCheck:

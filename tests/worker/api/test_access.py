@@ -61,7 +61,7 @@ def test_the_cache_outcome_of_each_read(
     path = f"file://{data_dir}/g"
     try:
         api.get("/v1/read", params={"path": path, "length": 64 * 1024})  # page 0 and read-ahead
-        service.invalidate(path)
+        service.invalidate(service.request(path))
         api.get("/v1/read", params={"path": path, "length": 64 * 1024})
         api.get("/v1/read", params={"path": path, "length": 64 * 1024})
         service.pages.delete_file(file_id(path))

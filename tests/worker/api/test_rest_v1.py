@@ -419,7 +419,7 @@ def test_a_memory_hit_status_is_answered_on_the_loop_as_the_thread_path_would(
         "dora.worker.security.token=s3cret",
     )  # fmt: skip
     status = UfsStatus("s3://bucket/data/a", "a", False, 3, 1, '"etag"', '"etag"')
-    service.meta.record_write(status.uri, status, Operation.CREATED)
+    service.meta.writes.record_write(status.uri, status, Operation.CREATED)
     api, stranger = Api(service, {"Authorization": "Bearer s3cret"}), Api(service)
     try:
         answer = api.get("/v1/status", params={"path": status.uri, "version": '"etag"'})

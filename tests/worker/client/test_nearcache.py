@@ -56,7 +56,9 @@ def fill_status(near: NearCache, service: WorkerService, path: str) -> dict[str,
     stamp, asked_at = near.stamp(key), near.now()
     status = service.status(service.request(path))
     answer = service.describe(status)
-    near.put_status(key, stamp, asked_at, answer, service.meta.status_age(path, status.version))
+    near.put_status(
+        key, stamp, asked_at, answer, service.meta.reads.status_age(path, status.version)
+    )
     return answer
 
 
@@ -66,7 +68,7 @@ def fill_listing(near: NearCache, service: WorkerService, path: str) -> list[dic
     stamp, asked_at = near.stamp(key), near.now()
     children = service.list(service.request(path))
     entries = [service.describe(s) for s in children]
-    age = service.meta.listing_age(path, children)
+    age = service.meta.reads.listing_age(path, children)
     near.put_listing(key, stamp, asked_at, [(e["uri"], e) for e in entries], age)
     return entries
 
@@ -79,7 +81,7 @@ def test_a_kept_status_is_served_until_a_write_through_the_worker(
     assert near.status(uri, sync_interval_ms=0) is None  # always re-check: ask the worker
     assert near.status(uri, version=answer["version"]) is answer
     assert near.status(uri, version="another") is None
-    service.write(uri, b"changed")  # any process, through the worker
+    service.write(service.request(uri), b"changed")  # any process, through the worker
     assert near.status(uri) is None
 
 
@@ -109,7 +111,7 @@ def test_listings_and_their_children(
     entries = fill_listing(near, service, directory)
     assert near.listing(directory) == entries
     assert near.status(uri) == entries[0]  # filled from the listing
-    service.delete(f"file://{data_dir}/d/b")
+    service.delete(service.request(f"file://{data_dir}/d/b"))
     assert near.listing(directory) is None
     assert near.status(uri) is None  # covered by the directory's counter
 
@@ -118,7 +120,7 @@ def test_an_invalidation_of_a_prefix_drops_everything(
     near: NearCache, service: WorkerService, uri: str, data_dir: Path
 ) -> None:
     fill_status(near, service, uri)
-    service.invalidate(f"file://{data_dir}", recursive=True)
+    service.invalidate(service.request(f"file://{data_dir}"), recursive=True)
     assert near.status(uri) is None
 
 

@@ -75,7 +75,9 @@ def ask_status(
     stamp, asked_at = near.stamp(key), near.now()
     status = service.status(service.request(path, interval_ms))
     answer = service.describe(status)
-    near.put_status(key, stamp, asked_at, answer, service.meta.status_age(path, status.version))
+    near.put_status(
+        key, stamp, asked_at, answer, service.meta.reads.status_age(path, status.version)
+    )
     return answer
 
 
@@ -90,7 +92,7 @@ def ask_listing(
     stamp, asked_at = near.stamp(key), near.now()
     children = service.list(service.request(directory, interval_ms))
     entries = [service.describe(child) for child in children]
-    age = service.meta.listing_age(directory, children)
+    age = service.meta.reads.listing_age(directory, children)
     near.put_listing(key, stamp, asked_at, [(e["uri"], e) for e in entries], age)
     return entries
 
@@ -126,7 +128,7 @@ def test_every_answer_keeps_the_sync_interval_contract(
                 write_outside()
             elif step < 0.25:
                 size = next(sizes)
-                service.write(path, b"w" * size)
+                service.write(service.request(path), b"w" * size)
                 model.wrote(size, through_worker=True)
             elif step < 0.6:
                 asked_at = time.monotonic()

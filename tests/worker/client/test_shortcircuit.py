@@ -253,7 +253,7 @@ def stored(service: WorkerService, uri: str, version: str, pages: tuple[int, ...
 
 def test_locate_answers_and_errors(service: WorkerService, api: Api, uri: str) -> None:
     version = warm(service, uri)
-    service.invalidate(uri)
+    service.invalidate(service.request(uri))
     # The invalidated pages' files are unlinked in the background, and until they are gone a
     # fill of those pages is refused (PageStore.put: never lost, not stored): warm until stored.
     wait_until(lambda: stored(service, uri, warm(service, uri), (1, 2)))

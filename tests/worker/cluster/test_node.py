@@ -3,6 +3,7 @@ reach the other's cache; the feed position lives in RocksDB beside the entries; 
 pages whose version a re-check confirms; the revision middleware waits, or syncs."""
 
 import asyncio
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from worker.cluster.etcd import Etcd
 from worker.cluster.events import Event, Op
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.node import MARKER, ClusterNode, MetaSink
+from worker.request import Exchange
 
 from .support import wait_for
 
@@ -138,13 +140,50 @@ def test_a_sync_that_finds_a_change_is_published(members: list[Member], data_dir
     wait_for(lambda: b.service.status(b.service.request(uri)).size == 2)
 
 
+def bare(work: Callable[[], object]) -> None:
+    """Run ``work`` in a new thread with an empty context: no context variable a caller set
+    can carry anything to it."""
+    thread = threading.Thread(target=contextvars.Context().run, args=(work,))
+    thread.start()
+    thread.join()
+
+
+def feed_revision(etcd_server: LocalEtcd, member: Member) -> int:
+    etcd = Etcd([etcd_server.endpoint], 2.0)
+    try:
+        feed = etcd.get(layout.feed_key(member.node.cluster))
+    finally:
+        etcd.close()
+    assert feed is not None
+    return feed.mod_revision
+
+
+def test_the_revisions_of_a_mutation_and_of_a_sync_reach_the_callers_exchange(
+    members: list[Member], data_dir: Path, etcd_server: LocalEtcd
+) -> None:
+    a, _ = members
+    (data_dir / "d").mkdir()
+    (data_dir / "d" / "r").write_bytes(b"1")
+    uri, written, synced, listed = f"file://{data_dir}/d/r", Exchange(), Exchange(), Exchange()
+    bare(lambda: a.service.write(a.service.request(uri, exchange=written), b"22"))
+    assert written.revision == feed_revision(etcd_server, a) > 0
+    # Found by a lookup's sync (outside the cache), and by a listing's.
+    (data_dir / "d" / "r").write_bytes(b"333")
+    bare(lambda: a.service.status(a.service.request(uri, 0, exchange=synced)))
+    assert synced.revision == feed_revision(etcd_server, a) > written.revision
+    a.service.list(a.service.request(f"file://{data_dir}/d"))
+    (data_dir / "d" / "r").unlink()
+    bare(lambda: a.service.list(a.service.request(f"file://{data_dir}/d", 0, exchange=listed)))
+    assert listed.revision == feed_revision(etcd_server, a) > synced.revision
+
+
 def test_the_position_is_a_marker_beside_the_entries(members: list[Member], data_dir: Path) -> None:
     a, _ = members
     (data_dir / "m").write_bytes(b"1")
-    a.service.write(f"file://{data_dir}/m", b"22")
+    a.service.write(a.service.request(f"file://{data_dir}/m"), b"22")
     wait_for(lambda: a.node.follower.applied > 0 and a.service.meta.load_marker(MARKER) is not None)
     # Dropping everything under the mount root leaves the marker: no URI key can be it.
-    a.service.invalidate(f"file://{data_dir}", recursive=True)
+    a.service.invalidate(a.service.request(f"file://{data_dir}"), recursive=True)
     assert a.service.meta.load_marker(MARKER) is not None
 
 
@@ -158,7 +197,7 @@ def test_a_reset_rechecks_but_keeps_confirmed_pages(
     assert b"".join(result.chunks) == b"x" * 1000
     calls = a.service.meta.counters()["ufs_calls"]
     # What the follower's sink does past a compaction: everything cached so far is unproven.
-    a.service.meta.require_sync_before(int(time.time() * 1000) + 1)
+    a.service.meta.writes.require_sync_before(int(time.time() * 1000) + 1)
     assert a.service.status(a.service.request(uri)).size == 1000
     assert a.service.meta.counters()["ufs_calls"] == calls + 1
     assert pages_stored(tmp_path / "work0", uri)
@@ -181,7 +220,7 @@ def test_a_prefix_event_drops_pages_no_status_names(
         uri = f"file://{data_dir}/t/f"
         # Pages whose status this worker no longer holds (expired, or lost with a metastore).
         service.pages.put(PageId(file_id(uri), "v1", 0), b"y" * 100, uri)
-        sink = MetaSink(service.meta, service.pages, service.changes.lag.arrived)
+        sink = MetaSink(service.meta.writes, service.pages, service.changes.lag.arrived)
         sink.apply(replace(event, path=f"file://{data_dir}{event.path}"))
     finally:
         service.close()  # waits for the page files to be unlinked
@@ -194,7 +233,7 @@ def test_answers_promise_only_feed_revisions(
     a, b = members
     uri = f"file://{data_dir}/promise"
     (data_dir / "promise").write_bytes(b"1")
-    a.service.write(uri, b"22")
+    a.service.write(a.service.request(uri), b"22")
     etcd = Etcd([etcd_server.endpoint], 2.0)
     feed = etcd.get(layout.feed_key(a.node.cluster))
     assert feed is not None
@@ -230,7 +269,7 @@ def test_a_failed_follower_is_unready_and_restarts(
         apply(sink, event)
 
     monkeypatch.setattr(MetaSink, "apply", fails_until_healed)
-    a.service.write(uri, b"22")
+    a.service.write(a.service.request(uri), b"22")
     wait_for(lambda: b.node.follower.failures >= 2)  # restarted, and failed on it again
     wait_for(lambda: call(b.app, "GET", "/readyz").status_code == 503)
     assert call(b.app, "GET", "/readyz").json()["feed"] == "failed"

@@ -152,5 +152,5 @@ def run(fn: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
 def listen(manager: MetadataManager) -> list[tuple[str, str]]:
     """Every (uri, version) the manager reports gone, in order."""
     heard: list[tuple[str, str]] = []
-    manager.add_listener(lambda uri, version: heard.append((uri, version)))
+    manager.writes.add_listener(lambda uri, version: heard.append((uri, version)))
     return heard

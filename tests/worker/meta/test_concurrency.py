@@ -33,9 +33,9 @@ def test_concurrent_misses_make_one_ufs_call(
     outside.write("a", b"one")
     ufs.gate = threading.Event()
     uri = outside.uri("a")
-    leader = run(lambda: manager.get_status(uri, sync_interval=0))
+    leader = run(lambda: manager.reads.get_status(uri, sync_interval=0))
     ufs.answered.wait()
-    followers = [run(lambda: manager.get_status(uri, sync_interval=0)) for _ in range(7)]
+    followers = [run(lambda: manager.reads.get_status(uri, sync_interval=0)) for _ in range(7)]
     wait_until(lambda: manager.counters()["flights_merged"] == 7)
     ufs.gate.set()
     for thread, _ in [leader, *followers]:
@@ -49,7 +49,7 @@ def hold_a_sync(manager: MetadataManager, ufs: CountingUfs, uri: str) -> threadi
     """Start a sync of ``uri`` whose UFS answer is taken now but stored only on release."""
     ufs.gate = threading.Event()
     ufs.answered.clear()
-    thread, _ = run(lambda: manager.get_status(uri, sync_interval=0))
+    thread, _ = run(lambda: manager.reads.get_status(uri, sync_interval=0))
     ufs.answered.wait()
     return thread
 
@@ -67,14 +67,14 @@ def test_a_write_during_a_load_is_not_undone_by_its_older_answer(
 ) -> None:
     outside.write("a", b"one")
     uri = outside.uri("a")
-    manager.get_status(uri)
+    manager.reads.get_status(uri)
     slow = hold_a_sync(manager, ufs, uri)
     outside.write("a", b"written")
     written = Ufs().status(uri)
-    manager.record_write(uri, written, Operation.UPDATED)
+    manager.writes.record_write(uri, written, Operation.UPDATED)
     release(ufs, slow)
     calls = ufs.calls
-    assert manager.get_status(uri) == written
+    assert manager.reads.get_status(uri) == written
     assert ufs.calls == calls
 
 
@@ -84,13 +84,13 @@ def test_a_delete_during_a_load_is_not_undone_by_its_older_answer(
 ) -> None:
     outside.write("a", b"one")
     uri = outside.uri("a")
-    manager.get_status(uri)
+    manager.reads.get_status(uri)
     slow = hold_a_sync(manager, ufs, uri)
     outside.delete("a")
-    manager.record_write(uri, None, Operation.DELETED)
+    manager.writes.record_write(uri, None, Operation.DELETED)
     release(ufs, slow)
     with pytest.raises(UfsNotFound):
-        manager.get_status(uri)
+        manager.reads.get_status(uri)
 
 
 @pytest.mark.parametrize("store_kind", ["rocks"], indirect=True)
@@ -99,12 +99,12 @@ def test_an_invalidation_during_a_load_is_not_undone(
 ) -> None:
     outside.write("d/a", b"one")
     uri = outside.uri("d/a")
-    old = manager.get_status(uri)
+    old = manager.reads.get_status(uri)
     slow = hold_a_sync(manager, ufs, uri)
     outside.write("d/a", b"changed")
-    manager.invalidate(outside.uri("d"), recursive=True)
+    manager.writes.invalidate(outside.uri("d"), recursive=True)
     release(ufs, slow)
-    assert manager.get_status(uri).version != old.version
+    assert manager.reads.get_status(uri).version != old.version
 
 
 class SlowStore(RocksMetastore):
@@ -147,7 +147,7 @@ def in_metastore_only(manager: MetadataManager, outside: Outside, *names: str) -
     for name in (*names, "fill-1", "fill-2"):
         if not (outside.root / name).exists():
             outside.write(name, b"one")
-        manager.get_status(outside.uri(name))
+        manager.reads.get_status(outside.uri(name))
 
 
 def test_a_slow_metastore_read_does_not_hold_up_other_lookups(
@@ -158,14 +158,16 @@ def test_a_slow_metastore_read_does_not_hold_up_other_lookups(
     slow_store.hold(outside.uri("a"))
     outside.write("a", b"written")
     written = Ufs().status(outside.uri("a"))
-    writer, _ = run(lambda: manager.record_write(outside.uri("a"), written, Operation.UPDATED))
+    writer, _ = run(
+        lambda: manager.writes.record_write(outside.uri("a"), written, Operation.UPDATED)
+    )
     try:
         assert slow_store.entered.wait(WAIT_S)
         # A sync of another file, and a lookup that reads the metastore, while "a" is read.
         other, outcome = run(
             lambda: (
-                manager.get_status(outside.uri("fill-2"), sync_interval=0),
-                manager.get_status(outside.uri("x")),
+                manager.reads.get_status(outside.uri("fill-2"), sync_interval=0),
+                manager.reads.get_status(outside.uri("x")),
             )
         )
         other.join(WAIT_S)
@@ -175,7 +177,7 @@ def test_a_slow_metastore_read_does_not_hold_up_other_lookups(
     finally:
         slow_store.go.set()
         writer.join()
-    assert manager.get_status(outside.uri("a")) == written
+    assert manager.reads.get_status(outside.uri("a")) == written
 
 
 def test_an_invalidation_during_a_metastore_read_is_not_undone_by_it(
@@ -184,13 +186,13 @@ def test_an_invalidation_during_a_metastore_read_is_not_undone_by_it(
     manager = MetadataManager(cache_options(status_cache_size=2), slow_store, ufs, clock)
     in_metastore_only(manager, outside, "d/a")
     slow_store.hold(outside.uri("d/a"))
-    reader, _ = run(lambda: manager.get_status(outside.uri("d/a")))
+    reader, _ = run(lambda: manager.reads.get_status(outside.uri("d/a")))
     assert slow_store.entered.wait(WAIT_S)  # it has read the old status
     outside.write("d/a", b"changed")
-    manager.invalidate(outside.uri("d"), recursive=True)
+    manager.writes.invalidate(outside.uri("d"), recursive=True)
     slow_store.go.set()
     reader.join()
-    assert manager.get_status(outside.uri("d/a")) == Ufs().status(outside.uri("d/a"))
+    assert manager.reads.get_status(outside.uri("d/a")) == Ufs().status(outside.uri("d/a"))
 
 
 def test_a_write_that_overtakes_another_is_what_the_other_replaces(
@@ -206,11 +208,11 @@ def test_a_write_that_overtakes_another_is_what_the_other_replaces(
     outside.write("a", b"third")
     third = Ufs().status(outside.uri("a"))
     slow_store.hold(outside.uri("a"))
-    slow, _ = run(lambda: manager.record_write(outside.uri("a"), third, Operation.UPDATED))
+    slow, _ = run(lambda: manager.writes.record_write(outside.uri("a"), third, Operation.UPDATED))
     assert slow_store.entered.wait(WAIT_S)  # it has read "first" as the version it replaces
-    manager.record_write(outside.uri("a"), second, Operation.UPDATED)
+    manager.writes.record_write(outside.uri("a"), second, Operation.UPDATED)
     slow_store.go.set()
     slow.join()
-    assert manager.get_status(outside.uri("a")) == third
+    assert manager.reads.get_status(outside.uri("a")) == third
     # Each version's pages go exactly once: "second" was replaced too, not "first" twice.
     assert heard == [(outside.uri("a"), first.version), (outside.uri("a"), second.version)]

@@ -17,8 +17,8 @@ def test_a_miss_loads_from_the_ufs_once_then_memory_serves(
     manager: MetadataManager, outside: Outside, ufs: CountingUfs
 ) -> None:
     outside.write("a", b"one")
-    first = manager.get_status(outside.uri("a"))
-    again = manager.get_status(outside.uri("a"))
+    first = manager.reads.get_status(outside.uri("a"))
+    again = manager.reads.get_status(outside.uri("a"))
     assert first == again
     assert first.size == 3
     assert ufs.calls == 1
@@ -30,19 +30,19 @@ def test_uris_are_normalized_and_traversal_is_refused(
     manager: MetadataManager, outside: Outside
 ) -> None:
     outside.write("a", b"one")
-    assert manager.get_status(outside.uri("a") + "/").uri == outside.uri("a")
+    assert manager.reads.get_status(outside.uri("a") + "/").uri == outside.uri("a")
     with pytest.raises(UfsInvalidPath):
-        manager.get_status(outside.uri("x/../a"))
+        manager.reads.get_status(outside.uri("x/../a"))
 
 
 def test_sync_never_serves_the_cached_status_after_an_outside_change(
     manager: MetadataManager, outside: Outside, clock: FakeClock
 ) -> None:
     outside.write("a", b"one")
-    old = manager.get_status(outside.uri("a"), sync_interval=-1)
+    old = manager.reads.get_status(outside.uri("a"), sync_interval=-1)
     outside.write("a", b"three")
     clock.advance(30 * 60 * SECOND)
-    assert manager.get_status(outside.uri("a"), sync_interval=-1) == old
+    assert manager.reads.get_status(outside.uri("a"), sync_interval=-1) == old
 
 
 def test_sync_always_sees_an_outside_change(
@@ -50,9 +50,9 @@ def test_sync_always_sees_an_outside_change(
 ) -> None:
     heard = listen(manager)
     outside.write("a", b"one")
-    old = manager.get_status(outside.uri("a"))
+    old = manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"three")
-    new = manager.get_status(outside.uri("a"), sync_interval=0)
+    new = manager.reads.get_status(outside.uri("a"), sync_interval=0)
     assert new.size == 5
     assert heard == [(outside.uri("a"), old.version)]
     assert manager.counters()["syncs_changed"] == 1
@@ -63,13 +63,13 @@ def test_sync_interval_re_checks_only_once_the_entry_is_older(
     manager: MetadataManager, outside: Outside, clock: FakeClock, ufs: CountingUfs
 ) -> None:
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"three")
     clock.advance(5 * SECOND)
-    assert manager.get_status(outside.uri("a"), sync_interval=5 * SECOND).size == 3
+    assert manager.reads.get_status(outside.uri("a"), sync_interval=5 * SECOND).size == 3
     assert ufs.calls == 1
     clock.advance(1)
-    assert manager.get_status(outside.uri("a"), sync_interval=5 * SECOND).size == 5
+    assert manager.reads.get_status(outside.uri("a"), sync_interval=5 * SECOND).size == 5
     assert ufs.calls == 2
 
 
@@ -78,12 +78,12 @@ def test_a_recheck_with_the_same_version_keeps_pages_and_refreshes_its_age(
 ) -> None:
     heard = listen(manager)
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     clock.advance(10 * SECOND)
-    manager.get_status(outside.uri("a"), sync_interval=SECOND)
+    manager.reads.get_status(outside.uri("a"), sync_interval=SECOND)
     assert (ufs.calls, heard) == (2, [])
     clock.advance(SECOND)
-    manager.get_status(outside.uri("a"), sync_interval=SECOND)
+    manager.reads.get_status(outside.uri("a"), sync_interval=SECOND)
     assert ufs.calls == 2
     assert manager.counters()["syncs"] == 1
 
@@ -93,14 +93,14 @@ def test_the_default_sync_interval_comes_from_the_options(
 ) -> None:
     manager = make_manager(sync_interval_ms=0)
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     assert ufs.calls == 2
 
 
 def test_a_bad_sync_interval_is_refused(manager: MetadataManager, outside: Outside) -> None:
     with pytest.raises(ValueError, match="sync interval"):
-        manager.get_status(outside.uri("a"), sync_interval=-2)
+        manager.reads.get_status(outside.uri("a"), sync_interval=-2)
 
 
 def test_a_disappearance_found_by_a_sync_evicts_and_leaves_a_negative_entry(
@@ -108,13 +108,13 @@ def test_a_disappearance_found_by_a_sync_evicts_and_leaves_a_negative_entry(
 ) -> None:
     heard = listen(manager)
     outside.write("a", b"one")
-    old = manager.get_status(outside.uri("a"))
+    old = manager.reads.get_status(outside.uri("a"))
     outside.delete("a")
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"), sync_interval=0)
+        manager.reads.get_status(outside.uri("a"), sync_interval=0)
     assert heard == [(outside.uri("a"), old.version)]
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     assert ufs.calls == 2
 
 
@@ -122,14 +122,14 @@ def test_a_negative_entry_lives_for_the_negative_ttl(
     manager: MetadataManager, outside: Outside, clock: FakeClock, ufs: CountingUfs
 ) -> None:
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"one")
     clock.advance(10 * SECOND - 1)
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     assert ufs.calls == 1
     clock.advance(1)
-    assert manager.get_status(outside.uri("a")).size == 3
+    assert manager.reads.get_status(outside.uri("a")).size == 3
     assert ufs.calls == 2
 
 
@@ -137,9 +137,9 @@ def test_a_negative_entry_obeys_sync_intervals_too(
     manager: MetadataManager, outside: Outside, ufs: CountingUfs
 ) -> None:
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"one")
-    assert manager.get_status(outside.uri("a"), sync_interval=0).size == 3
+    assert manager.reads.get_status(outside.uri("a"), sync_interval=0).size == 3
 
 
 def test_with_negative_ttl_zero_nothing_negative_is_kept(
@@ -148,14 +148,14 @@ def test_with_negative_ttl_zero_nothing_negative_is_kept(
     manager = make_manager(lifetimes=Lifetimes(24 * HOUR, 0))
     for _ in range(2):
         with pytest.raises(UfsNotFound):
-            manager.get_status(outside.uri("a"))
+            manager.reads.get_status(outside.uri("a"))
     assert ufs.calls == 2
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     outside.delete("a")
-    manager.record_write(outside.uri("a"), None, Operation.DELETED)
+    manager.writes.record_write(outside.uri("a"), None, Operation.DELETED)
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     assert ufs.calls == 4
 
 
@@ -163,9 +163,9 @@ def test_a_wanted_version_in_cache_needs_no_ufs_call_whatever_the_interval(
     manager: MetadataManager, outside: Outside, ufs: CountingUfs
 ) -> None:
     outside.write("a", b"one")
-    version = manager.get_status(outside.uri("a")).version
+    version = manager.reads.get_status(outside.uri("a")).version
     outside.write("a", b"three")
-    status = manager.get_status(outside.uri("a"), sync_interval=0, version=version)
+    status = manager.reads.get_status(outside.uri("a"), sync_interval=0, version=version)
     assert status.version == version
     assert ufs.calls == 1
 
@@ -174,9 +174,9 @@ def test_another_version_syncs_once_then_mismatches(
     manager: MetadataManager, outside: Outside, ufs: CountingUfs
 ) -> None:
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     with pytest.raises(VersionMismatch) as caught:
-        manager.get_status(outside.uri("a"), version="no-such-version")
+        manager.reads.get_status(outside.uri("a"), version="no-such-version")
     assert (caught.value.wanted, caught.value.uri) == ("no-such-version", outside.uri("a"))
     assert ufs.calls == 2
 
@@ -185,28 +185,28 @@ def test_a_wanted_version_the_ufs_now_has_is_served_after_one_sync(
     manager: MetadataManager, outside: Outside, ufs: CountingUfs
 ) -> None:
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"three")
     current = ufs.status(outside.uri("a")).version
-    assert manager.get_status(outside.uri("a"), sync_interval=-1, version=current).size == 5
-    assert manager.get_status(outside.uri("a")).version == current
+    assert manager.reads.get_status(outside.uri("a"), sync_interval=-1, version=current).size == 5
+    assert manager.reads.get_status(outside.uri("a")).version == current
 
 
 def test_a_wanted_version_of_a_file_cached_as_missing_syncs(
     manager: MetadataManager, outside: Outside
 ) -> None:
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"one")
     version = Ufs().status(outside.uri("a")).version
-    assert manager.get_status(outside.uri("a"), version=version).version == version
+    assert manager.reads.get_status(outside.uri("a"), version=version).version == version
 
 
 def test_a_wanted_version_of_a_missing_file_is_not_found(
     manager: MetadataManager, outside: Outside
 ) -> None:
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"), version="v1")
+        manager.reads.get_status(outside.uri("a"), version="v1")
 
 
 def test_a_status_outlives_memory_in_the_metastore_and_is_promoted(
@@ -214,10 +214,10 @@ def test_a_status_outlives_memory_in_the_metastore_and_is_promoted(
 ) -> None:
     manager = make_manager(status_ttl_ms=HOUR)
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     clock.advance(HOUR)
-    manager.get_status(outside.uri("a"))
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     counts = manager.counters()
     assert (counts["metastore_hits"], counts["memory_hits"], ufs.calls) == (1, 1, 1)
 
@@ -227,12 +227,12 @@ def test_the_metastore_ttl_bounds_a_status_life(
 ) -> None:
     manager = make_manager(status_ttl_ms=HOUR, lifetimes=Lifetimes(2 * HOUR, 10 * SECOND))
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     clock.advance(HOUR + 30 * 60 * SECOND)
-    manager.get_status(outside.uri("a"))  # promoted, but only until 2h after loaded_at
+    manager.reads.get_status(outside.uri("a"))  # promoted, but only until 2h after loaded_at
     assert ufs.calls == 1
     clock.advance(30 * 60 * SECOND)
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     assert ufs.calls == 2
 
 
@@ -242,9 +242,9 @@ def test_a_status_evicted_from_a_full_memory_is_served_from_the_metastore(
     manager = make_manager(status_cache_size=1)
     outside.write("a", b"one")
     outside.write("b", b"two")
-    manager.get_status(outside.uri("a"))
-    manager.get_status(outside.uri("b"))
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("b"))
+    manager.reads.get_status(outside.uri("a"))
     counts = manager.counters()
     assert counts["evictions"] >= 1
     assert (counts["metastore_hits"], ufs.calls) == (1, 2)
@@ -257,12 +257,12 @@ def test_every_listener_hears_even_if_one_fails(manager: MetadataManager, outsid
     def broken(uri: str, version: str) -> None:
         raise OSError("page store disk failed")
 
-    manager.add_listener(broken)
+    manager.writes.add_listener(broken)
     heard = listen(manager)
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     with pytest.raises(OSError, match="page store"):
-        manager.invalidate(outside.uri("a"))
+        manager.writes.invalidate(outside.uri("a"))
     assert len(heard) == 1
 
 
@@ -270,16 +270,16 @@ def test_cached_status_answers_from_memory_alone_as_get_status_would(
     manager: MetadataManager, outside: Outside, clock: FakeClock, ufs: CountingUfs
 ) -> None:
     outside.write("a", b"one")
-    assert manager.cached_status(outside.uri("a")) is None  # not loaded: no UFS call either
+    assert manager.reads.cached_status(outside.uri("a")) is None  # not loaded: no UFS call either
     assert ufs.calls == 0
-    loaded = manager.get_status(outside.uri("a"))
-    assert manager.cached_status(outside.uri("a") + "/") == loaded
-    assert manager.cached_status(outside.uri("a"), version=loaded.version) == loaded
-    assert manager.cached_status(outside.uri("a"), version="other") is None
-    assert manager.cached_status(outside.uri("a"), sync_interval=0) is None
+    loaded = manager.reads.get_status(outside.uri("a"))
+    assert manager.reads.cached_status(outside.uri("a") + "/") == loaded
+    assert manager.reads.cached_status(outside.uri("a"), version=loaded.version) == loaded
+    assert manager.reads.cached_status(outside.uri("a"), version="other") is None
+    assert manager.reads.cached_status(outside.uri("a"), sync_interval=0) is None
     clock.advance(5 * SECOND + 1)
-    assert manager.cached_status(outside.uri("a"), sync_interval=5 * SECOND) is None
-    assert manager.cached_status(outside.uri("a"), sync_interval=-1) == loaded
+    assert manager.reads.cached_status(outside.uri("a"), sync_interval=5 * SECOND) is None
+    assert manager.reads.cached_status(outside.uri("a"), sync_interval=-1) == loaded
     assert ufs.calls == 1
     assert manager.counters()["memory_hits"] == 3
 
@@ -288,11 +288,11 @@ def test_cached_status_of_a_cached_negative_entry_is_not_found(
     manager: MetadataManager, outside: Outside, ufs: CountingUfs
 ) -> None:
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     with pytest.raises(UfsNotFound):
-        manager.cached_status(outside.uri("a"))
+        manager.reads.cached_status(outside.uri("a"))
     with pytest.raises(ValueError, match="sync interval"):
-        manager.cached_status(outside.uri("a"), sync_interval=-2)
+        manager.reads.cached_status(outside.uri("a"), sync_interval=-2)
     assert ufs.calls == 1
 
 
@@ -301,6 +301,6 @@ def test_cached_status_leaves_the_metastore_tier_to_get_status(
 ) -> None:
     manager = make_manager(status_ttl_ms=HOUR)
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     clock.advance(HOUR)  # out of memory, still in the metastore
-    assert manager.cached_status(outside.uri("a")) is None
+    assert manager.reads.cached_status(outside.uri("a")) is None

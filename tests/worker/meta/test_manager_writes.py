@@ -17,10 +17,10 @@ def test_a_listing_is_cached_and_fills_the_status_cache(
 ) -> None:
     outside.write("d/a", b"one")
     outside.write("d/b", b"three")
-    names = [s.name for s in manager.list_status(outside.uri("d"))]
+    names = [s.name for s in manager.reads.list_status(outside.uri("d"))]
     assert names == ["a", "b"]
-    assert manager.get_status(outside.uri("d/b")).size == 5
-    assert [s.name for s in manager.list_status(outside.uri("d"))] == names
+    assert manager.reads.get_status(outside.uri("d/b")).size == 5
+    assert [s.name for s in manager.reads.list_status(outside.uri("d"))] == names
     assert (ufs.calls, manager.counters()["listing_hits"]) == (1, 1)
 
 
@@ -30,14 +30,14 @@ def test_a_listing_sync_notices_changed_and_vanished_children(
     heard = listen(manager)
     outside.write("d/a", b"one")
     outside.write("d/b", b"three")
-    before = {s.name: s.version for s in manager.list_status(outside.uri("d"))}
+    before = {s.name: s.version for s in manager.reads.list_status(outside.uri("d"))}
     outside.write("d/a", b"changed")
     outside.delete("d/b")
-    after = manager.list_status(outside.uri("d"), sync_interval=0)
+    after = manager.reads.list_status(outside.uri("d"), sync_interval=0)
     assert [s.name for s in after] == ["a"]
     assert sorted(heard) == sorted((outside.uri(f"d/{n}"), v) for n, v in before.items())
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("d/b"))
+        manager.reads.get_status(outside.uri("d/b"))
 
 
 def test_a_listing_of_a_vanished_directory_drops_what_was_under_it(
@@ -45,15 +45,15 @@ def test_a_listing_of_a_vanished_directory_drops_what_was_under_it(
 ) -> None:
     heard = listen(manager)
     outside.write("d/a", b"one")
-    manager.list_status(outside.uri("d"))
-    old = manager.get_status(outside.uri("d/a"))
+    manager.reads.list_status(outside.uri("d"))
+    old = manager.reads.get_status(outside.uri("d/a"))
     outside.delete("d/a")
     (outside.root / "d").rmdir()
     with pytest.raises(UfsNotFound):
-        manager.list_status(outside.uri("d"), sync_interval=0)
+        manager.reads.list_status(outside.uri("d"), sync_interval=0)
     assert heard == [(outside.uri("d/a"), old.version)]
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("d"))
+        manager.reads.get_status(outside.uri("d"))
 
 
 def test_a_listing_expires_after_its_ttl(
@@ -61,12 +61,12 @@ def test_a_listing_expires_after_its_ttl(
 ) -> None:
     manager = make_manager(list_ttl_ms=HOUR)
     outside.write("d/a", b"one")
-    manager.list_status(outside.uri("d"))
+    manager.reads.list_status(outside.uri("d"))
     clock.advance(HOUR - 1)
-    manager.list_status(outside.uri("d"))
+    manager.reads.list_status(outside.uri("d"))
     assert len(ufs.list_calls) == 1
     clock.advance(1)
-    manager.list_status(outside.uri("d"))
+    manager.reads.list_status(outside.uri("d"))
     assert len(ufs.list_calls) == 2
 
 
@@ -75,25 +75,25 @@ def test_writes_through_the_manager_are_read_back_and_evict_the_old_version(
 ) -> None:
     heard = listen(manager)
     outside.write("d/a", b"one")
-    manager.list_status(outside.uri("d"))
-    old = manager.get_status(outside.uri("d/a"))
+    manager.reads.list_status(outside.uri("d"))
+    old = manager.reads.get_status(outside.uri("d/a"))
     outside.write("d/a", b"updated")
     new = ufs.status(outside.uri("d/a"))
     calls = ufs.calls
-    manager.record_write(outside.uri("d/a"), new, Operation.UPDATED)
-    assert manager.get_status(outside.uri("d/a")) == new
+    manager.writes.record_write(outside.uri("d/a"), new, Operation.UPDATED)
+    assert manager.reads.get_status(outside.uri("d/a")) == new
     assert heard == [(outside.uri("d/a"), old.version)]
-    manager.list_status(outside.uri("d"))
+    manager.reads.list_status(outside.uri("d"))
     assert ufs.calls == calls + 1, "the parent's listing was dropped"
 
 
 def test_a_create_replaces_a_negative_entry(manager: MetadataManager, outside: Outside) -> None:
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("a"))
+        manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"one")
     status = Ufs().status(outside.uri("a"))
-    manager.record_write(outside.uri("a"), status, Operation.CREATED)
-    assert manager.get_status(outside.uri("a")) == status
+    manager.writes.record_write(outside.uri("a"), status, Operation.CREATED)
+    assert manager.reads.get_status(outside.uri("a")) == status
 
 
 def test_a_listing_never_shows_a_file_deleted_through_the_manager(
@@ -102,14 +102,14 @@ def test_a_listing_never_shows_a_file_deleted_through_the_manager(
     heard = listen(manager)
     outside.write("d/a", b"one")
     outside.write("d/b", b"two")
-    manager.list_status(outside.uri("d"))
-    old = manager.get_status(outside.uri("d/a"))
+    manager.reads.list_status(outside.uri("d"))
+    old = manager.reads.get_status(outside.uri("d/a"))
     outside.delete("d/a")
-    manager.record_write(outside.uri("d/a"), None, Operation.DELETED)
-    assert [s.name for s in manager.list_status(outside.uri("d"))] == ["b"]
+    manager.writes.record_write(outside.uri("d/a"), None, Operation.DELETED)
+    assert [s.name for s in manager.reads.list_status(outside.uri("d"))] == ["b"]
     assert heard == [(outside.uri("d/a"), old.version)]
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("d/a"))
+        manager.reads.get_status(outside.uri("d/a"))
 
 
 def test_deleting_a_directory_drops_everything_under_it(
@@ -117,26 +117,26 @@ def test_deleting_a_directory_drops_everything_under_it(
 ) -> None:
     heard = listen(manager)
     outside.write("d/x/a", b"one")
-    a = manager.get_status(outside.uri("d/x/a"))
-    manager.list_status(outside.uri("d/x"))
+    a = manager.reads.get_status(outside.uri("d/x/a"))
+    manager.reads.list_status(outside.uri("d/x"))
     outside.delete("d/x/a")
-    manager.record_write(outside.uri("d"), None, Operation.DELETED)
+    manager.writes.record_write(outside.uri("d"), None, Operation.DELETED)
     assert heard == [(outside.uri("d/x/a"), a.version)]
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("d/x/a"))
+        manager.reads.get_status(outside.uri("d/x/a"))
 
 
 def test_record_write_refuses_inconsistent_arguments(
     manager: MetadataManager, outside: Outside
 ) -> None:
     outside.write("a", b"one")
-    status = manager.get_status(outside.uri("a"))
+    status = manager.reads.get_status(outside.uri("a"))
     with pytest.raises(ValueError, match="DELETED"):
-        manager.record_write(outside.uri("a"), status, Operation.DELETED)
+        manager.writes.record_write(outside.uri("a"), status, Operation.DELETED)
     with pytest.raises(ValueError, match="DELETED"):
-        manager.record_write(outside.uri("a"), None, Operation.CREATED)
+        manager.writes.record_write(outside.uri("a"), None, Operation.CREATED)
     with pytest.raises(ValueError, match="names"):
-        manager.record_write(outside.uri("b"), status, Operation.CREATED)
+        manager.writes.record_write(outside.uri("b"), status, Operation.CREATED)
 
 
 def test_invalidate_drops_one_status_and_notifies(
@@ -145,15 +145,15 @@ def test_invalidate_drops_one_status_and_notifies(
     heard = listen(manager)
     outside.write("d/a", b"one")
     outside.write("d/b", b"two")
-    manager.list_status(outside.uri("d"))
-    a = manager.get_status(outside.uri("d/a"))
-    assert manager.invalidate(outside.uri("d/a")) == 1
+    manager.reads.list_status(outside.uri("d"))
+    a = manager.reads.get_status(outside.uri("d/a"))
+    assert manager.writes.invalidate(outside.uri("d/a")) == 1
     assert heard == [(outside.uri("d/a"), a.version)]
     calls = ufs.calls
-    manager.get_status(outside.uri("d/b"))
+    manager.reads.get_status(outside.uri("d/b"))
     assert ufs.calls == calls
-    manager.get_status(outside.uri("d/a"))
-    manager.list_status(outside.uri("d"))
+    manager.reads.get_status(outside.uri("d/a"))
+    manager.reads.list_status(outside.uri("d"))
     assert ufs.calls == calls + 2
     assert manager.counters()["invalidations"] == 1
 
@@ -165,18 +165,18 @@ def test_recursive_invalidate_drops_a_prefix_on_segment_boundaries(
     for name in ("d/a", "d/sub/b", "d-x", "dd"):
         outside.write(name, b"data")
     versions = {
-        n: manager.get_status(outside.uri(n)).version for n in ("d/a", "d/sub/b", "d-x", "dd")
+        n: manager.reads.get_status(outside.uri(n)).version for n in ("d/a", "d/sub/b", "d-x", "dd")
     }
-    manager.list_status(outside.uri("d"))
-    manager.get_status(outside.uri("d"))
-    dropped = manager.invalidate(outside.uri("d"), recursive=True)
+    manager.reads.list_status(outside.uri("d"))
+    manager.reads.get_status(outside.uri("d"))
+    dropped = manager.writes.invalidate(outside.uri("d"), recursive=True)
     assert dropped == 4  # d, d/a, d/sub, d/sub/b (d/sub came with d's listing)
     assert sorted(heard) == sorted((outside.uri(n), versions[n]) for n in ("d/a", "d/sub/b"))
     calls = ufs.calls
-    manager.get_status(outside.uri("d-x"))
-    manager.get_status(outside.uri("dd"))
+    manager.reads.get_status(outside.uri("d-x"))
+    manager.reads.get_status(outside.uri("dd"))
     assert ufs.calls == calls
-    manager.get_status(outside.uri("d/sub/b"))
+    manager.reads.get_status(outside.uri("d/sub/b"))
     assert ufs.calls == calls + 1
 
 
@@ -184,9 +184,9 @@ def test_a_write_forgets_missing_ancestors(manager: MetadataManager, outside: Ou
     """``isdir(d)`` is False; ``d/e/x`` is written through the worker: ``d`` and ``d/e`` exist."""
     for missing in ("d", "d/e"):
         with pytest.raises(UfsNotFound):
-            manager.get_status(outside.uri(missing))
+            manager.reads.get_status(outside.uri(missing))
     outside.write("d/e/x", b"x")
-    written = manager.get_status(outside.uri("d/e/x"), sync_interval=0)
-    manager.record_write(written.uri, written, Operation.CREATED)
-    assert manager.get_status(outside.uri("d")).is_dir
-    assert manager.get_status(outside.uri("d/e")).is_dir
+    written = manager.reads.get_status(outside.uri("d/e/x"), sync_interval=0)
+    manager.writes.record_write(written.uri, written, Operation.CREATED)
+    assert manager.reads.get_status(outside.uri("d")).is_dir
+    assert manager.reads.get_status(outside.uri("d/e")).is_dir

@@ -133,14 +133,14 @@ class MetadataModel(RuleBasedStateMachine):
         self._record(name)
         status = self.truth.status(self.outside.uri(name))
         op = Operation.CREATED if create else Operation.UPDATED
-        self.manager.record_write(self.outside.uri(name), status, op)
+        self.manager.writes.record_write(self.outside.uri(name), status, op)
 
     @rule(name=st.sampled_from(FILES), interval=intervals)
     def delete_through(self, name: str, interval: int) -> None:
         if self._exists(name):
             self.outside.delete(name)
             self._record(name)
-        self.manager.record_write(self.outside.uri(name), None, Operation.DELETED)
+        self.manager.writes.record_write(self.outside.uri(name), None, Operation.DELETED)
         self.deleted_through_manager.add(name)
         # What a user does next: list the directory (checked like any listing).
         self.list_status(name.split("/", maxsplit=1)[0], interval)
@@ -151,7 +151,7 @@ class MetadataModel(RuleBasedStateMachine):
 
     @rule(path=st.sampled_from(FILES + DIRS), recursive=st.booleans())
     def invalidate(self, path: str, recursive: bool) -> None:
-        self.manager.invalidate(self.outside.uri(path), recursive)
+        self.manager.writes.invalidate(self.outside.uri(path), recursive)
 
     @rule(ms=st.sampled_from([999, 1, 5 * SECOND, 10 * SECOND, 0, 25 * SECOND, 70 * SECOND]))
     def advance(self, ms: int) -> None:
@@ -178,7 +178,9 @@ class MetadataModel(RuleBasedStateMachine):
     def get_status(self, name: str, interval: int) -> MultipleResults[str]:
         window = FOREVER if interval == -1 else interval
         try:
-            version: str | None = self.manager.get_status(self.outside.uri(name), interval).version
+            version: str | None = self.manager.reads.get_status(
+                self.outside.uri(name), interval
+            ).version
             life = LIFETIMES.ttl_ms
         except UfsNotFound:
             version, life = None, LIFETIMES.negative_ttl_ms
@@ -208,7 +210,7 @@ class MetadataModel(RuleBasedStateMachine):
         choices.append("bogus")
         wanted = choices[pick % len(choices)]
         try:
-            status = self.manager.get_status(self.outside.uri(name), interval, version=wanted)
+            status = self.manager.reads.get_status(self.outside.uri(name), interval, version=wanted)
         except VersionMismatch as exc:
             assert exc.actual == current != wanted
         except UfsNotFound:
@@ -219,7 +221,7 @@ class MetadataModel(RuleBasedStateMachine):
 
     @rule(target=listed, directory=st.sampled_from(DIRS), interval=intervals)
     def list_status(self, directory: str, interval: int) -> MultipleResults[str]:
-        listed = self.manager.list_status(self.outside.uri(directory), interval)
+        listed = self.manager.reads.list_status(self.outside.uri(directory), interval)
         names = {f"{directory}/{s.name}": s.version for s in listed}
         assert not names.keys() & self.deleted_through_manager
         if interval == 0:

@@ -64,8 +64,8 @@ def test_from_config_opens_the_rocksdb_metastore(
     ufs = CountingUfs()
     manager = MetadataManager.from_config(settings, ufs, clock)
     outside.write("a", b"one")
-    manager.get_status(outside.uri("a"))
-    manager.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
+    manager.reads.get_status(outside.uri("a"))
     manager.close()
     assert ufs.calls == 2
     assert (tmp_path / "work" / "metastore" / "DORACACHE").is_file()

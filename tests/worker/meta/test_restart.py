@@ -45,9 +45,9 @@ def start(
 def fill(manager: MetadataManager, outside: Outside) -> dict[str, str]:
     for name in FILES:
         outside.write(name, name.encode())
-    versions = {name: manager.get_status(outside.uri(name)).version for name in FILES}
+    versions = {name: manager.reads.get_status(outside.uri(name)).version for name in FILES}
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("missing"))
+        manager.reads.get_status(outside.uri("missing"))
     manager.close()
     return versions
 
@@ -59,7 +59,7 @@ def test_lookups_after_a_restart_hit_the_metastore(
     clock.advance(10 * MINUTE)
     manager = start()
     calls = ufs.calls
-    assert {n: manager.get_status(outside.uri(n)).version for n in FILES} == versions
+    assert {n: manager.reads.get_status(outside.uri(n)).version for n in FILES} == versions
     assert ufs.calls == calls
     assert manager.counters()["metastore_hits"] == len(FILES)
 
@@ -71,9 +71,9 @@ def test_sync_intervals_count_the_age_from_before_the_restart(
     clock.advance(10 * MINUTE)
     manager = start()
     calls = ufs.calls
-    manager.get_status(outside.uri(FILES[0]), sync_interval=20 * MINUTE)
+    manager.reads.get_status(outside.uri(FILES[0]), sync_interval=20 * MINUTE)
     assert ufs.calls == calls
-    manager.get_status(outside.uri(FILES[1]), sync_interval=5 * MINUTE)
+    manager.reads.get_status(outside.uri(FILES[1]), sync_interval=5 * MINUTE)
     assert ufs.calls == calls + 1
 
 
@@ -84,7 +84,7 @@ def test_the_metastore_ttl_counts_from_before_the_restart(
     clock.advance(24 * 60 * MINUTE)
     manager = start()
     calls = ufs.calls
-    manager.get_status(outside.uri(FILES[0]))
+    manager.reads.get_status(outside.uri(FILES[0]))
     assert ufs.calls == calls + 1
     assert manager.counters()["misses"] == 1
 
@@ -98,10 +98,10 @@ def test_negative_entries_survive_a_restart_for_their_short_ttl(
     manager = start()
     calls = ufs.calls
     with pytest.raises(UfsNotFound):
-        manager.get_status(outside.uri("missing"))
+        manager.reads.get_status(outside.uri("missing"))
     assert ufs.calls == calls
     clock.advance(5 * SECOND)
-    assert manager.get_status(outside.uri("missing")).size == 8
+    assert manager.reads.get_status(outside.uri("missing")).size == 8
 
 
 def test_writes_and_deletes_persist_with_their_operation(
@@ -114,8 +114,8 @@ def test_writes_and_deletes_persist_with_their_operation(
     manager = start()
     outside.write("new", b"fresh")
     created = ufs.status(outside.uri("new"))
-    manager.record_write(outside.uri("new"), created, Operation.CREATED)
-    manager.record_write(outside.uri("gone"), None, Operation.DELETED)
+    manager.writes.record_write(outside.uri("new"), created, Operation.CREATED)
+    manager.writes.record_write(outside.uri("gone"), None, Operation.DELETED)
     manager.close()
     store = rocks_store(tmp_path / "ms", clock)
     new, gone = store.get(outside.uri("new")), store.get(outside.uri("gone"))
@@ -129,9 +129,9 @@ def test_listings_are_not_persisted(
 ) -> None:
     manager = start()
     outside.write("d/a", b"one")
-    manager.list_status(outside.uri("d"))
+    manager.reads.list_status(outside.uri("d"))
     manager.close()
     manager = start()
     calls = len(ufs.list_calls)
-    manager.list_status(outside.uri("d"))
+    manager.reads.list_status(outside.uri("d"))
     assert len(ufs.list_calls) == calls + 1

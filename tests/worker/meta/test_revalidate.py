@@ -17,7 +17,7 @@ from worker.meta.manager import MetadataManager
 def _changed(manager: MetadataManager, outside: Outside) -> tuple[str, UfsStatus]:
     """``a`` cached at its first version, then rewritten outside; its URI and old status."""
     outside.write("a", b"one")
-    old = manager.get_status(outside.uri("a"))
+    old = manager.reads.get_status(outside.uri("a"))
     outside.write("a", b"three")
     return outside.uri("a"), old
 
@@ -29,9 +29,9 @@ def test_an_expired_status_is_served_at_once_while_one_recheck_runs(
     heard = listen(manager)
     ufs.gate = threading.Event()  # the background re-check waits here, holding its flight
     try:
-        assert manager.get_status(uri, sync_interval=0, serve_stale=True) == old
-        assert manager.get_status(uri, sync_interval=0, serve_stale=True) == old
-        assert manager.cached_status(uri, sync_interval=0, serve_stale=True) == old
+        assert manager.reads.get_status(uri, sync_interval=0, serve_stale=True) == old
+        assert manager.reads.get_status(uri, sync_interval=0, serve_stale=True) == old
+        assert manager.reads.cached_status(uri, sync_interval=0, serve_stale=True) == old
         wait_until(ufs.answered.is_set)
         counts = manager.counters()
         assert (counts["revalidations"], counts["stale_served"]) == (1, 3)
@@ -39,7 +39,7 @@ def test_an_expired_status_is_served_at_once_while_one_recheck_runs(
     finally:
         ufs.gate.set()
     wait_until(lambda: manager.counters()["syncs_changed"] == 1)
-    new = manager.get_status(uri, sync_interval=-1)
+    new = manager.reads.get_status(uri, sync_interval=-1)
     assert new.size == 5
     assert heard == [(uri, old.version)]  # the old version's pages go, as for any sync
     assert manager.counters()["revalidations_failed"] == 0
@@ -49,8 +49,8 @@ def test_not_opted_in_an_expired_status_is_rechecked_first(
     manager: MetadataManager, outside: Outside
 ) -> None:
     uri, _ = _changed(manager, outside)
-    assert manager.get_status(uri, sync_interval=0).size == 5
-    assert manager.cached_status(uri, sync_interval=0) is None
+    assert manager.reads.get_status(uri, sync_interval=0).size == 5
+    assert manager.reads.cached_status(uri, sync_interval=0) is None
     assert manager.counters()["revalidations"] == 0
 
 
@@ -59,7 +59,7 @@ def test_past_the_status_cache_ttl_no_stale_answer(
 ) -> None:
     uri, _ = _changed(manager, outside)
     clock.advance(HOUR)  # the status cache TTL of these managers
-    assert manager.get_status(uri, sync_interval=0, serve_stale=True).size == 5
+    assert manager.reads.get_status(uri, sync_interval=0, serve_stale=True).size == 5
     assert manager.counters()["revalidations"] == 0
 
 
@@ -67,12 +67,12 @@ def test_a_pinned_version_or_a_feed_gap_is_never_served_stale(
     manager: MetadataManager, outside: Outside, clock: FakeClock
 ) -> None:
     uri, old = _changed(manager, outside)
-    new_version = manager.get_status(uri, sync_interval=0).version
+    new_version = manager.reads.get_status(uri, sync_interval=0).version
     outside.write("a", b"seven!!")
-    assert manager.get_status(uri, 0, version=new_version, serve_stale=True).size == 5
+    assert manager.reads.get_status(uri, 0, version=new_version, serve_stale=True).size == 5
     clock.advance(1)
-    manager.require_sync_before(clock())
-    assert manager.get_status(uri, sync_interval=-1, serve_stale=True).size == 7
+    manager.writes.require_sync_before(clock())
+    assert manager.reads.get_status(uri, sync_interval=-1, serve_stale=True).size == 7
     assert manager.counters()["revalidations"] == 0
     assert old.version != new_version
 
@@ -87,11 +87,11 @@ def test_a_failed_recheck_leaves_the_entry_expired_for_the_next_call(
         raise UfsUnavailable(f"no answer for {uri}", retry_after=1)
 
     monkeypatch.setattr(ufs, "status", unavailable)
-    assert manager.get_status(uri, sync_interval=0, serve_stale=True) == old
+    assert manager.reads.get_status(uri, sync_interval=0, serve_stale=True) == old
     wait_until(lambda: manager.counters()["revalidations_failed"] == 1)
     # The next call re-checks synchronously and gets the failure itself.
     with pytest.raises(UfsUnavailable):
-        manager.get_status(uri, sync_interval=0, serve_stale=True)
+        manager.reads.get_status(uri, sync_interval=0, serve_stale=True)
     monkeypatch.setattr(ufs, "status", real)
-    assert manager.get_status(uri, sync_interval=0, serve_stale=True).size == 5
+    assert manager.reads.get_status(uri, sync_interval=0, serve_stale=True).size == 5
     assert manager.counters()["revalidations"] == 1

@@ -87,13 +87,13 @@ def test_a_killed_writer_leaves_whole_batches_and_correct_lookups(
     try:
         first = crash_child.entry(0).status
         assert first is not None
-        assert manager.get_status(first.uri) == first
+        assert manager.reads.get_status(first.uri) == first
         last = crash_child.entry(kept - 1).status
         assert last is not None
-        assert manager.get_status(last.uri) == last
+        assert manager.reads.get_status(last.uri) == last
         assert ufs.calls == 0
         with pytest.raises(UfsNotFound):
-            manager.get_status(crash_child.uri(kept))
+            manager.reads.get_status(crash_child.uri(kept))
         assert (ufs.calls, manager.counters()["misses"]) == (1, 1)
     finally:
         manager.close()

@@ -113,21 +113,21 @@ def test_the_manager_keeps_answering_from_memory_and_the_ufs(
     store = open_store(disk.path / "ms", clock, flush_interval_ms=1)
     manager = MetadataManager(cache_options(status_cache_size=10), store, ufs, clock)
     outside.write("old", b"1")
-    old = manager.get_status(outside.uri("old"))
+    old = manager.reads.get_status(outside.uri("old"))
     wait_until(lambda: store.stats()["metastore_pending"] == 0)
     disk.fill()
     names = [f"f{n}" for n in range(200)]
     for name in names:
         outside.write(name, b"x")
-        assert manager.get_status(outside.uri(name)).uri == outside.uri(name)
+        assert manager.reads.get_status(outside.uri(name)).uri == outside.uri(name)
     wait_until(lambda: manager.persistence_state() is PersistenceState.MEMORY_ONLY)
     assert manager.counters()["metastore_memory_only"] == 1
     # Statuses still come from memory (the last ones) and the UFS (the rest), and are right.
     calls = ufs.calls
-    assert manager.get_status(outside.uri(names[-1])).uri == outside.uri(names[-1])
+    assert manager.reads.get_status(outside.uri(names[-1])).uri == outside.uri(names[-1])
     assert ufs.calls == calls
     outside.write("old", b"changed")
     written = ufs.status(outside.uri("old"))
-    manager.record_write(outside.uri("old"), written, Operation.UPDATED)
-    assert manager.get_status(outside.uri("old")) == written != old
+    manager.writes.record_write(outside.uri("old"), written, Operation.UPDATED)
+    assert manager.reads.get_status(outside.uri("old")) == written != old
     manager.close()
