@@ -24,6 +24,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+from ufs.deadline import Deadline
 from ufs.status import UfsStatus
 from worker.meta.entry import Lifetimes, MetaEntry, Operation, wall_clock_ms
 from worker.meta.manager import MetadataManager
@@ -59,10 +60,10 @@ def status(index: int) -> UfsStatus:
 class NoUfs:
     """The benchmark never misses; a UFS call would be a bug in it."""
 
-    def status(self, uri: str) -> UfsStatus:
+    def status(self, uri: str, *, deadline: Deadline | None = None) -> UfsStatus:
         raise AssertionError(f"unexpected UFS status call for {uri}")
 
-    def list(self, uri: str) -> list[UfsStatus]:
+    def list(self, uri: str, *, deadline: Deadline | None = None) -> list[UfsStatus]:
         raise AssertionError(f"unexpected UFS list call for {uri}")
 
 

@@ -51,6 +51,10 @@ class Deadline:
             raise DeadlineExceeded(f"no time left of {self.seconds:g}s", self)
         return left
 
+    def restarted(self) -> Deadline:
+        """A deadline as long as this one, counted from now (on the same clock)."""
+        return Deadline(self.seconds, self._clock)
+
     def capped(self, seconds: float) -> Deadline:
         """The earlier of this deadline and one ``seconds`` from now (on the same clock): this
         very object when it comes first, so a caller can tell which of the two bounds a call

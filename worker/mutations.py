@@ -74,7 +74,7 @@ class Mutations:
     def _write(self, call: RequestContext, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
         uri = self.roots.check(call.uri)
         created = not self._exists(uri, call)
-        status = self.ufs.write(uri, data)
+        status = self.ufs.write(uri, data, deadline=call.deadline)
         self.meta.writes.record_write(
             uri, status, Operation.CREATED if created else Operation.UPDATED
         )
@@ -86,14 +86,14 @@ class Mutations:
         """Append through to the UFS (:meth:`Ufs.append`); the file's new status."""
         with self.audit.mutation("append", call):
             uri = self.roots.check(call.uri)
-            status = self.ufs.append(uri, data)
+            status = self.ufs.append(uri, data, deadline=call.deadline)
         self.meta.writes.record_write(uri, status, Operation.UPDATED)
         call.observed(self._changed(Event(Op.UPDATED, uri, status.version)))
         return status
 
     def _exists(self, uri: str, call: RequestContext) -> bool:
         try:
-            self.meta.reads.get_status(uri, sync_interval=0, observer=call)
+            self.meta.reads.get_status(uri, sync_interval=0, call=call)
         except UfsNotFound:
             return False
         return True
@@ -102,7 +102,7 @@ class Mutations:
         """Delete through to the UFS; the canonical URI deleted."""
         with self.audit.mutation("delete", call):
             uri = self.roots.check(call.uri)
-            self.ufs.delete(uri, recursive)
+            self.ufs.delete(uri, recursive, deadline=call.deadline)
         # A deleted directory's entries go too: record_write drops everything under it, and
         # the page store drops pages of files under it that no cached status names.
         self.meta.writes.record_write(uri, None, Operation.DELETED)
@@ -116,7 +116,7 @@ class Mutations:
         goes on ``src``'s context (the two ends of one call share its exchange)."""
         with self.audit.mutation("rename", src, dst):
             source, target = self.roots.check(src.uri), self.roots.check(dst.uri)
-            status = self.ufs.rename(source, target)
+            status = self.ufs.rename(source, target, deadline=src.deadline)
         self.meta.writes.record_write(source, None, Operation.DELETED)
         self.meta.writes.record_write(target, status, Operation.CREATED)
         revision = self._changed(
@@ -130,9 +130,9 @@ class Mutations:
         """Make directory ``call.uri`` (and its parents) through to the UFS; its status."""
         with self.audit.mutation("mkdirs", call):
             uri = self.roots.check(call.uri)
-            self.ufs.mkdir(uri)
+            self.ufs.mkdir(uri, deadline=call.deadline)
         try:
-            status = self.ufs.status(uri)
+            status = self.ufs.status(uri, deadline=call.deadline)
         except UfsNotFound:
             # Object stores keep no empty directories; the prefix exists once written under.
             status = UfsStatus(uri, uris.name(uri), True, 0, 0, DIR_VERSION, None)

@@ -20,6 +20,7 @@ from pagestore.api import Fill, Lookup, PageStore
 from pagestore.page import PageId
 from pagestore.shortcircuit import PageLocations
 from ufs.adapter import Ufs
+from ufs.deadline import Deadline
 from ufs.errors import UfsError, UfsVersionChanged
 from ufs.status import UfsStatus, file_id
 from worker.meta.counters import Counters
@@ -100,6 +101,7 @@ class Reader:
         cache: bool = True,
         ramp: bool = False,
         served: Served | None = None,
+        wait: Deadline | None = None,
     ) -> Iterator[bytes]:
         """The bytes ``[offset, offset+length)`` of ``status``'s version, page by page. The
         range must lie within the file (the caller checks it).
@@ -108,29 +110,44 @@ class Reader:
         ``ramp`` (a client that may hang up before the end), read-ahead starts at one page and
         doubles with every page the consumer takes, up to READ_AHEAD_PAGES; closing the
         iterator cancels the fills not yet started. ``served`` is told where the bytes came
-        from.
+        from. ``wait`` is how long the client waits for its next bytes (None: it did not say):
+        each UFS read for the range gets that long, counted from its start (and at most
+        ``dora.ufs.call.deadline``). A page fill other requests joined runs under the wait of
+        the request that started it.
         """
         if length <= 0:
             return iter(())
         if not (cache and self.policy.caches(status.uri)):
             self.counters.add("passthrough")
             self._metrics.passthrough_reads.inc()
-            return self._passthrough(status, offset, length, served)
-        return self._cached(status, offset, length, 1 if ramp else READ_AHEAD_PAGES, served)
+            return self._passthrough(status, offset, length, served, wait)
+        window = 1 if ramp else READ_AHEAD_PAGES
+        return self._cached(status, offset, length, window, served, wait)
 
     def _passthrough(
-        self, status: UfsStatus, offset: int, length: int, served: Served | None
+        self,
+        status: UfsStatus,
+        offset: int,
+        length: int,
+        served: Served | None,
+        wait: Deadline | None,
     ) -> Iterator[bytes]:
         end = offset + length
         while offset < end:
             size = min(self.page_size, end - offset)
-            data = self._fetch(status, offset, size)
+            data = self._fetch(status, offset, size, wait)
             self._count("ufs", len(data), served)
             yield data
             offset += size
 
     def _cached(
-        self, status: UfsStatus, offset: int, length: int, window: int, served: Served | None
+        self,
+        status: UfsStatus,
+        offset: int,
+        length: int,
+        window: int,
+        served: Served | None,
+        wait: Deadline | None,
     ) -> Iterator[bytes]:
         fid = file_id(status.uri)
         first, last = offset // self.page_size, (offset + length - 1) // self.page_size
@@ -158,7 +175,7 @@ class Reader:
                     # this thread, which would only wait for a pool thread (a small file, a
                     # cold random read).
                     inline = not ahead and target == last
-                    self._read_ahead(ahead, status, fid, index, target, inline)
+                    self._read_ahead(ahead, status, (fid, index, target), wait, inline)
                 window = min(2 * window, READ_AHEAD_PAGES)
                 _, batch, position = ahead.popleft()
                 fill = batch.result()[position]
@@ -181,19 +198,20 @@ class Reader:
         self,
         ahead: deque[tuple[int, Future[list[Fill]], int]],
         status: UfsStatus,
-        fid: str,
-        index: int,
-        last: int,
+        span: tuple[str, int, int],
+        wait: Deadline | None,
         inline: bool = False,
     ) -> None:
-        """Make sure pages ``index`` to ``last`` are being filled: the ones not yet asked for,
+        """Make sure pages ``index`` to ``last`` of file ``fid`` (``span``) are being filled:
+        the ones not yet asked for,
         as one batch whose missing pages come in one ranged UFS read per run; in the
         read-ahead pool, or on this thread with ``inline``."""
+        fid, index, last = span
         next_index = ahead[-1][0] + 1 if ahead else index
         if next_index > last:
             return
         pages = [PageId(fid, status.version, i) for i in range(next_index, last + 1)]
-        fetch = functools.partial(self._fetch_pages, status)
+        fetch = functools.partial(self._fetch_pages, status, wait)
         if inline:
             batch: Future[list[Fill]] = Future()
             try:
@@ -234,16 +252,20 @@ class Reader:
         self._metrics.cache_failures.inc(sum(result.failed for result in results))
         return failed
 
-    def _fetch_pages(self, status: UfsStatus, first: int, count: int) -> list[bytes]:
+    def _fetch_pages(
+        self, status: UfsStatus, wait: Deadline | None, first: int, count: int
+    ) -> list[bytes]:
         """Pages ``first`` to ``first + count - 1`` of ``status``'s version in one UFS read."""
         offset = first * self.page_size
-        data = self._fetch(status, offset, min(count * self.page_size, status.size - offset))
+        size = min(count * self.page_size, status.size - offset)
+        data = self._fetch(status, offset, size, wait)
         step = self.page_size
         return [data[at : at + step] for at in range(0, len(data), step)]
 
-    def _fetch(self, status: UfsStatus, offset: int, size: int) -> bytes:
+    def _fetch(self, status: UfsStatus, offset: int, size: int, wait: Deadline | None) -> bytes:
         started = time.perf_counter()
-        data = self._ufs.read(status.uri, offset, size, version=status.version)
+        deadline = None if wait is None else wait.restarted()
+        data = self._ufs.read(status.uri, offset, size, version=status.version, deadline=deadline)
         self._metrics.ufs_latency.labels("read").observe(time.perf_counter() - started)
         if len(data) != size:
             # A short read of a range the status says exists: the file changed underneath.

@@ -15,11 +15,12 @@ service records the feed revision of the changes the call made or found
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from config import Config
 from ufs import uri as uris
+from ufs.deadline import Deadline
 from worker.freshness import Freshness, resolve
 
 SCOPE_KEY = "dora.exchange"
@@ -60,8 +61,10 @@ class RequestContext:
     """One call: ``uri`` in canonical form (the mount roots are checked by the operation that
     uses it, since for a local path that means looking at the disk), its :class:`Freshness`,
     the ``version`` it pins (None: the current one), the HTTP ``exchange`` it answers (None: a
-    call from inside the worker, such as a load job), and its ``caller``: who made it, as the
-    surface could tell (``worker.api.caller``; ``-``: unknown), for the audit log. Immutable;
+    call from inside the worker, such as a load job), its ``caller``: who made it, as the
+    surface could tell (``worker.api.caller``; ``-``: unknown), for the audit log, and its
+    ``deadline``: how long the client waits for an answer (``worker.deadlines``; None: it
+    did not say), which bounds the UFS calls made for it, their retries included. Immutable;
     the exchange is the one mutable part, written as :class:`Exchange` says."""
 
     uri: str
@@ -69,6 +72,16 @@ class RequestContext:
     version: str | None = None
     exchange: Exchange | None = None
     caller: str = "-"
+    deadline: Deadline | None = None
+
+    def renewed(self) -> RequestContext:
+        """This call with its deadline counted again from now (itself without one): for
+        work that starts once the client has sent its body, since a client's timeout counts
+        from then, and for each further chunk of a streamed answer, since a client's read
+        timeout is a wait for its next bytes, not for the whole answer."""
+        if self.deadline is None:
+            return self
+        return replace(self, deadline=self.deadline.restarted())
 
     def served(self, source: str, n: int) -> None:
         """``n`` bytes of the answer came from ``source`` (``cache`` or ``ufs``)."""
@@ -91,14 +104,16 @@ def context(
     exchange: Exchange | None = None,
     serve_stale: bool | None = None,
     caller: str = "-",
+    deadline: Deadline | None = None,
 ) -> RequestContext:
     """The context of a call to ``uri``: the URI normalised once, the freshness resolved once
     (``worker.freshness.resolve``: the per-call ``sync_interval`` and ``serve_stale``, the path
     rules, the feed revision the exchange says was not applied, the default). An empty
-    ``version`` is none; ``caller`` is who made the call (``-``: unknown).
+    ``version`` is none; ``caller`` is who made the call (``-``: unknown), ``deadline`` how
+    long it waits for the answer (None: it did not say).
 
     Raises UfsInvalidPath for a malformed URI, ConfigError for a bad rule table."""
     canonical = uris.normalize(uri)
     must_sync = exchange is not None and exchange.must_sync
     fresh = resolve(config, canonical, sync_interval, must_sync=must_sync, serve_stale=serve_stale)
-    return RequestContext(canonical, fresh, version or None, exchange, caller)
+    return RequestContext(canonical, fresh, version or None, exchange, caller, deadline)

@@ -26,6 +26,7 @@ from pagestore.owner import ForeignPageDirError
 from pagestore.shortcircuit import PageLocations
 from ufs import keys as ufs_keys
 from ufs.adapter import Ufs
+from ufs.deadline import Deadline
 from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
@@ -208,14 +209,16 @@ class WorkerService(Mutations):
         exchange: Exchange | None = None,
         serve_stale: bool | None = None,
         caller: str = "-",
+        deadline: Deadline | None = None,
     ) -> RequestContext:
         """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` and
         ``serve_stale`` are its per-call options (None: it sent none), ``version`` the one it
         pins, ``exchange`` the HTTP request it answers (None: a call from inside the worker),
-        ``caller`` who made it (``-``: unknown). A surface builds it once per call and passes
-        it to the operations below. Raises UfsInvalidPath for a malformed URI."""
+        ``caller`` who made it (``-``: unknown), ``deadline`` how long it waits for the
+        answer (None: it did not say). A surface builds it once per call and passes it to the
+        operations below. Raises UfsInvalidPath for a malformed URI."""
         return request_context(
-            self.config, uri, sync_interval, version, exchange, serve_stale, caller
+            self.config, uri, sync_interval, version, exchange, serve_stale, caller, deadline
         )
 
     def status(self, call: RequestContext) -> UfsStatus:
@@ -223,7 +226,7 @@ class WorkerService(Mutations):
         uri = self.roots.inside(call.uri)
         fresh = call.fresh
         return self.meta.reads.get_status(
-            uri, fresh.sync_interval, call.version, fresh.serve_stale, observer=call
+            uri, fresh.sync_interval, call.version, fresh.serve_stale, call=call
         )
 
     def status_cached(self, call: RequestContext) -> UfsStatus | None:
@@ -242,7 +245,7 @@ class WorkerService(Mutations):
     def list(self, call: RequestContext) -> list[UfsStatus]:
         """The children of directory ``call.uri``, as fresh as it asks (as :meth:`status`)."""
         uri = self.roots.inside(call.uri)
-        entries = self.meta.reads.list_status(uri, call.fresh.sync_interval, observer=call)
+        entries = self.meta.reads.list_status(uri, call.fresh.sync_interval, call=call)
         # Entries that lead outside the roots are left out (see MountRoots.visible).
         return self.roots.visible(entries)
 
@@ -279,7 +282,7 @@ class WorkerService(Mutations):
             if call.version is not None:
                 self._record_change(status.uri, call)
                 raise
-        changed = self.meta.reads.get_status(status.uri, sync_interval=0, observer=call)
+        changed = self.meta.reads.get_status(status.uri, sync_interval=0, call=call)
         return self._open(call, changed, span, ramp)
 
     def cache_whole(self, files: Sequence[UfsStatus]) -> Sequence[UfsStatus]:
@@ -304,7 +307,13 @@ class WorkerService(Mutations):
         offset, length = span.resolve(status.size)
         self.top_files.record(status.uri, length)
         chunks = self.reader.chunks(
-            status, offset, length, cache=call.fresh.cache, ramp=ramp, served=call.served
+            status,
+            offset,
+            length,
+            cache=call.fresh.cache,
+            ramp=ramp,
+            served=call.served,
+            wait=call.deadline,
         )
         first = next(chunks, b"")
         return ReadResult(status, offset, length, self._watched(call, status.uri, first, chunks))
@@ -331,7 +340,7 @@ class WorkerService(Mutations):
         """Sync ``uri`` after ``call``'s read found it changed; a failing sync leaves that to
         the next caller (the read's own error is what this caller gets)."""
         try:
-            self.meta.reads.get_status(uri, sync_interval=0, observer=call)
+            self.meta.reads.get_status(uri, sync_interval=0, call=call)
         except UfsError as exc:
             log.info("could not record the change of %s found by a read: %s", uri, exc)
 

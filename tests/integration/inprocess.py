@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from ufs.deadline import Deadline
 from worker.api.app import create_app
 from worker.server import bind, uvicorn_config
 from worker.service import WorkerService
@@ -43,8 +44,15 @@ class UfsReads:
         self._lock = threading.Lock()
         read = service.ufs.read
 
-        def counted(uri: str, offset: int, length: int, version: str | None = None) -> bytes:
-            data = read(uri, offset, length, version=version)
+        def counted(
+            uri: str,
+            offset: int,
+            length: int,
+            version: str | None = None,
+            *,
+            deadline: Deadline | None = None,
+        ) -> bytes:
+            data = read(uri, offset, length, version=version, deadline=deadline)
             with self._lock:
                 self.bytes[uri] += len(data)
             return data

@@ -18,6 +18,7 @@ from tests.integration.conftest import BUCKET, frozen
 from tests.worker.client.conftest import dora_fs
 from tests.worker.conftest import Api, open_service
 from tests.worker.meta.support import wait_until
+from ufs.deadline import Deadline
 from ufs.status import UfsStatus, file_id
 from worker.locals3 import LocalS3
 from worker.service import WorkerService
@@ -90,10 +91,10 @@ class GatedStatus:
         self.gate.set()
         real = service.ufs.status
 
-        def gated(uri: str) -> UfsStatus:
+        def gated(uri: str, *, deadline: Deadline | None = None) -> UfsStatus:
             self.calls.append(uri)
             try:
-                return real(uri)
+                return real(uri, deadline=deadline)
             finally:
                 self.answered.set()
                 assert self.gate.wait(60), "the gate was never opened"

@@ -193,7 +193,7 @@ async def write_chunk(service: WorkerService, request: Request) -> Response:
     params.optional_int(request.query_params, "chunkSize")
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        _, created = await run_in_threadpool(service.write, call, file_chunks(spool))
+        _, created = await run_in_threadpool(service.write, call.renewed(), file_chunks(spool))
     finally:
         spool.close()
     return json_response(SUCCESS, 201 if created else 200)
@@ -207,6 +207,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
     call = context(service, request, uri)
     start = index * service.reader.page_size
     body = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    call = call.renewed()  # the client's timeout counts from the end of its body
 
     def work() -> bool:
         try:

@@ -180,7 +180,7 @@ ByteRangeHeader = Annotated[
 
 # -- error answers --------------------------------------------------------------------------------
 
-UFS_ERRORS = (400, 403, 404, 502, 503)
+UFS_ERRORS = (400, 403, 404, 502, 503, 504)
 """What any call on a UFS path can answer: bad input, outside the mount roots, not found, the
 UFS failing or unavailable."""
 

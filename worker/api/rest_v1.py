@@ -133,7 +133,10 @@ async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Re
     await run_in_threadpool(service.admit, call, "create")
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        written, created = await run_in_threadpool(service.write, call, file_chunks(spool))
+        # The client's timeout counts from the end of its body: so does the write's deadline.
+        written, created = await run_in_threadpool(
+            service.write, call.renewed(), file_chunks(spool)
+        )
     finally:
         spool.close()
     return json_response(service.describe(written), 201 if created else 200)

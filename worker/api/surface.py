@@ -16,6 +16,7 @@ from starlette.types import Scope
 
 from worker.api.caller import caller_of
 from worker.api.params import Lean
+from worker.deadlines import TIMEOUT_HEADER, request_deadline
 from worker.errors import ErrorKind
 from worker.request import RequestContext, exchange
 from worker.service import WorkerService
@@ -41,10 +42,15 @@ def context(
     serve_stale: bool | None = None,
 ) -> RequestContext:
     """The one context of a call to ``uri`` that ``request`` makes (``WorkerService.request``),
-    with the request's exchange and caller: what every surface passes to the service's
-    operations."""
+    with the request's exchange, caller and deadline (its ``X-Dora-Timeout-Ms``, counted from
+    now: a surface that reads a body first renews it after, ``RequestContext.renewed``): what
+    every surface passes to the service's operations. Raises InvalidRequest for a malformed
+    deadline header."""
     call = exchange(request.scope)
-    return service.request(uri, sync_interval, version, call, serve_stale, caller_of(request))
+    deadline = request_deadline(request.headers.get(TIMEOUT_HEADER))
+    return service.request(
+        uri, sync_interval, version, call, serve_stale, caller_of(request), deadline
+    )
 
 
 def bearer_token(scope: Scope) -> bytes | None:

@@ -122,10 +122,11 @@ async def _body_to(
     call: RequestContext,
 ) -> None:
     """The request's body, spooled (up to ``dora.worker.http.max.write.size``), then passed to
-    ``write`` in a thread."""
+    ``write`` in a thread, under a deadline counted from the end of the body (as the client's
+    timeout is)."""
     spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
     try:
-        await run_in_threadpool(write, call, file_chunks(spool))
+        await run_in_threadpool(write, call.renewed(), file_chunks(spool))
     finally:
         spool.close()
 

@@ -1,5 +1,6 @@
 """The subscribers told when a file version is gone (the page store evicts its pages), and
-who a lookup tells the feed revision of what its sync found."""
+who a lookup is made for: the deadline its UFS calls keep, and who hears the feed revision of
+what its sync found."""
 
 from __future__ import annotations
 
@@ -8,15 +9,22 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from ufs.deadline import Deadline
+
 log = logging.getLogger(__name__)
 
 Listener = Callable[[str, str], None]
 
 
-class RevisionObserver(Protocol):
-    """The caller of a lookup (a request's context, ``worker.request.RequestContext``), told
-    the feed revision under which a sync the lookup made published the change it found, so
-    that the caller's answer can name it (read-your-writes across workers)."""
+class LookupCall(Protocol):
+    """The call a lookup is made for (a request's context, ``worker.request.RequestContext``):
+    the ``deadline`` by which the call's UFS requests must be done (None: only each request's
+    own), and who is told the feed revision under which a sync the lookup made published the
+    change it found, so that the call's answer can name it (read-your-writes across workers)."""
+
+    @property
+    def deadline(self) -> Deadline | None:
+        """The time the call has for the UFS, its retries included."""
 
     def observed(self, revision: int | None) -> None:
         """The answer depends on feed revision ``revision`` (None: nothing was published)."""

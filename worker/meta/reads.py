@@ -8,27 +8,30 @@ asks for a version the cache does not hold. What a sync learns is stored by the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 from pagestore.flight import SingleFlight
-from ufs.errors import UfsNotFound
+from ufs.deadline import Deadline
+from ufs.errors import UfsDeadlineExceeded, UfsNotFound
 from ufs.status import UfsStatus
 from worker.meta.entry import MetaEntry, Operation, needs_sync
 from worker.meta.errors import VersionMismatch
-from worker.meta.listeners import RevisionObserver
+from worker.meta.listeners import LookupCall
 from worker.meta.memory import Listing
 from worker.meta.revalidate import Revalidations
 from worker.meta.tiers import Tiers
 from worker.meta.writes import MetadataWrites
 
+V = TypeVar("V")
+
 
 class StatusSource(Protocol):
     """What the read side needs of the UFS (``ufs.adapter.Ufs`` provides it)."""
 
-    def status(self, uri: str) -> UfsStatus: ...
+    def status(self, uri: str, *, deadline: Deadline | None = None) -> UfsStatus: ...
 
-    def list(self, uri: str) -> list[UfsStatus]: ...
+    def list(self, uri: str, *, deadline: Deadline | None = None) -> list[UfsStatus]: ...
 
 
 class MetadataReads:
@@ -54,13 +57,14 @@ class MetadataReads:
         sync_interval: int | None = None,
         version: str | None = None,
         serve_stale: bool = False,
-        observer: RevisionObserver | None = None,
+        call: LookupCall | None = None,
     ) -> UfsStatus:
         """The status of ``uri``, re-checked against the UFS as ``sync_interval`` (ms; -1 never,
         0 always; None: the configured default) or ``version`` require. With ``serve_stale``
         (and no ``version``), an entry due for a re-check but younger than the status cache
         TTL is answered at once while one background re-check of ``uri`` runs (which tells no
-        one). ``observer`` hears the feed revision of a change this call's sync found.
+        one). ``call`` bounds the UFS requests (its deadline) and hears the feed revision of
+        a change this lookup's sync found.
 
         Raises UfsNotFound (also for a cached negative entry), VersionMismatch if ``version``
         is given and the UFS has another one even after a sync, other UfsErrors from the UFS.
@@ -72,7 +76,7 @@ class MetadataReads:
             return _answer(uri, entry, version)
         if entry is not None and serve_stale and self._served_stale(uri, entry, version):
             return _answer(uri, entry, version)
-        return _answer(uri, self._sync(uri, entry, observer), version)
+        return _answer(uri, self._sync(uri, entry, call), version)
 
     def cached_status(
         self,
@@ -107,11 +111,12 @@ class MetadataReads:
         return [None if entry is None else entry.status for entry in entries]
 
     def list_status(
-        self, uri: str, sync_interval: int | None = None, observer: RevisionObserver | None = None
+        self, uri: str, sync_interval: int | None = None, call: LookupCall | None = None
     ) -> list[UfsStatus]:
         """The children of directory ``uri`` with their statuses; the listing is cached and
         fills the status cache. Recursive listings are not offered, so never cached.
-        ``observer`` hears the feed revision of the changes this call's re-listing found.
+        ``call`` bounds the UFS requests and hears the feed revision of the changes this
+        re-listing found.
 
         Raises UfsNotFound, UfsNotADirectory, other UfsErrors from the UFS.
         """
@@ -126,7 +131,7 @@ class MetadataReads:
             self._tiers.counters.add("listing_hits")
             return list(listing.children)
         self._tiers.counters.add("listing_misses" if listing is None else "syncs")
-        children = self._list_flights.run(uri, lambda: self._relist(uri, observer))
+        children = _shared(self._list_flights, uri, call, lambda: self._relist(uri, call))
         if listing is not None and Listing.of(children, 0).versions != listing.versions:
             self._tiers.counters.add("syncs_changed")
         return list(children)
@@ -173,17 +178,15 @@ class MetadataReads:
         self._tiers.counters.add("stale_served")
         return True
 
-    def _sync(
-        self, uri: str, entry: MetaEntry | None, observer: RevisionObserver | None
-    ) -> MetaEntry:
+    def _sync(self, uri: str, entry: MetaEntry | None, call: LookupCall | None) -> MetaEntry:
         """Re-check ``uri`` with the UFS (joining a re-check in flight); ``entry`` is what the
         cache held (None: nothing)."""
         if entry is not None:
             self._tiers.counters.add("syncs")
-        # Under single flight only the leader's observer hears the revision: a caller that
+        # Under single flight only the leader's call hears the revision: a caller that
         # joined is answered without it (its client may then read older state from another
         # worker until it names a newer revision; the sync interval still bounds that).
-        synced = self._status_flights.run(uri, lambda: self._load(uri, observer))
+        synced = _shared(self._status_flights, uri, call, lambda: self._load(uri, call))
         if entry is not None and synced.version != entry.version:
             self._tiers.counters.add("syncs_changed")
         return synced
@@ -218,28 +221,28 @@ class MetadataReads:
         self._tiers.counters.add("metastore_hits" if entry is not None else "misses")
         return entry
 
-    def _load(self, uri: str, observer: RevisionObserver | None) -> MetaEntry:
+    def _load(self, uri: str, call: LookupCall | None) -> MetaEntry:
         """One UFS status call for ``uri``, its answer stored (unless a write overtook it)."""
         with self._writes.fenced() as token:
             self._tiers.counters.add("ufs_calls")
             try:
-                status: UfsStatus | None = self._ufs.status(uri)
+                status: UfsStatus | None = self._ufs.status(uri, deadline=_deadline(call))
             except UfsNotFound:
                 status = None
             entry = MetaEntry(status, self._tiers.clock(), Operation.LOADED)
             gone = self._writes.settle_load(uri, entry, token)
         revision = self._writes.notify(gone, {uri: entry.status})
-        if observer is not None:
-            observer.observed(revision)
+        if call is not None:
+            call.observed(revision)
         return entry
 
-    def _relist(self, uri: str, observer: RevisionObserver | None) -> tuple[UfsStatus, ...]:
+    def _relist(self, uri: str, call: LookupCall | None) -> tuple[UfsStatus, ...]:
         missing: UfsNotFound | None = None
         children: list[UfsStatus] = []
         with self._writes.fenced() as token:
             self._tiers.counters.add("ufs_calls")
             try:
-                children = self._ufs.list(uri)
+                children = self._ufs.list(uri, deadline=_deadline(call))
             except UfsNotFound as exc:
                 missing = exc
             if missing is None:
@@ -248,11 +251,30 @@ class MetadataReads:
                 # The directory being listed does not exist: nothing under it does either.
                 gone = self._writes.settle_missing_dir(uri, token)
         revision = self._writes.notify(gone, {child.uri: child for child in children})
-        if observer is not None:
-            observer.observed(revision)
+        if call is not None:
+            call.observed(revision)
         if missing is not None:
             raise missing
         return tuple(children)
+
+
+def _shared(
+    flights: SingleFlight[str, V], uri: str, call: LookupCall | None, fn: Callable[[], V]
+) -> V:
+    """``fn()`` for ``uri``, or the outcome of the same call another caller is making: run
+    under the leader's deadline. A caller that joined a call cut short by the leader's deadline
+    (not its own) tries again, leading if no one else is, so one short deadline never fails the
+    callers that merged with it."""
+    while True:
+        try:
+            return flights.run(uri, fn)
+        except UfsDeadlineExceeded as exc:
+            if exc.deadline is _deadline(call):
+                raise
+
+
+def _deadline(call: LookupCall | None) -> Deadline | None:
+    return None if call is None else call.deadline
 
 
 def _answer(uri: str, entry: MetaEntry, version: str | None) -> UfsStatus:

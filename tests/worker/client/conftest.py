@@ -18,6 +18,7 @@ from fsspec.spec import AbstractFileSystem
 
 from config import Config, load_config
 from ufs.adapter import Ufs
+from ufs.deadline import Deadline
 from worker.api.app import create_app
 from worker.client import DoraFileSystem
 from worker.keys import build_registry
@@ -91,7 +92,15 @@ def replace_before_later_chunk(
     first_read = threading.Event()
     done: list[bool] = []
 
-    def read(self: Ufs, uri: str, offset: int, length: int, version: str | None = None) -> bytes:
+    def read(
+        self: Ufs,
+        uri: str,
+        offset: int,
+        length: int,
+        version: str | None = None,
+        *,
+        deadline: Deadline | None = None,
+    ) -> bytes:
         if offset > 0:
             first_read.wait(timeout=60)
             with lock:
@@ -99,7 +108,7 @@ def replace_before_later_chunk(
                     done.append(True)
                     replace()
         try:
-            return real_read(self, uri, offset, length, version)
+            return real_read(self, uri, offset, length, version, deadline=deadline)
         finally:
             if offset == 0:
                 first_read.set()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ufs.adapter import Ufs
+from ufs.deadline import Deadline
 from ufs.status import UfsStatus
 from worker.meta.entry import Lifetimes
 from worker.meta.manager import MetadataManager
@@ -50,20 +51,20 @@ class CountingUfs(Ufs):
         self.gate: threading.Event | None = None
         self.answered = threading.Event()
 
-    def status(self, uri: str) -> UfsStatus:
+    def status(self, uri: str, *, deadline: Deadline | None = None) -> UfsStatus:
         self.status_calls.append(uri)
         gate = self.gate
         if gate is None:
-            return super().status(uri)
+            return super().status(uri, deadline=deadline)
         try:
-            return super().status(uri)
+            return super().status(uri, deadline=deadline)
         finally:
             self.answered.set()
             gate.wait()
 
-    def list(self, uri: str) -> list[UfsStatus]:
+    def list(self, uri: str, *, deadline: Deadline | None = None) -> list[UfsStatus]:
         self.list_calls.append(uri)
-        return super().list(uri)
+        return super().list(uri, deadline=deadline)
 
     @property
     def calls(self) -> int:

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from tests.worker.meta.support import HOUR, CountingUfs, FakeClock, Outside, listen, wait_until
+from ufs.deadline import Deadline
 from ufs.errors import UfsUnavailable
 from ufs.status import UfsStatus
 from worker.meta.manager import MetadataManager
@@ -83,7 +84,7 @@ def test_a_failed_recheck_leaves_the_entry_expired_for_the_next_call(
     uri, old = _changed(manager, outside)
     real = ufs.status
 
-    def unavailable(uri: str) -> UfsStatus:
+    def unavailable(uri: str, *, deadline: Deadline | None = None) -> UfsStatus:
         raise UfsUnavailable(f"no answer for {uri}", retry_after=1)
 
     monkeypatch.setattr(ufs, "status", unavailable)
