@@ -18,8 +18,8 @@ FILL_PART = 2 << 20
 """At most this much of a local range (and at most a chunk) is filled from page files by one
 thread; a larger range is cut into parts filled in parallel. A thread holds the GIL to check
 the blocks it read, not while the kernel copies them (``preadv``): in one thread a streamed
-``read(8 MiB)`` spent a third of its time on the checksums, which another thread's copy
-overlaps."""
+``read(8 MiB)`` spent 27-30% of its time on the checks, which another thread's copy overlaps
+(``bench.stream_bench``: more CPU, less wall time when a core is free)."""
 
 
 def spans(start: int, end: int, chunk: int) -> list[tuple[int, int]]:
