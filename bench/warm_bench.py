@@ -5,10 +5,12 @@ bench measures it, and the steady state after it), and random 64 KiB reads throu
 open. Then (issue 27) random 64 KiB ``fs.cat_file(path, start, end)`` p50 and
 ``fs.open(path).read(8 MiB)`` streamed, through the client with its defaults and over HTTP only
 (``short_circuit=False``: the reads the worker's page cache serves), against ``cat_file`` of the
-local filesystem and a raw 8 MiB read loop.
+local filesystem and, streamed, a raw 8 MiB read loop, the local filesystem's file and fsspec's
+simplecache and blockcache.
 
 Run with ``.venv/bin/python -m bench.warm_bench`` (``--size-mb``, ``--reads``, ``--repeats``;
-``--profile`` adds a py-spy summary of the worker under the HTTP reads).
+``--profile`` adds py-spy summaries, in the last repetition, of this process under the default
+client's streamed reads and of the worker under the HTTP client's reads).
 The worker is a real ``dora worker start`` process over a local-directory UFS. Each figure is
 the median of the repetitions with their min-max.
 """
@@ -36,6 +38,7 @@ from worker.client.filesystem import DoraFileSystem
 MB = 1 << 20
 READ = 64 << 10
 CHUNK = 8 << 20
+PROFILE_S = 3.0
 
 
 def seconds(fn: Callable[[], object]) -> float:
@@ -63,40 +66,66 @@ def cat_p50_us(fs: Any, path: str, offsets: list[int]) -> float:
     return statistics.median(times) * 1e6
 
 
-def streamed_mb_s(open_file: Callable[[], Any], size: int) -> float:
-    """MB/s of reading a whole file in CHUNK reads (the best of three passes, all warm)."""
+def streamed(open_file: Callable[[], Any], size: int) -> tuple[float, float]:
+    """MB/s of reading a whole file in CHUNK reads (the best of three passes, all warm), and
+    MB per second of this process's CPU time (all its threads, not a worker's) over the
+    three."""
     best = 0.0
+    cpu = time.process_time()
     for _ in range(3):
         started = time.perf_counter()
         with open_file() as handle:
             while handle.read(CHUNK):
                 pass
         best = max(best, size / (time.perf_counter() - started) / MB)
-    return best
+    return best, 3 * size / (time.process_time() - cpu) / MB
 
 
-def profile(worker: WorkerProcess, fs: Any, uri: str, offsets: list[int], name: str) -> None:
-    """Print where the worker spends an extra, untimed pass of the ``cat_file`` reads (py-spy,
-    :mod:`bench.side.profiling`)."""
-    recording = Recording(worker.pid, Path(tempfile.mkdtemp(prefix="warm-profile-")) / "raw")
-    cat_p50_us(fs, uri, offsets)
+def profile(pid: int, work: Callable[[], object], name: str) -> None:
+    """Print where process ``pid`` (a worker, or this one) spends extra, untimed runs of
+    ``work``, repeated for at least PROFILE_S (py-spy, :mod:`bench.side.profiling`)."""
+    recording = Recording(pid, Path(tempfile.mkdtemp(prefix="warm-profile-")) / "raw")
+    started = time.perf_counter()
+    while time.perf_counter() - started < PROFILE_S:
+        work()
     summary = summarize(recording.stop())
     print(f"profile, {name}: {summary.samples} samples, {summary.waiting:.0%} waiting")
     print(f"  self:  {format_top(summary.top_self, 8)}")
     print(f"  total: {format_top(summary.top_total, 8)}")
 
 
+def stream_peers(root: Path, local: Path, size: int) -> dict[str, float]:
+    """8 MiB streamed reads of the local file: a raw read loop, the local filesystem's file,
+    and fsspec's simplecache and blockcache over it (warm: the first pass fills them)."""
+    target = {"target_protocol": "file", "skip_instance_cache": True}
+    simple = fsspec.filesystem("simplecache", cache_storage=str(root / "simple"), **target)
+    block = fsspec.filesystem("blockcache", cache_storage=str(root / "blocks"), **target)
+    plain = fsspec.filesystem("file", skip_instance_cache=True)
+    figures: dict[str, float] = {}
+    for name, open_file in (
+        ("raw", lambda: local.open("rb")),
+        ("local fsspec", lambda: plain.open(str(local), "rb")),
+        ("simplecache", lambda: simple.open(str(local), "rb")),
+        ("blockcache", lambda: block.open(str(local), "rb")),
+    ):
+        wall, cpu = streamed(open_file, size)
+        figures[f"{name} 8 MiB stream MB/s"] = wall
+        if name == "raw":
+            figures["raw 8 MiB stream MB per CPU-s"] = cpu
+    return figures
+
+
 def ranged_and_streamed(
     worker: WorkerProcess, local: Path, size: int, offsets: list[int], profiled: bool
 ) -> dict[str, float]:
     """Ranged ``cat_file`` and 8 MiB streamed reads through the default client and over HTTP
-    only, with the local filesystem's ``cat_file`` and a raw read loop as peers; ``profiled``:
-    a py-spy pass of the worker under the HTTP client's reads too."""
+    only (the peers: the local filesystem's ``cat_file``, :func:`stream_peers`); ``profiled``:
+    py-spy passes of this process under the default client's streamed reads, and of the worker
+    under the HTTP client's ranged and streamed reads."""
     uri = f"file://{local}"
-    figures: dict[str, float] = {}
     plain = fsspec.filesystem("file", skip_instance_cache=True)
-    figures["raw cat_file 64 KiB p50 us"] = cat_p50_us(plain, str(local), offsets)
-    figures["raw 8 MiB stream MB/s"] = streamed_mb_s(lambda: local.open("rb"), size)
+    figures = {"raw cat_file 64 KiB p50 us": cat_p50_us(plain, str(local), offsets)}
+    figures |= stream_peers(local.parent.parent, local, size)
     for client, short_circuit in (("defaults", True), ("HTTP", False)):
         fs = DoraFileSystem(
             workers=[worker.address], skip_instance_cache=True, short_circuit=short_circuit
@@ -104,15 +133,24 @@ def ranged_and_streamed(
         fs.cat_file(uri)  # warm
         name = f"dora {client}"
         figures[f"{name} cat_file 64 KiB p50 us"] = cat_p50_us(fs, uri, offsets)
-        stream = streamed_mb_s(functools.partial(fs.open, uri, "rb"), size)
+        open_file = functools.partial(fs.open, uri, "rb")
+        stream, cpu = streamed(open_file, size)
         figures[f"{name} 8 MiB stream MB/s"] = stream
+        figures[f"{name} 8 MiB stream MB per CPU-s"] = cpu
         figures[f"{name} stream / raw"] = stream / figures["raw 8 MiB stream MB/s"]
-        if profiled and client == "HTTP":
-            profile(worker, fs, uri, offsets, name)
+        if profiled:
+            pid = os.getpid() if short_circuit else worker.pid
+            where = "this process" if short_circuit else "the worker"
+            profile(pid, functools.partial(streamed, open_file, size), f"{where}, {name} streamed")
+            if not short_circuit:
+                ranged = functools.partial(cat_p50_us, fs, uri, offsets)
+                profile(pid, ranged, f"{where}, {name} cat_file")
     return figures
 
 
-def one_run(root: Path, size: int, reads: int, profiled: bool = False) -> dict[str, float]:
+def local_worker(root: Path, size: int) -> tuple[Path, WorkerProcess]:
+    """A file of ``size`` random bytes under ``root``, and a worker over its directory (the
+    caller stops it)."""
     data = root / "data"
     data.mkdir()
     local = data / "big.bin"
@@ -120,6 +158,11 @@ def one_run(root: Path, size: int, reads: int, profiled: bool = False) -> dict[s
     worker = WorkerProcess(
         root / "work", [f"dora.worker.ufs.roots=file://{data}", "dora.worker.page.store.sizes=4GB"]
     )
+    return local, worker
+
+
+def one_run(root: Path, size: int, reads: int, profiled: bool = False) -> dict[str, float]:
+    local, worker = local_worker(root, size)
     try:
         uri = f"file://{local}"
         dora = DoraFileSystem(workers=[worker.address], skip_instance_cache=True)
@@ -160,7 +203,7 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--profile", action="store_true", help="py-spy the worker in the last repetition"
+        "--profile", action="store_true", help="py-spy client and worker in the last repetition"
     )
     args = parser.parse_args()
     runs: list[dict[str, float]] = []
@@ -175,7 +218,7 @@ def main() -> None:
         values = [run[name] for run in runs]
         digits = 3 if name.endswith("/ raw") else 1
         low, mid, high = min(values), statistics.median(values), max(values)
-        print(f"{name:40s} {mid:10.{digits}f}  ({low:.{digits}f}-{high:.{digits}f})")
+        print(f"{name:44s} {mid:10.{digits}f}  ({low:.{digits}f}-{high:.{digits}f})")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from fsspec.asyn import AbstractAsyncStreamedFile
+from fsspec.caching import BaseCache, ReadAheadCache
 from fsspec.spec import AbstractBufferedFile
 
 from worker.client.flow import Flow
@@ -105,6 +106,36 @@ class _Transfers:
             self._spool = None
 
 
+class PassingReadAhead(ReadAheadCache):  # type: ignore[misc]  # fsspec is untyped
+    """fsspec's read-ahead cache for small reads, but a read of at least a block that it does
+    not hold is fetched exactly and handed over as fetched, not through the cache.
+
+    fsspec's cache reads a block past every read and returns a slice of what it fetched (plus
+    the part it held before): each large read was copied once or twice more and fetched a
+    block it then dropped, three quarters of a streamed ``read(8 MiB)``'s time from the
+    worker's page files. Read-ahead helps reads smaller than a block (lines, headers); a large
+    read is its own batch. Not thread-safe (like the file it belongs to)."""
+
+    name = "dora-readahead"
+
+    def _fetch(self, start: int | None, end: int | None) -> bytes:
+        start = 0 if start is None else start
+        end = self.size if end is None else min(end, self.size)
+        data: bytes
+        if end - start < self.blocksize or start >= end or self.start <= start < end <= self.end:
+            data = super()._fetch(start, end)
+            return data
+        self.miss_count += 1
+        if self.start <= start < self.end:
+            # The part held, and the rest exactly (one copy, no block past it).
+            self.total_requested_bytes += end - self.end
+            data = self.cache[start - self.start :] + self.fetcher(self.end, end)
+            return data
+        self.total_requested_bytes += end - start
+        data = self.fetcher(start, end)
+        return data
+
+
 class DoraFile(_Transfers, AbstractBufferedFile):  # type: ignore[misc]  # fsspec is untyped
     """A file of the ``dora`` filesystem in ``rb``, ``wb`` or ``xb`` mode. ``details`` is the
     status at open for ``rb`` (see :meth:`worker.client.ops.Operations.open_details`).
@@ -115,6 +146,7 @@ class DoraFile(_Transfers, AbstractBufferedFile):  # type: ignore[misc]  # fsspe
     modes = ("rb", "wb", "xb")
     # Declared for mypy only (no class attribute): fsspec's property behind it is untyped.
     closed: bool
+    cache: BaseCache | None
 
     def __init__(
         self,
@@ -133,6 +165,10 @@ class DoraFile(_Transfers, AbstractBufferedFile):  # type: ignore[misc]  # fsspe
         super().__init__(
             fs, path, mode, block_size, autocommit, cache_type, cache_options, size=size
         )
+        if mode == "rb" and cache_type == "readahead":
+            self.cache = PassingReadAhead(
+                self.blocksize, self._fetch_range, self.size, **(cache_options or {})
+            )
 
     def _fetch_range(self, start: int, end: int) -> bytes:
         got = self._fetch_now(start, end)

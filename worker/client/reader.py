@@ -14,6 +14,13 @@ from worker.client.flow import Chunks, Flow, each_in_order, parallel
 from worker.client.outbytes import OutBytes
 from worker.client.resolvers import DirectRanges, Metadata, Ranges
 
+FILL_PART = 2 << 20
+"""At most this much of a local range (and at most a chunk) is filled from page files by one
+thread; a larger range is cut into parts filled in parallel. A thread holds the GIL to check
+the blocks it read, not while the kernel copies them (``preadv``): in one thread a streamed
+``read(8 MiB)`` spent 27-30% of its time on the checks, which another thread's copy overlaps
+(``bench.stream_bench``: more CPU, less wall time when a core is free)."""
+
 
 def spans(start: int, end: int, chunk: int) -> list[tuple[int, int]]:
     """``[start, end)`` cut into ``[a, b)`` pieces of at most ``chunk`` bytes."""
@@ -34,6 +41,7 @@ class ChunkedReader:
         self.metadata = metadata
         self.chunk_size = chunk_size
         self.parallelism = parallelism
+        self.fill_part = min(chunk_size, FILL_PART)
         # Checked once: an isinstance against a Protocol costs microseconds per read.
         self._direct = ranges if isinstance(ranges, DirectRanges) else None
 
@@ -91,7 +99,7 @@ class ChunkedReader:
         (read through :meth:`read_pinned`). For small reads, whose cost the flow driver's
         steps would otherwise double."""
         direct = self._direct
-        if direct is None or version is None or not start < end <= start + self.chunk_size:
+        if direct is None or version is None or not start < end <= start + self.fill_part:
             return None
         small = direct.small_now(uri, version, start, end - start)
         if small is not None:
@@ -111,8 +119,8 @@ class ChunkedReader:
         place where local, the gaps read over HTTP in parallel chunks written into it."""
         out = OutBytes(end - start)
         view = out.view
-        # Large ranges are filled a chunk per thread: page reads and checksums release the GIL.
-        parts = spans(start, end, self.chunk_size)
+        # Large ranges are filled a part per thread (FILL_PART).
+        parts = spans(start, end, self.fill_part)
         if len(parts) == 1:
             gaps = yield from direct.fill(uri, version, start, view)
         else:
