@@ -3,7 +3,8 @@
 Every error is a :class:`DoraError` (an ``OSError``) and also the builtin a Python caller expects:
 ``FileNotFoundError`` for 404, ``PermissionError`` for 401/403, ``FileExistsError`` for 409,
 ``ValueError`` for a bad request or range, ``ConnectionError`` when no worker (or the UFS behind
-it) can be reached. The classes and the code/status table live in the error catalogue
+it) can be reached, ``TimeoutError`` when the UFS did not answer within the time the client
+said it waits (504). The classes and the code/status table live in the error catalogue
 (:mod:`worker.errors`), shared with the worker and every other surface; this module reads an
 answer and asks the catalogue, by the ``error`` code of the JSON body first, then by status.
 """
@@ -18,6 +19,7 @@ from worker import errors as catalogue
 from worker.errors import (
     AccessDenied,
     AlreadyExists,
+    DeadlineExceeded,
     DoraError,
     InvalidRequest,
     IsADirectory,
@@ -38,6 +40,7 @@ from worker.errors import (
 __all__ = [
     "AccessDenied",
     "AlreadyExists",
+    "DeadlineExceeded",
     "DoraError",
     "InvalidRequest",
     "IsADirectory",
