@@ -211,7 +211,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
 
     def work() -> bool:
         try:
-            old = _checked(service, uri)
+            old = _checked(service, request, uri)
         except UfsNotFound:
             old = None
         size = 0 if old is None else old.size
@@ -219,10 +219,10 @@ async def write_page(service: WorkerService, request: Request) -> Response:
             raise RangeNotSatisfiable(f"page {index} starts at {start}, past the end ({size})")
         with _spooled() as content:
             if old is not None and start:
-                _copy(_pinned(service, old, 0, start), content)
+                _copy(_pinned(service, request, old, 0, start), content)
             end = start + _copy(file_chunks(body), content)
             if old is not None and end < size:
-                _copy(_pinned(service, old, end, None), content)
+                _copy(_pinned(service, request, old, end, None), content)
             content.seek(0)
             return service.write(call, file_chunks(content))[1]
 
@@ -245,7 +245,7 @@ async def touch(service: WorkerService, request: Request) -> Response:
 
     def work() -> bool:
         try:
-            _checked(service, uri)
+            _checked(service, request, uri)
         except UfsNotFound:
             return service.write(context(service, request, uri), b"")[1]
         return False
@@ -279,24 +279,24 @@ async def copy(service: WorkerService, request: Request) -> Response:
     recursive, forced = ap.flag(request, "recursive"), ap.flag(request, "forced")
 
     def work() -> None:
-        root, target = _checked(service, src), service.roots.check(dst)
+        root, target = _checked(service, request, src), service.roots.check(dst)
         if root.is_dir and not recursive:
             raise UfsIsADirectory(f"cannot copy {root.uri!r}: a directory needs recursive")
-        sources = _files_under(service, root) if root.is_dir else [root]
+        sources = _files_under(service, request, root) if root.is_dir else [root]
         for source in sources:
             into = context(service, request, target + source.uri[len(root.uri) :])
-            _copy_file(service, source, into, forced)
+            _copy_file(service, request, source, into, forced)
 
     await run_in_threadpool(work)
     return json_response(SUCCESS)
 
 
 def _copy_file(
-    service: WorkerService, source: UfsStatus, dst: RequestContext, forced: bool
+    service: WorkerService, request: Request, source: UfsStatus, dst: RequestContext, forced: bool
 ) -> None:
     if not forced:
         try:
-            _checked(service, dst.uri)
+            _checked(service, request, dst.uri)
         except UfsNotFound:
             pass
         else:
@@ -304,17 +304,17 @@ def _copy_file(
     # Spooled whole first: a source that changes mid-read fails the copy before anything is
     # written, rather than leaving a torn destination.
     with _spooled() as content:
-        _copy(_pinned(service, source), content)
+        _copy(_pinned(service, request, source), content)
         content.seek(0)
         service.write(dst, file_chunks(content))
 
 
-def _files_under(service: WorkerService, root: UfsStatus) -> list[UfsStatus]:
+def _files_under(service: WorkerService, request: Request, root: UfsStatus) -> list[UfsStatus]:
     found: list[UfsStatus] = []
     pending = [root.uri]
     while pending:
         directory = pending.pop()
-        for child in service.list(service.request(directory, 0)):
+        for child in service.list(context(service, request, directory, 0)):
             if child.is_dir:
                 pending.append(child.uri)
             else:
@@ -322,16 +322,23 @@ def _files_under(service: WorkerService, root: UfsStatus) -> list[UfsStatus]:
     return found
 
 
-def _checked(service: WorkerService, uri: str) -> UfsStatus:
-    """The status of ``uri`` re-checked with the UFS: a mutation decides on the truth."""
-    return service.status(service.request(uri, 0))
+def _checked(service: WorkerService, request: Request, uri: str) -> UfsStatus:
+    """The status of ``uri`` re-checked with the UFS (a mutation decides on the truth), as a
+    call of ``request``'s (its exchange hears of a change the re-check finds)."""
+    return service.status(context(service, request, uri, 0))
 
 
 def _pinned(
-    service: WorkerService, status: UfsStatus, offset: int = 0, length: int | None = None
+    service: WorkerService,
+    request: Request,
+    status: UfsStatus,
+    offset: int = 0,
+    length: int | None = None,
 ) -> Iterator[bytes]:
-    """``[offset, offset + length)`` of the version ``status`` names (None: to the end)."""
-    return service.read(service.request(status.uri, version=status.version), offset, length).chunks
+    """``[offset, offset + length)`` of the version ``status`` names (None: to the end), read as
+    a call of ``request``'s."""
+    call = context(service, request, status.uri, version=status.version)
+    return service.read(call, offset, length).chunks
 
 
 def _spooled() -> IO[bytes]:

@@ -12,6 +12,7 @@ from config import load_config
 from pagestore.factory import on_disk
 from pagestore.options import PageStoreOptions
 from ufs.adapter import Ufs
+from ufs.deadline import Deadline
 from ufs.status import UfsStatus
 from worker.keys import build_registry
 from worker.meta.manager import MetadataManager
@@ -40,8 +41,8 @@ class HeldUfs(Ufs):
         for gate in self._held.values():
             gate.set()
 
-    def list(self, uri: str) -> list[UfsStatus]:
-        answer = super().list(uri)
+    def list(self, uri: str, *, deadline: Deadline | None = None) -> list[UfsStatus]:
+        answer = super().list(uri, deadline=deadline)
         gate = self._held.get(uri)
         if gate is not None:
             self.entered[uri].set()
