@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,20 +41,77 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) ->
         time.sleep(0.02)
 
 
+class ThreadClients:
+    """An ``httpx.Client`` for each calling thread, made on its first call with ``timeout``
+    (seconds); :meth:`close` closes them all. Thread-safe; ``timeout`` set after some clients
+    were made applies to them too.
+
+    Threads never share a client, because httpcore's sync connection pool (1.0.9) can close a
+    connection under another thread's request: a pass of the pool picks the surplus idle
+    connections under its lock (past ``max_keepalive_connections``, 20 by default) but closes
+    them after releasing it, and an idle connection it picks may have just been handed to a
+    thread that has not sent on it yet. That thread then sends, and its request is cut
+    (``ReadError``) or, when the close lands while it waits for the answer, hears nothing
+    until its read timeout: another thread's close does not wake a ``poll()``
+    (encode/httpcore#1110, no release fixes it). ``python -m bench.client_pool_bench``: 64
+    threads over one shared client, against a server that only answers ``ok``, lost 23 of
+    198,758 requests, each on a connection closed under it; with a client each, none. A pool
+    used by one thread has no other thread's pass to race."""
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._made: list[httpx.Client] = []
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        with self._lock:
+            self._timeout = seconds
+            for client in self._made:
+                client.timeout = httpx.Timeout(seconds)
+
+    def get(self) -> httpx.Client:
+        """The calling thread's client."""
+        client: httpx.Client | None = getattr(self._local, "client", None)
+        if client is None:
+            with self._lock:
+                client = httpx.Client(timeout=self._timeout)
+                self._made.append(client)
+            self._local.client = client
+        return client
+
+    def close(self) -> None:
+        with self._lock:
+            made, self._made = self._made, []
+        for client in made:
+            client.close()
+
+
 class Worker:
     """One ``dora worker start`` process over the work dir ``work``, on a free port.
 
     ``start()`` may be called again after the process died (a restart on the same metastore
-    and page dirs). Signals go to the PID only. Not thread-safe (``http`` is: share it)."""
+    and page dirs). Signals go to the PID only. Not thread-safe, except ``http`` and the REST
+    calls over it: each thread gets a client of its own (:class:`ThreadClients`)."""
 
     def __init__(self, work: Path, *defines: str, conf: Path | None = None) -> None:
         self.work = work
         self.defines = defines
         self.conf = conf
         self.process: subprocess.Popen[bytes] | None = None
-        self.http = httpx.Client(timeout=60)
+        self.clients = ThreadClients(timeout=60)
         self.url = ""
         self.starts = 0
+
+    @property
+    def http(self) -> httpx.Client:
+        """The calling thread's HTTP client."""
+        return self.clients.get()
 
     @property
     def pid(self) -> int:
@@ -117,7 +175,7 @@ class Worker:
 
     def close(self) -> None:
         self.stop()
-        self.http.close()
+        self.clients.close()
 
     def rss_bytes(self) -> int:
         """Resident set size of the worker process, from /proc."""

@@ -1,5 +1,7 @@
 """64 clients of mixed traffic — status, list, read, write, delete on a small set of S3 objects —
-against one worker process for a while, its resident memory sampled from /proc. Every answer
+against one worker process for a while, its resident memory sampled from /proc. Each client is a
+thread with an HTTP client of its own (``Worker.http``; see ``support.ThreadClients`` for why
+threads do not share one). Every answer
 is one the call can expect (a 404 for a file deleted meanwhile, a 412 or a cut body for one
 replaced mid-read, a 416 for one that shrank), every 200 read carries the bytes of the version
 it names, and the memory growth is reported."""

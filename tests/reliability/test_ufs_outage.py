@@ -71,7 +71,7 @@ class Setup:
             *server.storage_defines(),
             *deadline_defines(),
         )
-        self.worker.http.timeout = httpx.Timeout(CLIENT_TIMEOUT)
+        self.worker.clients.timeout = CLIENT_TIMEOUT
         assert self.worker.read(self.cached).content == self.data[self.cached]
 
     def served_from_cache(self) -> tuple[bool, float]:
