@@ -67,7 +67,7 @@ class _Step(Generic[T]):
 
 
 class SyncDriver:
-    """Runs flows in the calling thread: HTTP over one keep-alive ``httpx.Client`` per process
+    """Runs flows in the calling thread: HTTP over one keep-alive ``httpx.Client`` per thread
     (built by ``http``), parallel flows on a thread pool of ``parallelism`` threads per process.
     Requests without a body go over ``lean`` (:mod:`worker.client.lean`, one per process) when
     it is given: the client leaves it out when a transport was injected.
@@ -83,7 +83,12 @@ class SyncDriver:
         sleep: Callable[[float], None],
         lean: Callable[[], LeanHttp] | None = None,
     ) -> None:
-        self.http = ProcessLocal(http)
+        self._http = http
+        # A client per thread, not one shared: httpcore's pool picks the connections to close
+        # under its lock but closes them after, so a pass run by one thread can close an idle
+        # kept-alive connection another thread has just been handed and is sending on (the
+        # request is cut, or waits for its whole read timeout; encode/httpcore#1110).
+        self._threads: ProcessLocal[threading.local] = ProcessLocal(threading.local)
         self.lean = None if lean is None else ProcessLocal(lean)
         self.parallelism = parallelism
         self._sleep = sleep
@@ -126,7 +131,7 @@ class SyncDriver:
     def _exchange(self, request: Exchange) -> httpx.Response:
         if self.lean is not None and LeanHttp.takes(request):
             return self.lean.get().exchange(request)
-        http = self.http.get()
+        http = self._client()
         content = _sync_content(self, request.body() if request.body is not None else None)
         built = http.build_request(
             request.method,
@@ -143,6 +148,19 @@ class SyncDriver:
         finally:
             response.close()
         return response
+
+    def _client(self) -> httpx.Client:
+        """This thread's client (see ``__init__``), built on its first request."""
+        local = self._threads.get()
+        client: httpx.Client | None = getattr(local, "client", None)
+        if client is None:
+            client = local.client = self._http()
+        return client
+
+    def peek(self) -> httpx.Client | None:
+        """This thread's client in this process, if it has one (without building one)."""
+        local = self._threads.peek()
+        return None if local is None else getattr(local, "client", None)
 
     def ordered(self, flows: Sequence[Flow[T]], limit: int) -> Iterator[T]:
         """The results of ``flows``, at most ``limit`` in flight, yielded in order. On an error

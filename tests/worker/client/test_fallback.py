@@ -133,15 +133,15 @@ def test_a_forked_child_builds_its_own_connection_pool() -> None:
     config = client_config()
     fs = fsspec.filesystem("dora", transport=httpx.MockTransport(handler), config=config)
     fs.info("s3://b/k")
-    parent_pool = fs.client.sync.http.peek()
+    parent_pool = fs.client.sync.peek()
     assert parent_pool is not None
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - runs in the child
         try:
-            fresh = fs.client.sync.http.peek() is None
+            fresh = fs.client.sync.peek() is None
             fs.info("s3://b/k")
-            rebuilt = fs.client.sync.http.peek() is not parent_pool
+            rebuilt = fs.client.sync.peek() is not parent_pool
             again = fsspec.filesystem("dora", transport=fs.client.transport, config=config)
             separate = again is not fs
             os.write(write_end, f"{fresh} {rebuilt} {separate} {pids[-1] == os.getpid()}".encode())
@@ -151,4 +151,4 @@ def test_a_forked_child_builds_its_own_connection_pool() -> None:
     answer = os.read(read_end, 100).decode()
     os.waitpid(child, 0)
     assert answer == "True True True True"
-    assert fs.client.sync.http.peek() is parent_pool  # the parent's pool is untouched
+    assert fs.client.sync.peek() is parent_pool  # the parent's pool is untouched
