@@ -57,9 +57,9 @@ class ForcedOrder:
     def wait(self, step: str) -> None:
         assert self.events[step].wait(WAIT_S), f"step {step!r} never came"
 
-    def answer(self, path: str) -> None:
-        """What the server does before answering ``path``."""
-        if path == "/a-second":
+    def answer(self, request: BaseHTTPRequestHandler) -> None:
+        """What the server does before answering ``request``."""
+        if request.path == "/a-second":
             self.done("sent")
             self.wait("closed")
 
@@ -90,15 +90,15 @@ class QuietServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def server(answer: Callable[[str], None]) -> Iterator[str]:
+def server(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
     """A keep-alive HTTP/1.1 server on loopback answering ``ok`` to every GET, after
-    ``answer(path)`` returns; its URL."""
+    ``answer(request)`` returns; its URL."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            answer(self.path)
+            answer(self)
             self.send_response(200)
             self.send_header("Content-Length", "2")
             self.end_headers()
