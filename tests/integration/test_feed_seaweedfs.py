@@ -85,7 +85,7 @@ def test_outside_writes_reach_a_worker_that_never_rechecks(
 def test_the_workers_own_writes_echo_back_at_no_cost(fed: WorkerService, s3_root: str) -> None:
     uri = f"{s3_root}/own.bin"
     before = fed.changes.counters.snapshot()["received"]
-    fed.write(uri, b"written through the worker")
+    fed.write(fed.request(uri), b"written through the worker")
     calls = fed.stats()["metadata_ufs_calls"]
     wait_until(lambda: fed.changes.counters.snapshot()["received"] > before)
     assert body(fed, uri) == b"written through the worker"
