@@ -106,6 +106,22 @@ def event_loop() -> str:
     return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
 
 
+class DeliberateCuts(logging.Filter):
+    """Drops uvicorn's ERROR for an answer the app ended short, since the worker's app does
+    that only on purpose: ``worker.api.app.CutShort`` cuts a body once an error can no longer
+    be answered (a file that changed under a pinned stream) and logs the reason itself, one
+    WARNING line; uvicorn's generic line would report the same cut again as an error. An
+    unknown error still reaches uvicorn as an exception, with its traceback."""
+
+    UNCOMPLETED = "ASGI callable returned without completing response."
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != self.UNCOMPLETED
+
+
+_DELIBERATE_CUTS = DeliberateCuts()
+
+
 def uvicorn_config(
     app: ASGIApp, config: Config, service: WorkerService, tls: ServerTls | None = None
 ) -> uvicorn.Config:
@@ -113,6 +129,7 @@ def uvicorn_config(
     request rate of h11) with the worker's deadlines against slow clients
     (``worker.httpproto``), over ``tls``'s context when given (one the worker reloads in place
     when its files are replaced), graceful shutdown, no logging of its own."""
+    logging.getLogger("uvicorn.error").addFilter(_DELIBERATE_CUTS)  # once: addFilter checks
     timeouts = service.metrics.idle_timeouts
     policy = SlowClientPolicy(
         head_timeout=config.get(api_keys.HEAD_TIMEOUT) / 1000,

@@ -272,3 +272,4 @@ def test_a_file_changed_under_an_open_stream_cuts_it_without_a_traceback(lake: L
     log = lake.log()
     assert "answer cut short" in log and "changed during the read" in log
     assert "Traceback" not in log
+    assert "without completing response" not in log  # the cut is told once, as a warning
