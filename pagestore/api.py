@@ -280,7 +280,9 @@ class PageStore(Space, Protocol):
         bytes, one item per page — per run of consecutive pages that are neither cached nor
         being filled by another caller; pages another caller is filling are joined, so
         concurrent callers fetch each page once. ``fetch``'s exceptions reach every caller of
-        the pages it was fetching."""
+        the pages it was fetching, but a TimeoutError: that is the fetching caller's own
+        deadline (how long its client waits), not the joined callers', so each of them fetches
+        the page again with its own ``fetch``."""
         ...
 
     def delete_file(self, file_id: str, version: str | None = None) -> int:

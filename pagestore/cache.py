@@ -216,7 +216,13 @@ class PageCache:
         # Every page led is ended before any joined one is waited on (see SingleFlight.begin).
         self._fill_led(page_ids, led, failed, fills, fetch, uri)
         for pos, call in joined:
-            shared = self._flights.wait(call)
+            try:
+                shared = self._flights.wait(call)
+            except TimeoutError:
+                # The leader's caller stopped waiting (its own deadline), not this one: this
+                # caller fetches the page under its own (joining a newer fill if one runs).
+                fills[pos] = self.fill_run([page_ids[pos]], fetch, uri)[0]
+                continue
             fills[pos] = Fill(shared.data, fetched=False, cache_failure=failed[pos])
         return [fill for fill in fills if fill is not None]
 

@@ -113,7 +113,8 @@ class Reader:
         from. ``wait`` is how long the client waits for its next bytes (None: it did not say):
         each UFS read for the range gets that long, counted from its start (and at most
         ``dora.ufs.call.deadline``). A page fill other requests joined runs under the wait of
-        the request that started it.
+        the request that started it; one that runs out of it is fetched again by each request
+        that joined, under its own (``PageStore.fill_run``).
         """
         if length <= 0:
             return iter(())

@@ -381,6 +381,35 @@ def test_a_failed_fill_run_reaches_its_waiters_and_stores_nothing(store: PageSto
     assert calls == [(0, 2)] and [f.data for f in fills] == [content(page(0)), content(page(1))]
 
 
+def test_a_caller_that_joined_a_fill_its_leader_stopped_waiting_for_fetches_it_itself(
+    store: PageStore,
+) -> None:
+    """The leader's fetch gives up at its own caller's deadline (a TimeoutError) once another
+    caller has joined: that caller is not failed by a deadline not its own, it fetches the
+    page with its own fetch. Any other error reaches the joined caller (the test above)."""
+    fills: list[Fill] = []
+    follower_calls: list[tuple[int, int]] = []
+
+    def follow() -> None:
+        fills.extend(store.fill_run([page(0)], fetcher(follower_calls), uri(page(0))))
+
+    follower = threading.Thread(target=follow)
+
+    def leader_fetch(first: int, count: int) -> list[bytes]:
+        follower.start()  # now that this caller leads the page's fill
+        # Until the follower has joined this fill (the cache's flights, as no counter says).
+        while store._flights.waiting(page(0)) < 1:  # type: ignore[attr-defined]
+            threading.Event().wait(0.001)
+        raise TimeoutError("the leader's client stopped waiting")
+
+    with pytest.raises(TimeoutError):
+        store.fill_run([page(0)], leader_fetch, uri(page(0)))
+    follower.join(30)
+    assert follower_calls == [(0, 1)]
+    assert [(f.data, f.fetched) for f in fills] == [(content(page(0)), True)]
+    assert store.has_page(page(0))
+
+
 def test_cached_bytes_of_many_files_at_once(store: PageStore) -> None:
     fill_with(store, [page(0), page(1)])
     asked = [(FILE_A, "v1"), (FILE_A, "v2"), (FILE_B, "v1"), (FILE_A, "v1")]
