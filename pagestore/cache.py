@@ -219,8 +219,8 @@ class PageCache:
             try:
                 shared = self._flights.wait(call)
             except TimeoutError:
-                # The leader's caller stopped waiting (its own deadline), not this one: this
-                # caller fetches the page under its own (joining a newer fill if one runs).
+                # The leader's own deadline, not this caller's (as SingleFlight.run): this
+                # caller fetches the page with its fetch (joining a newer fill if one runs).
                 fills[pos] = self.fill_run([page_ids[pos]], fetch, uri)[0]
                 continue
             fills[pos] = Fill(shared.data, fetched=False, cache_failure=failed[pos])

@@ -1,10 +1,12 @@
 """Single flight: concurrent calls for the same key share one execution.
 
 The first caller for a key (the leader) runs the function; callers that arrive while it runs
-wait and receive the leader's result, or have the leader's exception raised in them too. Once
-the call ends the key is forgotten, so a later call runs the function again: this merges
-concurrent work, it is not a cache. The page store merges page fills with it; the worker's
-metadata manager merges status and listing loads.
+wait and receive the leader's result, or have the leader's exception raised in them too, but
+a TimeoutError: that is the leader's caller's own deadline running out (how long its client
+waits), not theirs, so :meth:`SingleFlight.run` runs the call again for them. Once the call
+ends the key is forgotten, so a later call runs the function again: this merges concurrent
+work, it is not a cache. The page store merges page fills with it; the worker's metadata
+manager merges status and listing loads.
 """
 
 from __future__ import annotations
@@ -57,10 +59,17 @@ class SingleFlight(Generic[K, V]):
 
     def run(self, key: K, fn: Callable[[], V]) -> V:
         """Run ``fn`` for ``key`` unless a call for ``key`` is in flight, then share its outcome.
-        Raises whatever ``fn`` raised, in the leader and in every caller that joined it."""
-        leader, call = self.begin(key)
-        if not leader:
-            return self.wait(call)
+        Raises whatever ``fn`` raised, in the leader and in every caller that joined it, but a
+        TimeoutError (the leader's own deadline): a caller that joined runs ``fn`` again,
+        leading unless another caller already does."""
+        while True:
+            leader, call = self.begin(key)
+            if leader:
+                break
+            try:
+                return self.wait(call)
+            except TimeoutError:
+                continue
         try:
             value = fn()
         except BaseException as exc:

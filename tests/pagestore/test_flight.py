@@ -60,6 +60,30 @@ def test_waiters_share_the_leaders_value_or_exception() -> None:
     assert flights.in_flight() == 0
 
 
+def test_a_caller_that_joined_a_call_cut_by_the_leaders_deadline_runs_it_again() -> None:
+    """A TimeoutError is the leader's caller's own deadline: the caller that joined is not
+    failed by it, it runs its own function."""
+    flights: SingleFlight[str, str] = SingleFlight()
+    outcome: list[object] = []
+
+    def follow() -> None:
+        outcome.append(flights.run("k", lambda: "the follower's own"))
+
+    follower = threading.Thread(target=follow)
+
+    def leader_fn() -> str:
+        follower.start()  # now that the leader runs
+        while flights.waiting("k") < 1:
+            time.sleep(0.001)
+        raise TimeoutError("the leader's client stopped waiting")
+
+    with pytest.raises(TimeoutError):
+        flights.run("k", leader_fn)
+    follower.join(30)
+    assert outcome == ["the follower's own"]
+    assert flights.in_flight() == 0
+
+
 def test_different_keys_do_not_wait_for_each_other() -> None:
     flights: SingleFlight[str, str] = SingleFlight()
     assert flights.run("a", lambda: flights.run("b", lambda: "inner")) == "inner"

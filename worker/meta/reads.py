@@ -8,12 +8,12 @@ asks for a version the cache does not hold. What a sync learns is stored by the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Protocol
 
 from pagestore.flight import SingleFlight
 from ufs.deadline import Deadline
-from ufs.errors import UfsDeadlineExceeded, UfsNotFound
+from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus
 from worker.meta.entry import MetaEntry, Operation, needs_sync
 from worker.meta.errors import VersionMismatch
@@ -22,8 +22,6 @@ from worker.meta.memory import Listing
 from worker.meta.revalidate import Revalidations
 from worker.meta.tiers import Tiers
 from worker.meta.writes import MetadataWrites
-
-V = TypeVar("V")
 
 
 class StatusSource(Protocol):
@@ -131,7 +129,7 @@ class MetadataReads:
             self._tiers.counters.add("listing_hits")
             return list(listing.children)
         self._tiers.counters.add("listing_misses" if listing is None else "syncs")
-        children = _shared(self._list_flights, uri, call, lambda: self._relist(uri, call))
+        children = self._list_flights.run(uri, lambda: self._relist(uri, call))
         if listing is not None and Listing.of(children, 0).versions != listing.versions:
             self._tiers.counters.add("syncs_changed")
         return list(children)
@@ -186,7 +184,7 @@ class MetadataReads:
         # Under single flight only the leader's call hears the revision: a caller that
         # joined is answered without it (its client may then read older state from another
         # worker until it names a newer revision; the sync interval still bounds that).
-        synced = _shared(self._status_flights, uri, call, lambda: self._load(uri, call))
+        synced = self._status_flights.run(uri, lambda: self._load(uri, call))
         if entry is not None and synced.version != entry.version:
             self._tiers.counters.add("syncs_changed")
         return synced
@@ -256,21 +254,6 @@ class MetadataReads:
         if missing is not None:
             raise missing
         return tuple(children)
-
-
-def _shared(
-    flights: SingleFlight[str, V], uri: str, call: LookupCall | None, fn: Callable[[], V]
-) -> V:
-    """``fn()`` for ``uri``, or the outcome of the same call another caller is making: run
-    under the leader's deadline. A caller that joined a call cut short by the leader's deadline
-    (not its own) tries again, leading if no one else is, so one short deadline never fails the
-    callers that merged with it."""
-    while True:
-        try:
-            return flights.run(uri, fn)
-        except UfsDeadlineExceeded as exc:
-            if exc.deadline is _deadline(call):
-                raise
 
 
 def _deadline(call: LookupCall | None) -> Deadline | None:
