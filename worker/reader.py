@@ -176,7 +176,7 @@ class Reader:
                     # this thread, which would only wait for a pool thread (a small file, a
                     # cold random read).
                     inline = not ahead and target == last
-                    self._read_ahead(ahead, status, (fid, index, target), wait, inline)
+                    self._read_ahead(ahead, status, fid, index, target, wait, inline)
                 window = min(2 * window, READ_AHEAD_PAGES)
                 _, batch, position = ahead.popleft()
                 fill = batch.result()[position]
@@ -199,15 +199,15 @@ class Reader:
         self,
         ahead: deque[tuple[int, Future[list[Fill]], int]],
         status: UfsStatus,
-        span: tuple[str, int, int],
+        fid: str,
+        index: int,
+        last: int,
         wait: Deadline | None,
         inline: bool = False,
     ) -> None:
-        """Make sure pages ``index`` to ``last`` of file ``fid`` (``span``) are being filled:
-        the ones not yet asked for,
-        as one batch whose missing pages come in one ranged UFS read per run; in the
-        read-ahead pool, or on this thread with ``inline``."""
-        fid, index, last = span
+        """Make sure pages ``index`` to ``last`` are being filled: the ones not yet asked for,
+        as one batch whose missing pages come in one ranged UFS read per run (each within
+        ``wait``); in the read-ahead pool, or on this thread with ``inline``."""
         next_index = ahead[-1][0] + 1 if ahead else index
         if next_index > last:
             return

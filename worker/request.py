@@ -24,6 +24,8 @@ from ufs.deadline import Deadline
 from worker.freshness import Freshness, resolve
 
 SCOPE_KEY = "dora.exchange"
+UNKNOWN_CALLER = "-"
+"""The ``caller`` of a call whose surface cannot tell who made it."""
 
 
 @dataclass(slots=True)
@@ -71,14 +73,13 @@ class RequestContext:
     fresh: Freshness
     version: str | None = None
     exchange: Exchange | None = None
-    caller: str = "-"
+    caller: str = UNKNOWN_CALLER
     deadline: Deadline | None = None
 
     def renewed(self) -> RequestContext:
         """This call with its deadline counted again from now (itself without one): for
         work that starts once the client has sent its body, since a client's timeout counts
-        from then, and for each further chunk of a streamed answer, since a client's read
-        timeout is a wait for its next bytes, not for the whole answer."""
+        from then. (A streamed read renews it per UFS fetch: ``Reader.chunks``'s ``wait``.)"""
         if self.deadline is None:
             return self
         return replace(self, deadline=self.deadline.restarted())
@@ -91,7 +92,7 @@ class RequestContext:
     def observed(self, revision: int | None) -> None:
         """The answer depends on feed revision ``revision`` (None: nothing was published, as
         without a cluster): the exchange's revision rises to it. A no-op without an exchange.
-        Satisfies ``worker.meta.listeners.RevisionObserver``."""
+        With ``deadline``, satisfies ``worker.meta.listeners.LookupCall``."""
         if self.exchange is not None and revision is not None:
             self.exchange.revision = max(self.exchange.revision, revision)
 
@@ -103,7 +104,7 @@ def context(
     version: str | None = None,
     exchange: Exchange | None = None,
     serve_stale: bool | None = None,
-    caller: str = "-",
+    caller: str = UNKNOWN_CALLER,
     deadline: Deadline | None = None,
 ) -> RequestContext:
     """The context of a call to ``uri``: the URI normalised once, the freshness resolved once

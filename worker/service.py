@@ -48,7 +48,7 @@ from worker.metrics import Metrics
 from worker.mutations import Mutations
 from worker.ranges import Span, Window
 from worker.reader import CachePolicy, Located, Reader, ReadResult
-from worker.request import Exchange, RequestContext
+from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
 from worker.request import context as request_context
 
 log = logging.getLogger(__name__)
@@ -208,7 +208,7 @@ class WorkerService(Mutations):
         version: str | None = None,
         exchange: Exchange | None = None,
         serve_stale: bool | None = None,
-        caller: str = "-",
+        caller: str = UNKNOWN_CALLER,
         deadline: Deadline | None = None,
     ) -> RequestContext:
         """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` and

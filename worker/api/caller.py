@@ -14,9 +14,8 @@ from starlette.requests import Request
 
 from worker.api.params import REST, Query
 from worker.api.webhdfs_paths import PREFIX as WEBHDFS_PREFIX
+from worker.request import UNKNOWN_CALLER
 from worker.tls.clientcert import subject_name
-
-UNKNOWN = "-"
 
 # WebHDFS's names match in any case (as Hadoop's ParamFilter matches them); only names are read
 # here, never refused, so the wording is REST's (webhdfs_errors.DIALECT imports the surfaces).
@@ -33,5 +32,5 @@ def caller_of(request: Request) -> str:
         user, proxied = query.text("user.name"), query.text("doas")
         if proxied and user:
             return f"{proxied} via {user}"
-        return proxied or user or UNKNOWN
-    return UNKNOWN
+        return proxied or user or UNKNOWN_CALLER
+    return UNKNOWN_CALLER

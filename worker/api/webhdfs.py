@@ -357,7 +357,11 @@ class WebHdfs:
                 return False
             inner = f"{existing.uri}/{source.name}"
             target = self.service.request(
-                inner, dst.fresh.sync_interval, None, dst.exchange, caller=dst.caller
+                inner,
+                dst.fresh.sync_interval,
+                exchange=dst.exchange,
+                caller=dst.caller,
+                deadline=dst.deadline,
             )
             if status_or_none(self.service, target) is not None:
                 return False
@@ -369,10 +373,8 @@ class WebHdfs:
     async def delete(self, request: Request, query: Query, path: str) -> Response:
         """True when something was deleted, false when nothing was there (as HDFS answers)."""
         self._refuse_virtual(path, "delete")
-        call, recursive = (
-            context(self.service, request, self._uri(path)),
-            query.boolean("recursive"),
-        )
+        call = context(self.service, request, self._uri(path))
+        recursive = query.boolean("recursive")
 
         def work() -> bool:
             try:
