@@ -7,10 +7,10 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 
-from ufs.deadline import Deadline
 from worker.api.app import create_app
 from worker.server import bind, uvicorn_config
 from worker.service import WorkerService
@@ -44,15 +44,8 @@ class UfsReads:
         self._lock = threading.Lock()
         read = service.ufs.read
 
-        def counted(
-            uri: str,
-            offset: int,
-            length: int,
-            version: str | None = None,
-            *,
-            deadline: Deadline | None = None,
-        ) -> bytes:
-            data = read(uri, offset, length, version=version, deadline=deadline)
+        def counted(uri: str, *args: Any, **kwargs: Any) -> bytes:
+            data = read(uri, *args, **kwargs)
             with self._lock:
                 self.bytes[uri] += len(data)
             return data

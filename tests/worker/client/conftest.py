@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import httpx
@@ -18,7 +19,6 @@ from fsspec.spec import AbstractFileSystem
 
 from config import Config, load_config
 from ufs.adapter import Ufs
-from ufs.deadline import Deadline
 from worker.api.app import create_app
 from worker.client import DoraFileSystem
 from worker.keys import build_registry
@@ -92,15 +92,7 @@ def replace_before_later_chunk(
     first_read = threading.Event()
     done: list[bool] = []
 
-    def read(
-        self: Ufs,
-        uri: str,
-        offset: int,
-        length: int,
-        version: str | None = None,
-        *,
-        deadline: Deadline | None = None,
-    ) -> bytes:
+    def read(self: Ufs, uri: str, offset: int, *args: Any, **kwargs: Any) -> bytes:
         if offset > 0:
             first_read.wait(timeout=60)
             with lock:
@@ -108,7 +100,7 @@ def replace_before_later_chunk(
                     done.append(True)
                     replace()
         try:
-            return real_read(self, uri, offset, length, version, deadline=deadline)
+            return real_read(self, uri, offset, *args, **kwargs)
         finally:
             if offset == 0:
                 first_read.set()
