@@ -201,7 +201,7 @@ class ChunkedDecoder:
                 raise signature_mismatch("The trailer carries no x-amz-trailer-signature.")
             if not sigv4.SIGNATURE.fullmatch(self._trailer_signature):
                 raise signature_mismatch("The trailer signature is malformed.")
-            canonical = "".join(f"{name}:{value}\n" for name, value in self.trailers)
+            canonical = "".join(f"{name}:{value}\n" for name, value in sorted(self.trailers))
             self._chain.check_trailer(self._trailer_signature, canonical)
         self._state = _State.DONE
 
