@@ -198,7 +198,7 @@ class ChunkedDecoder:
     def _end_trailer(self) -> None:
         if self._chain is not None and self._trailers_allowed:
             if self._trailer_signature is None:
-                raise signature_mismatch("The trailer carries no x-amz-trailer-signature.")
+                raise incomplete_body("The body ended without its x-amz-trailer-signature.")
             if not sigv4.SIGNATURE.fullmatch(self._trailer_signature):
                 raise signature_mismatch("The trailer signature is malformed.")
             canonical = "".join(f"{name}:{value}\n" for name, value in sorted(self.trailers))

@@ -152,7 +152,7 @@ def aws_chunked(
 
     pos = 0
     while True:
-        size = min(next(sizes), len(payload) - pos)
+        size = min(next(sizes), len(payload) - pos) if pos < len(payload) else 0
         chunk = payload[pos : pos + size]
         pos += size
         header = f"{size:x}"
