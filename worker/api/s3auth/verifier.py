@@ -6,16 +6,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from worker.api.s3auth import sigv4
+from worker.api.s3auth import sigv2, sigv4
 from worker.api.s3auth.body import BodyCheck
 from worker.api.s3auth.checksums import CHECKSUMS
 from worker.api.s3auth.chunked import ChunkChain
-from worker.api.s3auth.claim import Claim, from_header, from_query, is_presigned
+from worker.api.s3auth.claim import MAX_EXPIRES, Claim, from_header, from_query, is_presigned
 from worker.api.s3auth.errors import (
     access_denied,
     invalid_access_key,
     invalid_argument,
-    invalid_request,
+    query_malformed,
     signature_mismatch,
     time_skewed,
 )
@@ -23,6 +23,8 @@ from worker.api.s3auth.payload import plan_body
 
 MAX_SKEW = 15 * 60.0
 """Seconds a header-signed request's time may differ from the worker's clock, as S3 allows."""
+MAX_V2_LIFE = MAX_EXPIRES + MAX_SKEW
+"""How far ahead a SigV2 presigned URL's expiry may be: a week, as for SigV4, and the skew."""
 
 _UNSIGNED_ALLOWED = frozenset(
     {
@@ -105,7 +107,9 @@ class Verifier:
             )
         object_checksums = method == "POST" and any(name == "uploadId" for name, _ in pairs)
         if authorization is None and not presigned:
-            return self._anonymous(pairs, headers, object_checksums)
+            if sigv2.is_presigned_v2(pairs):
+                return self._presigned_v2(method, raw_path, raw_query, headers, object_checksums)
+            return self._anonymous(headers, object_checksums)
         claim = from_header(authorization, headers, pairs) if authorization else from_query(pairs)
         secret = self._secrets.get(claim.access_key_id)
         if secret is None:
@@ -130,14 +134,27 @@ class Verifier:
             body = plan_body(headers.get("x-amz-content-sha256"), headers, None, object_checksums)
         return Verified(Principal(claim.access_key_id), body)
 
-    def _anonymous(
-        self, pairs: list[tuple[str, str]], headers: Mapping[str, str], object_checksums: bool
+    def _presigned_v2(
+        self,
+        method: str,
+        raw_path: str,
+        raw_query: str,
+        headers: Mapping[str, str],
+        object_checksums: bool,
     ) -> Verified:
-        if any(name in ("Signature", "AWSAccessKeyId") for name, _ in pairs):
-            raise invalid_request(
-                "The authorization mechanism you have provided is not supported. "
-                "Please use AWS4-HMAC-SHA256."
-            )
+        found = sigv2.claim(sigv4.split_query(raw_query))
+        secret = self._secrets.get(found.access_key_id)
+        if secret is None:
+            raise invalid_access_key()
+        if self._clock() > found.expires:
+            raise access_denied("Request has expired")
+        if found.expires > self._clock() + MAX_V2_LIFE:
+            raise query_malformed("Expires must be at most a week from now.")
+        sigv2.check(found, secret, method, raw_path, raw_query, headers)
+        body = plan_body(headers.get("x-amz-content-sha256"), headers, None, object_checksums)
+        return Verified(Principal(found.access_key_id), body)
+
+    def _anonymous(self, headers: Mapping[str, str], object_checksums: bool) -> Verified:
         if not self._allow_anonymous:
             raise access_denied("Anonymous access is forbidden for this operation.")
         body = plan_body(headers.get("x-amz-content-sha256"), headers, None, object_checksums)
