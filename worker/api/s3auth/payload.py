@@ -43,7 +43,7 @@ def plan_body(
             "or a valid sha256 value."
         )
     trailers = _declared_trailers(headers, mode)
-    expected = [] if object_checksums else _header_digests(headers, trailers)
+    expected = _header_digests(headers, trailers, object_checksums)
     if mode in _SIGNED_MODES or mode == STREAMING_UNSIGNED_TRAILER:
         signed = mode in _SIGNED_MODES
         if signed and chain is None:
@@ -79,15 +79,17 @@ def _declared_trailers(headers: Mapping[str, str], mode: str | None) -> list[str
     return names
 
 
-def _header_digests(headers: Mapping[str, str], trailers: list[str]) -> list[Expected]:
-    named = [name for name in CHECKSUMS if name in headers]
+def _header_digests(
+    headers: Mapping[str, str], trailers: list[str], object_checksums: bool
+) -> list[Expected]:
+    named = [] if object_checksums else [name for name in CHECKSUMS if name in headers]
     if len(named) + len(trailers) > 1:
         raise invalid_request(
             "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed."
         )
     expected = [expected_checksum(name, headers[name]) for name in named]
     sdk_algorithm = headers.get("x-amz-sdk-checksum-algorithm")
-    if sdk_algorithm is not None:
+    if sdk_algorithm is not None and not object_checksums:
         announced = f"x-amz-checksum-{sdk_algorithm.strip().lower()}"
         if announced not in named and announced not in trailers:
             raise invalid_request(

@@ -110,7 +110,10 @@ class Verifier:
             if sigv2.is_presigned_v2(pairs):
                 return self._presigned_v2(method, raw_path, raw_query, headers, object_checksums)
             return self._anonymous(headers, object_checksums)
-        claim = from_header(authorization, headers, pairs) if authorization else from_query(pairs)
+        if authorization is not None:
+            claim = from_header(authorization, headers, pairs)
+        else:
+            claim = from_query(pairs)
         secret = self._secrets.get(claim.access_key_id)
         if secret is None:
             raise invalid_access_key()

@@ -261,3 +261,28 @@ def test_decoded_length_other_than_declared() -> None:
     sent = _put()
     short = sent.with_headers(x_amz_decoded_content_length=str(len(PAYLOAD) + 1))
     assert _refused(lambda: short.through(verifier())) == ("SignatureDoesNotMatch", 403)
+
+
+def test_content_md5_of_a_complete_multipart_upload_is_still_the_body_s() -> None:
+    sent = capture(
+        lambda: client().complete_multipart_upload(
+            Bucket="b",
+            Key="k",
+            UploadId="u1",
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": '"e"'}]},
+        )
+    )
+    wrong = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    url = client(signature_version="s3v4").generate_presigned_url(
+        "complete_multipart_upload", Params={"Bucket": "b", "Key": "k", "UploadId": "u1"}
+    )
+    forged = presigned(url, "POST", sent.body).with_headers(content_md5=wrong)
+    assert _refused(lambda: forged.through(verifier())) == ("BadDigest", 400)
+
+
+def test_half_a_presigned_url_and_an_empty_authorization_header() -> None:
+    half = Sent("GET", "/b/k", "X-Amz-Algorithm=AWS4-HMAC-SHA256", {"host": "h"}, "h")
+    code, status = _refused(lambda: half.verify(verifier(anonymous=True)))
+    assert (code, status) == ("AuthorizationQueryParametersError", 400)
+    empty = Sent("GET", "/b/k", "", {"host": "h", "authorization": ""}, "h")
+    assert _refused(lambda: empty.verify(verifier(anonymous=True))) == ("InvalidRequest", 400)
