@@ -12,9 +12,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
+from botocore.auth import S3SigV4Auth, SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials as BotoCredentials
 
-from worker.api.s3auth import Credentials, Verified, Verifier
+from worker.api.s3auth import Credentials, Verified, Verifier, sigv4
 
 KEY_ID = "AKIDDORATEST0000001"
 SECRET = "doraSecretKey/with+chars=0000000000000001"
@@ -171,3 +174,34 @@ def aws_chunked(
             wire += f"x-amz-trailer-signature:{trailer_signature}\r\n".encode()
     wire += b"\r\n"
     return bytes(wire)
+
+
+class _GivenPayloadSigner(S3SigV4Auth):
+    """botocore's S3 signer, signing the payload mode the request names (as the C++ and Rust
+    SDKs and DuckDB choose theirs) instead of choosing one itself."""
+
+    def _modify_request_before_signing(self, request: AWSRequest) -> None:
+        SigV4Auth._modify_request_before_signing(self, request)
+
+
+def botocore_signed(
+    mode: str, body: bytes, trailer: str | None = None, length: int = 0
+) -> tuple[Sent, tuple[bytes, str, str, str]]:
+    """A PUT of ``body`` signed by botocore with payload mode ``mode`` (``length``: the decoded
+    length of a streaming body), and what signs its chunks (key, timestamp, scope, seed)."""
+    headers = {"X-Amz-Content-SHA256": mode}
+    if mode.startswith("STREAMING"):
+        headers["Content-Encoding"] = "aws-chunked"
+        headers["X-Amz-Decoded-Content-Length"] = str(length)
+    if trailer:
+        headers["X-Amz-Trailer"] = trailer
+    request = AWSRequest("PUT", "https://s3.dora.test:9443/b/chunked%20key", headers=headers)
+    _GivenPayloadSigner(BotoCredentials(KEY_ID, SECRET), "s3", "us-east-1").add_auth(request)
+    signed = {name.lower(): value for name, value in request.headers.items()}
+    signed["content-length"] = str(len(body))
+    timestamp = signed["x-amz-date"]
+    scope = f"{timestamp[:8]}/us-east-1/s3/aws4_request"
+    seed = signed["authorization"].rsplit("Signature=", 1)[1]
+    key = sigv4.signing_key(SECRET, timestamp[:8], "us-east-1", "s3")
+    sent = Sent("PUT", "/b/chunked%20key", "", signed, "s3.dora.test:9443", body)
+    return sent, (key, timestamp, scope, seed)

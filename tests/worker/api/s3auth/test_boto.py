@@ -9,23 +9,18 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from botocore.auth import S3SigV4Auth, SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials as BotoCredentials
 
 from tests.worker.api.s3auth.captured import (
     KEY_ID,
     OTHER_KEY_ID,
     OTHER_SECRET,
-    SECRET,
-    Sent,
     aws_chunked,
+    botocore_signed,
     capture,
     client,
     presigned,
     verifier,
 )
-from worker.api.s3auth import sigv4
 
 ENDPOINTS = ["https://s3.dora.test:9443", "http://127.0.0.1:9000"]
 KEYS = ["plain.txt", "a b/c+d=é~!$&'()*,;:@.txt", "dir//double/./dot/../x", "%41%2F", "ünï/çødé"]
@@ -101,7 +96,7 @@ def test_checksums_only_when_required() -> None:
 
 
 def test_unsigned_payload_as_the_cpp_and_rust_sdks_send_it() -> None:
-    sent, _ = _botocore_signed("UNSIGNED-PAYLOAD", PAYLOAD)
+    sent, _ = botocore_signed("UNSIGNED-PAYLOAD", PAYLOAD)
     assert sent.through(verifier()) == PAYLOAD
 
 
@@ -182,37 +177,6 @@ def test_presigned_url_with_a_week_of_life() -> None:
     presigned(url).through(verifier())
 
 
-class _GivenPayloadSigner(S3SigV4Auth):
-    """botocore's S3 signer, signing the payload mode the request names (as the C++ and Rust
-    SDKs and DuckDB choose theirs) instead of choosing one itself."""
-
-    def _modify_request_before_signing(self, request: AWSRequest) -> None:
-        SigV4Auth._modify_request_before_signing(self, request)
-
-
-def _botocore_signed(
-    mode: str, body: bytes, trailer: str | None = None, length: int = 0
-) -> tuple[Sent, tuple[bytes, str, str, str]]:
-    """A PUT of ``body`` signed by botocore with payload mode ``mode`` (``length``: the decoded
-    length of a streaming body), and what signs its chunks (key, timestamp, scope, seed)."""
-    headers = {"X-Amz-Content-SHA256": mode}
-    if mode.startswith("STREAMING"):
-        headers["Content-Encoding"] = "aws-chunked"
-        headers["X-Amz-Decoded-Content-Length"] = str(length)
-    if trailer:
-        headers["X-Amz-Trailer"] = trailer
-    request = AWSRequest("PUT", "https://s3.dora.test:9443/b/chunked%20key", headers=headers)
-    _GivenPayloadSigner(BotoCredentials(KEY_ID, SECRET), "s3", "us-east-1").add_auth(request)
-    signed = {name.lower(): value for name, value in request.headers.items()}
-    signed["content-length"] = str(len(body))
-    timestamp = signed["x-amz-date"]
-    scope = f"{timestamp[:8]}/us-east-1/s3/aws4_request"
-    seed = signed["authorization"].rsplit("Signature=", 1)[1]
-    key = sigv4.signing_key(SECRET, timestamp[:8], "us-east-1", "s3")
-    sent = Sent("PUT", "/b/chunked%20key", "", signed, "s3.dora.test:9443", body)
-    return sent, (key, timestamp, scope, seed)
-
-
 def _sizes(size: int) -> Any:
     while True:
         yield size
@@ -221,7 +185,7 @@ def _sizes(size: int) -> Any:
 @pytest.mark.parametrize("chunk", [8192, 65536, 1 << 20])
 def test_signed_chunks_after_a_seed_botocore_signed(chunk: int) -> None:
     mode = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
-    sent, signing = _botocore_signed(mode, b"", length=len(PAYLOAD))
+    sent, signing = botocore_signed(mode, b"", length=len(PAYLOAD))
     body = aws_chunked(PAYLOAD, _sizes(chunk), signing)
     sent = replace(sent, body=body, headers={**sent.headers, "content-length": str(len(body))})
     assert sent.through(verifier(), split=5000) == PAYLOAD
@@ -239,7 +203,7 @@ def test_signed_chunks_and_a_signed_trailer() -> None:
         .decode()
     )
     mode, trailer = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", "x-amz-checksum-crc32c"
-    sent, signing = _botocore_signed(mode, b"", trailer, len(PAYLOAD))
+    sent, signing = botocore_signed(mode, b"", trailer, len(PAYLOAD))
     body = aws_chunked(PAYLOAD, _sizes(65536), signing, (trailer, crc))
     sent = replace(sent, body=body, headers={**sent.headers, "content-length": str(len(body))})
     assert sent.through(verifier()) == PAYLOAD
