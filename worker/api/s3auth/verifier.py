@@ -10,7 +10,14 @@ from worker.api.s3auth import sigv2, sigv4
 from worker.api.s3auth.body import BodyCheck
 from worker.api.s3auth.checksums import CHECKSUMS
 from worker.api.s3auth.chunked import ChunkChain
-from worker.api.s3auth.claim import MAX_EXPIRES, Claim, from_header, from_query, is_presigned
+from worker.api.s3auth.claim import (
+    MAX_EXPIRES,
+    UNSIGNED_PAYLOAD,
+    Claim,
+    from_header,
+    from_query,
+    is_presigned,
+)
 from worker.api.s3auth.errors import (
     access_denied,
     invalid_access_key,
@@ -69,9 +76,9 @@ class Verified:
 
 
 class Verifier:
-    """Verifies SigV4 requests, in the ``Authorization`` header or a presigned URL, against a
-    set of credentials. Thread-safe: immutable after construction (the signing-key cache it
-    uses is thread-safe)."""
+    """Verifies S3 requests against a set of credentials: SigV4 in the ``Authorization`` header
+    or a presigned URL, SigV2 presigned URLs, anonymous requests when allowed. Thread-safe:
+    immutable after construction (the signing-key cache it uses is thread-safe)."""
 
     def __init__(
         self,
@@ -114,6 +121,17 @@ class Verifier:
             claim = from_header(authorization, headers, pairs)
         else:
             claim = from_query(pairs)
+        return self._signed_v4(claim, method, raw_path, headers, host, object_checksums)
+
+    def _signed_v4(
+        self,
+        claim: Claim,
+        method: str,
+        raw_path: str,
+        headers: Mapping[str, str],
+        host: str,
+        object_checksums: bool,
+    ) -> Verified:
         secret = self._secrets.get(claim.access_key_id)
         if secret is None:
             raise invalid_access_key()
@@ -134,7 +152,11 @@ class Verifier:
             chain = ChunkChain(key, claim.timestamp, claim.scope, claim.signature)
             body = plan_body(claim.payload_hash, headers, chain, object_checksums)
         else:
-            body = plan_body(headers.get("x-amz-content-sha256"), headers, None, object_checksums)
+            # A presigned URL signs UNSIGNED-PAYLOAD, or a hash in its query string.
+            mode = claim.payload_hash
+            if mode == UNSIGNED_PAYLOAD:
+                mode = headers.get("x-amz-content-sha256", mode)
+            body = plan_body(mode, headers, None, object_checksums)
         return Verified(Principal(claim.access_key_id), body)
 
     def _presigned_v2(

@@ -286,3 +286,37 @@ def test_half_a_presigned_url_and_an_empty_authorization_header() -> None:
     assert (code, status) == ("AuthorizationQueryParametersError", 400)
     empty = Sent("GET", "/b/k", "", {"host": "h", "authorization": ""}, "h")
     assert _refused(lambda: empty.verify(verifier(anonymous=True))) == ("InvalidRequest", 400)
+
+
+def _presigned_with_hash(payload_hash: str) -> Sent:
+    """A presigned PUT whose query signs ``X-Amz-Content-Sha256`` (as the JS SDK v3 presigner
+    hoists it), signed with the SigV4 primitives."""
+    from tests.worker.api.s3auth.captured import KEY_ID, SECRET
+    from worker.api.s3auth import sigv4
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    scope = f"{stamp[:8]}/us-east-1/s3/aws4_request"
+    pairs = [
+        ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
+        ("X-Amz-Content-Sha256", payload_hash),
+        ("X-Amz-Credential", f"{KEY_ID}%2F{scope.replace('/', '%2F')}"),
+        ("X-Amz-Date", stamp),
+        ("X-Amz-Expires", "300"),
+        ("X-Amz-SignedHeaders", "host"),
+    ]
+    canonical = sigv4.canonical_request(
+        "PUT", "/b/k", sigv4.canonical_query(pairs), [("host", "h:1")], payload_hash
+    )
+    key = sigv4.signing_key(SECRET, stamp[:8], "us-east-1", "s3")
+    signature = sigv4.sign(key, sigv4.string_to_sign(stamp, scope, canonical))
+    query = "&".join(f"{n}={v}" for n, v in pairs) + f"&X-Amz-Signature={signature}"
+    return Sent("PUT", "/b/k", query, {"host": "h:1"}, "h:1", PAYLOAD)
+
+
+def test_a_payload_hash_signed_in_a_presigned_url_is_held_to() -> None:
+    assert _presigned_with_hash("UNSIGNED-PAYLOAD").through(verifier()) == PAYLOAD
+    good = hashlib.sha256(PAYLOAD).hexdigest()
+    assert _presigned_with_hash(good).through(verifier()) == PAYLOAD
+    bad = hashlib.sha256(b"other").hexdigest()
+    code = _refused(lambda: _presigned_with_hash(bad).through(verifier()))
+    assert code == ("XAmzContentSHA256Mismatch", 400)
