@@ -97,12 +97,12 @@ class ChunkedDecoder:
 
     def feed(self, data: bytes) -> bytes:
         """The payload bytes in ``data`` (which may end anywhere in a frame)."""
-        if self._state is _State.DONE and data:
-            raise invalid_argument("Data follows the end of the aws-chunked body.")
         view = memoryview(data)
         pieces: list[memoryview] = []
         pos, end = 0, len(data)
         while pos < end:
+            if self._state is _State.DONE:
+                raise invalid_argument("Data follows the end of the aws-chunked body.")
             if self._state is _State.DATA:
                 take = min(self._left, end - pos)
                 piece = view[pos : pos + take]

@@ -111,11 +111,13 @@ def test_every_truncation_is_refused(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_data_after_the_end_is_refused(mode: str) -> None:
+@pytest.mark.parametrize("extra", [b"0\r\n\r\n", b"x-amz-checksum-crc32:AAAAAA==\r\n\r\n"])
+def test_data_after_the_end_is_refused(mode: str, extra: bytes) -> None:
     body = _body(mode, b"payload", iter([100]))
-    with pytest.raises(S3AuthError) as refused:
-        _decode(_check(mode, 7), body + b"0\r\n\r\n", [])
-    assert refused.value.code == "InvalidArgument"
+    for cuts in ([], [len(body)]):
+        with pytest.raises(S3AuthError) as refused:
+            _decode(_check(mode, 7), body + extra, cuts)
+        assert refused.value.message == "Data follows the end of the aws-chunked body."
 
 
 def test_a_chunk_larger_than_the_declared_length_is_refused_at_its_header() -> None:
