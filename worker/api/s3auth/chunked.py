@@ -205,11 +205,6 @@ class ChunkedDecoder:
             self._chain.check_trailer(self._trailer_signature, canonical)
         self._state = _State.DONE
 
-    @property
-    def decoded(self) -> int:
-        """Payload bytes declared by the chunk headers read so far."""
-        return self._decoded
-
 
 def _chunk_signature(extension: bytes) -> str:
     if not extension.startswith(_SIGNATURE_PREFIX):
