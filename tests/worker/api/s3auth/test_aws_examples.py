@@ -1,7 +1,7 @@
 """The worked examples of AWS's S3 SigV4 documentation ("Signature Calculations for the
 Authorization Header", "Query String Authentication", "Transferring Payload in Multiple
-Chunks"): their credentials, requests and signatures, verified. The facts are AWS's; the
-requests are written out here."""
+Chunks"), and cases of AWS's generic SigV4 test suite: their credentials, requests and
+signatures, verified. The facts are AWS's; the requests are written out here."""
 
 from __future__ import annotations
 
@@ -169,3 +169,84 @@ def test_chunked_upload_with_one_changed_byte_is_refused(tamper: int) -> None:
         check.body.feed(streaming_example(tamper))
         check.body.finish()
     assert (refused.value.code, refused.value.status) == ("SignatureDoesNotMatch", 403)
+
+
+UNRESERVED = "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "query", "signature"),
+    [
+        (
+            "get-vanilla",
+            "/",
+            "",
+            "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        ),
+        (
+            "get-vanilla-empty-query-key",
+            "/",
+            "Param1=value1",
+            "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb",
+        ),
+        (
+            "get-vanilla-query-order-key-case",
+            "/",
+            "Param2=value2&Param1=value1",
+            "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500",
+        ),
+        (
+            "get-vanilla-query-order-value",
+            "/",
+            "Param1=value2&Param1=value1",
+            "5772eed61e12b33fae39ee5e7012498b51d56abc0abb7c60486157bd471c4694",
+        ),
+        (
+            "get-vanilla-query-unreserved",
+            "/",
+            f"{UNRESERVED}={UNRESERVED}",
+            "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197",
+        ),
+        (
+            "get-vanilla-utf8-query",
+            "/",
+            "\u1234=bar",
+            "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04",
+        ),
+        (
+            "get-unreserved",
+            f"/{UNRESERVED}",
+            "",
+            "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f",
+        ),
+        (
+            "get-utf8",
+            "/\u1234",
+            "",
+            "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85",
+        ),
+        (
+            "get-space",
+            "/example space/",
+            "",
+            "652487583200325589f1fba4c7e578f72c47cb61beeca81406b39ddec1366741",
+        ),
+    ],
+)
+def test_the_published_sigv4_test_suite(name: str, path: str, query: str, signature: str) -> None:
+    """AWS's generic SigV4 test suite (service ``service``; its cases that need no path
+    normalisation, which S3 does not do): canonical URI and query, key and signature."""
+    canonical = sigv4.canonical_request(
+        "GET",
+        sigv4.canonical_uri(path),
+        sigv4.canonical_query(sigv4.split_query(query)),
+        [("host", "example.amazonaws.com"), ("x-amz-date", "20150830T123600Z")],
+        EMPTY,
+    )
+    scope = "20150830/us-east-1/service/aws4_request"
+    key = sigv4.signing_key(
+        "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830", "us-east-1", "service"
+    )
+    assert (
+        sigv4.sign(key, sigv4.string_to_sign("20150830T123600Z", scope, canonical)) == signature
+    ), name
