@@ -26,7 +26,8 @@ class Digest(Protocol):
 
 
 class _Crc:
-    """A CRC kept as an integer, continued chunk by chunk as awscrt allows."""
+    """A CRC kept as an integer, continued chunk by chunk as awscrt allows. Not thread-safe:
+    one per body."""
 
     def __init__(self, function: Callable[[bytes | memoryview, int], int], size: int) -> None:
         self._function = function

@@ -320,3 +320,11 @@ def test_a_payload_hash_signed_in_a_presigned_url_is_held_to() -> None:
     bad = hashlib.sha256(b"other").hexdigest()
     code = _refused(lambda: _presigned_with_hash(bad).through(verifier()))
     assert code == ("XAmzContentSHA256Mismatch", 400)
+
+
+def test_credentials_never_show_their_secret() -> None:
+    from worker.api.s3auth import Credentials
+
+    shown = repr(Credentials("AKID", "the-secret")) + str([Credentials("AKID", "the-secret")])
+    assert "the-secret" not in shown
+    assert "AKID" in shown
