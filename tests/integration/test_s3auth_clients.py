@@ -170,3 +170,20 @@ def test_polars(recorder: Recorder) -> None:
     assert pl.read_parquet(io.BytesIO(recorder.objects["/b/polars/table.parquet"])).equals(frame)
     assert pl.read_parquet("s3://b/polars/table.parquet", storage_options=options).equals(frame)
     assert _modes(recorder) <= {"hex", "UNSIGNED-PAYLOAD"}
+
+
+@pytest.mark.slow
+def test_aws_cli_with_a_wrong_secret_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "small").write_bytes(SMALL)
+    env = _env(tmp_path) | {"AWS_SECRET_ACCESS_KEY": "not-the-secret"}
+    aws = shutil.which("aws", path=str(Path(sys.executable).parent)) or "aws"
+    with serving(verifier()) as server:
+        done = subprocess.run(
+            [aws, "s3", "cp", str(tmp_path / "small"), "s3://b/k", "--endpoint-url",
+             server.endpoint],
+            env=env, capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode != 0
+    assert b"SignatureDoesNotMatch" in done.stderr
+    assert not server.objects
+    assert {o.code for o in server.outcomes} == {"SignatureDoesNotMatch"}
