@@ -12,6 +12,7 @@ import s3fs
 
 from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
+from ufs.kinds.s3 import S3Options
 from worker.lab.lab import Lab
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
@@ -43,13 +44,7 @@ def s3_raw(seaweedfs: LocalS3) -> s3fs.S3FileSystem:
 
 @pytest.fixture
 def s3_ufs(seaweedfs: LocalS3) -> Ufs:
-    return Ufs(
-        UfsOptions(
-            s3_endpoint=seaweedfs.endpoint,
-            s3_access_key_id=ACCESS_KEY,
-            s3_secret_access_key=SECRET_KEY,
-        )
-    )
+    return Ufs(UfsOptions(kinds=(S3Options(seaweedfs.endpoint, None, ACCESS_KEY, SECRET_KEY),)))
 
 
 @pytest.fixture
