@@ -15,6 +15,7 @@ from ufs.adapter import Ufs, UfsOptions
 from ufs.kinds.s3 import S3Options
 from worker.lab.lab import Lab
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.localserver import LocalServer
 
 from .lab_support import lab_fixture
 
@@ -67,7 +68,7 @@ def private_s3(tmp_path: Path) -> Iterator[LocalS3]:
 
 
 @contextmanager
-def frozen(server: LocalS3) -> Iterator[None]:
+def frozen(server: LocalServer) -> Iterator[None]:
     """``server`` stopped (SIGSTOP: its sockets stay open and answer nothing) for the block."""
     assert server.process is not None
     os.killpg(server.process.pid, signal.SIGSTOP)
