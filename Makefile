@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: test test-fast demo lint typecheck bench bench-quick soak clean etcd jdk chromium image-tools \
-	lab-tools alluxiofs-venvs protos
+	lab-tools alluxiofs-venvs protos azurite
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,13 @@ image-tools:
 	@command -v buildah >/dev/null && command -v mmdebstrap >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap >/dev/null; }
 
+# Azurite, Microsoft's Azure Storage emulator, for the Azure UFS tests (tests/integration/
+# test_ufs_azure.py): from npm, with the machine's Node.js, into ~/.cache/doracache-azurite.
+AZURITE := $(HOME)/.cache/doracache-azurite
+azurite:
+	@test -x $(AZURITE)/node_modules/.bin/azurite-blob || npm install --silent --no-audit \
+		--no-fund --prefix $(AZURITE) azurite@3 >/dev/null
+
 # alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
 # each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
 alluxiofs-venvs: $(STAMP)
@@ -65,7 +72,7 @@ typecheck: $(STAMP)
 
 # Three test processes (most tests wait on servers and subprocesses, not on the 2 CPUs); the
 # reliability scenarios after them, alone, since they load the machine on purpose.
-test: etcd jdk chromium image-tools lab-tools alluxiofs-venvs lint typecheck
+test: etcd jdk chromium image-tools lab-tools azurite alluxiofs-venvs lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --durations=25 -m "not reliability"
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m reliability
 

@@ -11,16 +11,30 @@ import time
 from collections.abc import Callable
 
 from config import Config
+from pagestore import keys
 from pagestore.cache import PageCache
 from pagestore.memory import MemoryStore
 from pagestore.options import PageStoreOptions
 from pagestore.store import DiskStore
+from pagestore.tiered import TieredStore
 
 
 def page_cache(config: Config, options: PageStoreOptions | None = None) -> PageCache:
-    """The worker's page cache: the disk store of ``options`` (from ``config`` when None). Not
-    started."""
-    return on_disk(options or PageStoreOptions.from_config(config))
+    """The worker's page cache: the disk store of ``options`` (from ``config`` when None),
+    behind a memory tier when ``dora.worker.page.store.memory.size`` is above 0. Not started.
+    Raises ConfigError for a memory tier that cannot hold one page of its limit."""
+    options = options or PageStoreOptions.from_config(config)
+    memory, limit = config.get(keys.MEMORY_SIZE), config.get(keys.MEMORY_PAGE_LIMIT)
+    if not memory:
+        return on_disk(options)
+    if memory < limit:
+        raise config.invalid(
+            keys.MEMORY_SIZE,
+            f"a memory tier smaller than its page limit {keys.MEMORY_PAGE_LIMIT.name}={limit} "
+            "holds no page; expected 0 (off) or at least the limit",
+        )
+    front = MemoryStore(options.page_size, memory, options.evictor)
+    return PageCache(TieredStore(front, DiskStore(options, time.monotonic), limit))
 
 
 def on_disk(options: PageStoreOptions, clock: Callable[[], float] = time.monotonic) -> PageCache:

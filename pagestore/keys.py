@@ -46,4 +46,28 @@ PACK_LIMIT: PropertyKey[int] = PropertyKey(
     minimum=0,
 )
 
-KEYS: list[PropertyKey[Any]] = [PAGE_SIZE, DIRS, SIZES, EVICTOR, PACK_LIMIT]
+MEMORY_SIZE: PropertyKey[int] = PropertyKey(
+    "dora.worker.page.store.memory.size",
+    KeyType.SIZE,
+    "0",
+    "Bytes of a memory tier in front of the page directories, holding copies of small pages "
+    "as they are stored (pagestore.tiered); 0 turns it off.",
+    minimum=0,
+)
+MEMORY_PAGE_LIMIT: PropertyKey[int] = PropertyKey(
+    "dora.worker.page.store.memory.page.limit",
+    KeyType.SIZE,
+    "64KB",
+    "Largest page the memory tier keeps a copy of.",
+    minimum=1,
+)
+
+KEYS: list[PropertyKey[Any]] = [
+    PAGE_SIZE,
+    DIRS,
+    SIZES,
+    EVICTOR,
+    PACK_LIMIT,
+    MEMORY_SIZE,
+    MEMORY_PAGE_LIMIT,
+]

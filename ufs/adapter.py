@@ -33,6 +33,7 @@ from ufs.errors import (
     UfsVersionChanged,
 )
 from ufs.generic import FsspecBackend
+from ufs.kinds import kind_of
 from ufs.local import LocalBackend
 from ufs.mapping import translate
 from ufs.options import UfsOptions
@@ -106,12 +107,9 @@ class Ufs:
             return backend
 
     def _make_backend(self, scheme: str) -> UfsBackend:
-        if scheme == "file":
-            return LocalBackend(self._threads)
-        if scheme in uris.S3_SCHEMES:
-            from ufs import s3  # s3fs and botocore: only for a process that reaches S3
-
-            return s3.S3Backend(scheme, self.options, self._threads)
+        kind = kind_of(scheme)
+        if kind is not None:
+            return kind.backend(scheme, self.options, self._threads)
         filesystem = fsspec.filesystem(scheme, skip_instance_cache=True)
         return FsspecBackend(scheme, filesystem, self._threads)
 

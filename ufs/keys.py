@@ -1,31 +1,17 @@
-"""Property keys owned by the under-storage adapter."""
+"""Property keys owned by the under-storage adapter, and (last) those of every storage kind."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from config.keys import KeyType, PropertyKey
+from ufs import kinds
 
 ROOTS: PropertyKey[list[str]] = PropertyKey(
     "dora.worker.ufs.roots",
     KeyType.LIST,
     "",
     "Mount roots the worker may serve (full URIs, comma separated); anything else is refused.",
-)
-S3_ENDPOINT: PropertyKey[str | None] = PropertyKey(
-    "dora.ufs.s3.endpoint", KeyType.STRING, None, "S3 endpoint URL (empty: AWS)."
-)
-S3_REGION: PropertyKey[str | None] = PropertyKey(
-    "dora.ufs.s3.region", KeyType.STRING, None, "S3 region name."
-)
-S3_ACCESS_KEY_ID: PropertyKey[str | None] = PropertyKey(
-    "dora.ufs.s3.access.key.id", KeyType.STRING, None, "S3 access key id."
-)
-S3_SECRET_ACCESS_KEY: PropertyKey[str | None] = PropertyKey(
-    "dora.ufs.s3.secret.access.key", KeyType.STRING, None, "S3 secret access key.", secret=True
-)
-S3_ANONYMOUS: PropertyKey[bool] = PropertyKey(
-    "dora.ufs.s3.anonymous", KeyType.BOOL, "false", "Access S3 without credentials."
 )
 RETRY_ATTEMPTS: PropertyKey[int] = PropertyKey(
     "dora.ufs.retry.max.attempts",
@@ -69,15 +55,11 @@ APPEND_REWRITE_MAX: PropertyKey[int] = PropertyKey(
 
 KEYS: list[PropertyKey[Any]] = [
     ROOTS,
-    S3_ENDPOINT,
-    S3_REGION,
-    S3_ACCESS_KEY_ID,
-    S3_SECRET_ACCESS_KEY,
-    S3_ANONYMOUS,
     RETRY_ATTEMPTS,
     RETRY_BASE_DELAY,
     CONNECT_TIMEOUT,
     READ_TIMEOUT,
     CALL_DEADLINE,
     APPEND_REWRITE_MAX,
+    *kinds.keys(),
 ]

@@ -1,16 +1,18 @@
-"""Translation of fsspec, botocore, aiohttp and OS errors into the UFS error tree — the one place
-it happens. Decisions go by exception type, errno or service error code, never by message text.
+"""Translation of storage errors into the UFS error tree — the one place it happens. A storage
+kind's own client errors are its declaration's to read (:attr:`ufs.kind.UfsKind.translate`);
+the OS errors every kind raises, and aiohttp's, are read here. Decisions go by exception type,
+errno or service error code, never by message text.
 
-botocore and aiohttp are looked up among the loaded modules, not imported: an exception of
-theirs exists only once they are loaded, and a process that never used S3 (the client, until it
-falls back to the UFS) should not pay for importing them."""
+aiohttp is looked up among the loaded modules, not imported: its exceptions exist only once it
+is loaded, and a process that never used an object store (the client, until it falls back to
+the UFS) should not pay for importing it."""
 
 from __future__ import annotations
 
 import errno
 import sys
-from typing import Any
 
+from ufs import kinds
 from ufs.errors import (
     UfsAlreadyExists,
     UfsError,
@@ -35,21 +37,6 @@ _UNAVAILABLE_ERRNOS = frozenset(
         getattr(errno, "EREMOTEIO", errno.EIO),  # s3fs: InternalError
     }
 )
-_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
-_DENIED_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
-
-
-def _client_error(exc: Any, what: str, uri: str) -> UfsError:
-    error = exc.response.get("Error", {})
-    code = str(error.get("Code", ""))
-    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    if code in _NOT_FOUND_CODES or status == 404:
-        return UfsNotFound(f"{uri} not found")
-    if code in _DENIED_CODES or status == 403:
-        return UfsPermissionDenied(f"permission denied for {what} {uri}: {code}")
-    if status >= 500 or code in ("SlowDown", "ServiceUnavailable", "InternalError"):
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {code or status}")
-    return UfsError(f"UFS refused {what} {uri}: {code or status}")
 
 
 def translate(exc: BaseException, what: str, uri: str) -> UfsError:
@@ -66,7 +53,7 @@ def translate(exc: BaseException, what: str, uri: str) -> UfsError:
         return UfsNotADirectory(f"{what} {uri}: a path component is a file")
     if isinstance(exc, IsADirectoryError):
         return UfsIsADirectory(f"{what} {uri}: is a directory")
-    found = _botocore_error(exc, what, uri)
+    found = kinds.translate(exc, what, uri)
     if found is not None:
         return found
     if isinstance(exc, ConnectionError | TimeoutError):
@@ -80,21 +67,6 @@ def translate(exc: BaseException, what: str, uri: str) -> UfsError:
     if _is_aiohttp_client_error(exc):
         return UfsUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
     return UfsError(f"UFS error during {what} {uri}: {type(exc).__name__}: {exc}")
-
-
-def _botocore_error(exc: BaseException, what: str, uri: str) -> UfsError | None:
-    boto = sys.modules.get("botocore.exceptions")
-    if boto is None:
-        return None
-    if isinstance(exc, boto.ClientError):
-        return _client_error(exc, what, uri)
-    if isinstance(exc, boto.NoCredentialsError | boto.PartialCredentialsError):
-        return UfsPermissionDenied(f"no usable credentials for {what} {uri}: {type(exc).__name__}")
-    if isinstance(exc, boto.ParamValidationError):
-        return UfsInvalidPath(f"invalid path {uri!r} for {what}: {exc}")
-    if isinstance(exc, boto.ConnectionError | boto.HTTPClientError):
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
-    return None
 
 
 def _is_aiohttp_client_error(exc: BaseException) -> bool:

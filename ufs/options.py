@@ -3,39 +3,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from config import Config
 from ufs import keys
+from ufs.kinds import kinds
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class UfsOptions:
-    """How to reach the under storage; built from properties with :meth:`from_config`."""
+    """How to reach the under storage; built from properties with :meth:`from_config`.
 
-    s3_endpoint: str | None = None
-    s3_region: str | None = None
-    s3_access_key_id: str | None = None
-    s3_secret_access_key: str | None = None
-    s3_anonymous: bool = False
+    The fields are shared by every kind; ``kinds`` holds each storage kind's own options
+    (:class:`ufs.kinds.s3.S3Options`, ...), one value per type, which :meth:`of` finds."""
+
     retry_attempts: int = 3
     retry_base_delay_ms: int = 100
     connect_timeout_ms: int = 5000
     read_timeout_ms: int = 60000
     call_deadline_ms: int = 10000
     append_rewrite_max_bytes: int = 64 << 20
+    kinds: tuple[object, ...] = ()
 
     @classmethod
     def from_config(cls, config: Config) -> UfsOptions:
+        own = (kind.options(config) for kind in kinds())
         return cls(
-            s3_endpoint=config.get(keys.S3_ENDPOINT) or None,
-            s3_region=config.get(keys.S3_REGION) or None,
-            s3_access_key_id=config.get(keys.S3_ACCESS_KEY_ID) or None,
-            s3_secret_access_key=config.get(keys.S3_SECRET_ACCESS_KEY) or None,
-            s3_anonymous=config.get(keys.S3_ANONYMOUS),
             retry_attempts=config.get(keys.RETRY_ATTEMPTS),
             retry_base_delay_ms=config.get(keys.RETRY_BASE_DELAY),
             connect_timeout_ms=config.get(keys.CONNECT_TIMEOUT),
             read_timeout_ms=config.get(keys.READ_TIMEOUT),
             call_deadline_ms=config.get(keys.CALL_DEADLINE),
             append_rewrite_max_bytes=config.get(keys.APPEND_REWRITE_MAX),
+            kinds=tuple(options for options in own if options is not None),
         )
+
+    def of(self, kind: type[T]) -> T:
+        """The options of type ``kind`` held here, else that type's defaults."""
+        return next((o for o in self.kinds if isinstance(o, kind)), None) or kind()

@@ -20,6 +20,7 @@ from ufs.backend import WRITE_CHUNK
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsTooLarge, UfsVersionChanged
 from ufs.generic import FsspecBackend, unquoted_etag
+from ufs.kinds.s3 import S3Options
 from ufs.options import UfsOptions
 from ufs.status import UfsStatus
 
@@ -30,15 +31,16 @@ MAX_PUT = 5 << 30  # the largest object S3 takes in one PUT
 def storage_options(options: UfsOptions) -> dict[str, Any]:
     """s3fs constructor options; every cache s3fs offers is off, so a file written from outside
     is visible at once (s3fs issue #851): the worker's cache is the only cache."""
+    s3 = options.of(S3Options)
     client_kwargs: dict[str, Any] = {}
-    if options.s3_endpoint:
-        client_kwargs["endpoint_url"] = options.s3_endpoint
-    if options.s3_region:
-        client_kwargs["region_name"] = options.s3_region
+    if s3.endpoint:
+        client_kwargs["endpoint_url"] = s3.endpoint
+    if s3.region:
+        client_kwargs["region_name"] = s3.region
     return {
-        "anon": options.s3_anonymous,
-        "key": options.s3_access_key_id,
-        "secret": options.s3_secret_access_key,
+        "anon": s3.anonymous,
+        "key": s3.access_key_id,
+        "secret": s3.secret_access_key,
         "client_kwargs": client_kwargs,
         "config_kwargs": {
             "connect_timeout": options.connect_timeout_ms / 1000,

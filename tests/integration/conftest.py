@@ -12,8 +12,10 @@ import s3fs
 
 from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
+from ufs.kinds.s3 import S3Options
 from worker.lab.lab import Lab
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.localserver import LocalServer
 
 from .lab_support import lab_fixture
 
@@ -43,13 +45,7 @@ def s3_raw(seaweedfs: LocalS3) -> s3fs.S3FileSystem:
 
 @pytest.fixture
 def s3_ufs(seaweedfs: LocalS3) -> Ufs:
-    return Ufs(
-        UfsOptions(
-            s3_endpoint=seaweedfs.endpoint,
-            s3_access_key_id=ACCESS_KEY,
-            s3_secret_access_key=SECRET_KEY,
-        )
-    )
+    return Ufs(UfsOptions(kinds=(S3Options(seaweedfs.endpoint, None, ACCESS_KEY, SECRET_KEY),)))
 
 
 @pytest.fixture
@@ -72,7 +68,7 @@ def private_s3(tmp_path: Path) -> Iterator[LocalS3]:
 
 
 @contextmanager
-def frozen(server: LocalS3) -> Iterator[None]:
+def frozen(server: LocalServer) -> Iterator[None]:
     """``server`` stopped (SIGSTOP: its sockets stay open and answer nothing) for the block."""
     assert server.process is not None
     os.killpg(server.process.pid, signal.SIGSTOP)

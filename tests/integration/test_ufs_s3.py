@@ -14,6 +14,7 @@ from tests.ufs.contract import UfsContract, WriteOutside
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsNotFound, UfsUnavailable
+from ufs.kinds.s3 import S3Options
 from ufs.s3 import PART_SIZE, S3Backend
 from ufs.status import UfsStatus
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
@@ -52,10 +53,8 @@ def test_a_frozen_s3_is_unavailable_at_the_deadline_then_serves_again(
     private_s3: LocalS3,
 ) -> None:
     options = UfsOptions(
-        s3_endpoint=private_s3.endpoint,
-        s3_access_key_id=ACCESS_KEY,
-        s3_secret_access_key=SECRET_KEY,
         call_deadline_ms=2000,
+        kinds=(S3Options(private_s3.endpoint, None, ACCESS_KEY, SECRET_KEY),),
     )
     ufs = Ufs(options)
     # Set up under the default deadline: the server's first answer after its start took over

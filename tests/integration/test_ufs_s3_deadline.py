@@ -13,6 +13,7 @@ from tests.integration.conftest import frozen
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline
 from ufs.errors import UfsDeadlineExceeded
+from ufs.kinds.s3 import S3Options
 from ufs.s3 import PART_SIZE
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
@@ -29,7 +30,8 @@ class FakeClock:
 def test_every_operation_gives_up_at_the_request_deadline(private_s3: LocalS3) -> None:
     # The default call deadline (10 s), far past the requests' own.
     endpoint, key, secret = private_s3.endpoint, ACCESS_KEY, SECRET_KEY
-    ufs = Ufs(UfsOptions(s3_endpoint=endpoint, s3_access_key_id=key, s3_secret_access_key=secret))
+    s3 = S3Options(endpoint=endpoint, access_key_id=key, secret_access_key=secret)
+    ufs = Ufs(UfsOptions(kinds=(s3,)))
     written = ufs.write("s3://private/d/a", b"hello")
     calls: dict[str, Callable[[Deadline], object]] = {
         "status": lambda d: ufs.status("s3://private/d/a", deadline=d),

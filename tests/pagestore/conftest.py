@@ -11,7 +11,13 @@ from pagestore.api import PageStore
 from pagestore.cache import PageCache
 from pagestore.factory import in_memory
 from pagestore.options import PageStoreOptions
-from tests.pagestore.support import PAGE_SIZE, StoreFactory, make_options, open_local
+from tests.pagestore.support import (
+    PAGE_SIZE,
+    StoreFactory,
+    make_options,
+    open_local,
+    open_tiered,
+)
 
 
 @pytest.fixture
@@ -28,8 +34,15 @@ def local_stores() -> Iterator[Callable[[PageStoreOptions], PageCache]]:
         store.close()
 
 
-KINDS = [("local", "lru"), ("local", "lfu"), ("memory", "lru"), ("memory", "lfu")]
-"""Each store under the page cache (``local``: the disk store), with each evictor."""
+KINDS = [
+    ("local", "lru"),
+    ("local", "lfu"),
+    ("memory", "lru"),
+    ("memory", "lfu"),
+    ("tiered", "lru"),
+]
+"""Each store under the page cache (``local``: the disk store; ``tiered``: a memory tier of half
+its size over it), with each evictor."""
 
 
 @pytest.fixture(params=KINDS, ids=[f"{kind}-{evictor}" for kind, evictor in KINDS])
@@ -40,7 +53,13 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
 
     def factory(pages: int = 8, page_size: int = PAGE_SIZE) -> PageStore:
         options = make_options(tmp_path / str(len(opened)), pages, 1, evictor, page_size)
-        store: PageStore = open_local(options) if kind == "local" else in_memory(options)
+        store: PageStore = (
+            open_local(options)
+            if kind == "local"
+            else open_tiered(options)
+            if kind == "tiered"
+            else in_memory(options)
+        )
         opened.append(store)
         return store
 

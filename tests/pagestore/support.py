@@ -10,10 +10,13 @@ from pagestore.api import PageStore
 from pagestore.cache import PageCache
 from pagestore.factory import on_disk
 from pagestore.layout import record_of
+from pagestore.memory import MemoryStore
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.owner import LOCK_FILE, MARKER
 from pagestore.pack import TornEntryError, parse_entry
 from pagestore.page import PageId, PageKey
+from pagestore.store import DiskStore
+from pagestore.tiered import TieredStore
 
 PAGE_SIZE = 4096
 FILE_A = "a" * 64
@@ -95,3 +98,12 @@ def stored_pages(root: Path) -> list[str]:
 def record_files(root: Path) -> list[Path]:
     """The URI records under ``root``."""
     return [p for p in root.rglob("uri.*") if record_of(p.name) is not None]
+
+
+def open_tiered(options: PageStoreOptions) -> PageCache:
+    """A started, ready page cache over a memory tier of half the capacity over the disk."""
+    front = MemoryStore(options.page_size, options.capacity_bytes // 2, options.evictor)
+    store = PageCache(TieredStore(front, DiskStore(options), options.page_size))
+    store.start()
+    assert store.wait_ready(30)
+    return store

@@ -17,6 +17,7 @@ from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import ThreadRunner
 from ufs.errors import UfsError, UfsInvalidPath, UfsUnavailable
 from ufs.generic import FsspecBackend
+from ufs.kinds.s3 import S3Options
 from worker.locals3 import free_port
 
 
@@ -67,9 +68,7 @@ class TestMemory(UfsContract):
 def refusing_s3(**options: int) -> UfsOptions:
     """Options of an S3 endpoint where nothing listens (connections refused)."""
     endpoint = f"http://127.0.0.1:{free_port()}"
-    return UfsOptions(
-        s3_endpoint=endpoint, s3_access_key_id="k", s3_secret_access_key="s", **options
-    )
+    return UfsOptions(kinds=(S3Options(endpoint, None, "k", "s"),), **options)
 
 
 def test_unreachable_s3_is_retried_then_unavailable() -> None:

@@ -16,6 +16,7 @@ from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsDeadlineExceeded, UfsUnavailable
 from ufs.generic import FsspecBackend
+from ufs.kinds.s3 import S3Options
 
 
 class FakeClock:
@@ -50,10 +51,8 @@ def silent_s3() -> Iterator[Ufs]:
     """An adapter whose S3 accepts connections (the kernel's backlog) and never answers."""
     server = socket.create_server(("127.0.0.1", 0))
     options = UfsOptions(
-        s3_endpoint=f"http://127.0.0.1:{server.getsockname()[1]}",
-        s3_access_key_id="k",
-        s3_secret_access_key="s",
         call_deadline_ms=60_000,
+        kinds=(S3Options(f"http://127.0.0.1:{server.getsockname()[1]}", None, "k", "s"),),
     )
     try:
         yield Ufs(options)

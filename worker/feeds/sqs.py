@@ -27,6 +27,7 @@ import botocore.session
 from botocore.config import Config as BotoConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ufs.kinds.s3 import S3Options
 from ufs.options import UfsOptions
 from worker.feeds.change import Change, ChangeSink
 from worker.feeds.keys import SqsSpec
@@ -43,7 +44,8 @@ _BATCH = 10
 def sqs_client(spec: SqsSpec, options: UfsOptions) -> Any:
     """A botocore SQS client for ``spec``: at the queue URL's host, or at the S3 endpoint and
     region for a queue given by name; the S3 credentials; deadlines on every call."""
-    endpoint = options.s3_endpoint
+    s3 = options.of(S3Options)
+    endpoint = s3.endpoint
     if spec.url is not None:
         host = urlsplit(spec.url)
         endpoint = (
@@ -56,10 +58,10 @@ def sqs_client(spec: SqsSpec, options: UfsOptions) -> Any:
     )
     return botocore.session.get_session().create_client(
         "sqs",
-        region_name=options.s3_region or "us-east-1",
+        region_name=s3.region or "us-east-1",
         endpoint_url=endpoint,
-        aws_access_key_id=options.s3_access_key_id,
-        aws_secret_access_key=options.s3_secret_access_key,
+        aws_access_key_id=s3.access_key_id,
+        aws_secret_access_key=s3.secret_access_key,
         config=config,
     )
 

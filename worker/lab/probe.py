@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from config import Config, load_config
-from ufs import keys as ufs_keys
+from ufs.kinds import s3 as s3_keys
 from worker.client.filesystem import DoraFileSystem
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
@@ -91,9 +91,9 @@ class Probe:
 
         if self._s3 is None:
             self._s3 = s3fs.S3FileSystem(
-                endpoint_url=self.config.get(ufs_keys.S3_ENDPOINT),
-                key=self.config.get(ufs_keys.S3_ACCESS_KEY_ID),
-                secret=self.config.get(ufs_keys.S3_SECRET_ACCESS_KEY),
+                endpoint_url=self.config.get(s3_keys.ENDPOINT),
+                key=self.config.get(s3_keys.ACCESS_KEY_ID),
+                secret=self.config.get(s3_keys.SECRET_ACCESS_KEY),
                 skip_instance_cache=True,
             )
         started = time.monotonic()

@@ -63,7 +63,8 @@ def test_the_client_imports_no_server_code(script: str) -> None:
 def test_a_fallback_to_s3_imports_s3fs_when_it_first_reaches_s3() -> None:
     modules = loaded(
         "from ufs.adapter import Ufs, UfsOptions\n"
-        "ufs = Ufs(UfsOptions(s3_endpoint='http://127.0.0.1:9'))\n"
+        "from ufs.kinds.s3 import S3Options\n"
+        "ufs = Ufs(UfsOptions(kinds=(S3Options(endpoint='http://127.0.0.1:9'),)))\n"
         "assert 's3fs' not in sys.modules\n"
         "ufs._of('s3://bucket/key')"
     )
