@@ -96,4 +96,3 @@ class TieredStore:
 
     def stats(self) -> StoreStats:
         return self._back.stats()
-
