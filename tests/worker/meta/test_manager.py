@@ -304,3 +304,43 @@ def test_cached_status_leaves_the_metastore_tier_to_get_status(
     manager.reads.get_status(outside.uri("a"))
     clock.advance(HOUR)  # out of memory, still in the metastore
     assert manager.reads.cached_status(outside.uri("a")) is None
+
+
+def test_a_cached_listing_answers_not_found_for_a_child_it_lacks_past_the_negative_ttl(
+    manager: MetadataManager, outside: Outside, clock: FakeClock, ufs: CountingUfs
+) -> None:
+    """Issue 36 item 5: a warm Spark job probes ``<table>/_spark_metadata``; its negative entry
+    lives 10 s, so a warm run more than 10 s after the cold one asked the store again."""
+    outside.write("table/part-0", b"rows")
+    manager.reads.list_status(outside.uri("table"))
+    calls = ufs.calls
+    clock.advance(11 * SECOND)
+    for _ in range(2):
+        with pytest.raises(UfsNotFound):
+            manager.reads.get_status(outside.uri("table/_spark_metadata"), sync_interval=-1)
+    assert ufs.calls == calls
+    assert manager.counters()["listing_negatives"] == 2
+
+
+def test_a_listing_answers_not_found_only_as_fresh_as_the_caller_asks(
+    manager: MetadataManager, outside: Outside, clock: FakeClock, ufs: CountingUfs
+) -> None:
+    outside.write("table/part-0", b"rows")
+    manager.reads.list_status(outside.uri("table"))
+    outside.write("table/new", b"outside")
+    clock.advance(5 * SECOND)
+    assert manager.reads.get_status(outside.uri("table/new"), sync_interval=1000).size == 7
+    with pytest.raises(UfsNotFound):
+        manager.reads.get_status(outside.uri("table/other"), sync_interval=0)
+    assert manager.counters()["listing_negatives"] == 0
+
+
+def test_a_write_through_the_worker_is_seen_despite_the_parents_old_listing(
+    manager: MetadataManager, outside: Outside, ufs: CountingUfs
+) -> None:
+    outside.write("table/part-0", b"rows")
+    manager.reads.list_status(outside.uri("table"))
+    outside.write("table/part-1", b"more")
+    written = Ufs().status(outside.uri("table/part-1"))
+    manager.writes.record_write(outside.uri("table/part-1"), written, Operation.CREATED)
+    assert manager.reads.get_status(outside.uri("table/part-1"), sync_interval=-1).size == 4
