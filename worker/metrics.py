@@ -140,6 +140,11 @@ class Metrics:
         )
         for decision in ("admitted", "passed_through", "deferred"):
             self.admission.labels(decision)  # shown at 0 before the first read
+        self.ttl_frees = Counter(
+            "dora_ttl_frees",
+            "Files whose metadata and pages were freed because their rule's ttl ran out",
+            registry=self.registry,
+        )
         self.short_circuit_located = Counter(
             "dora_short_circuit_located_bytes",
             "Bytes of cached pages whose page files were handed out to same-host clients for "

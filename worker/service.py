@@ -49,7 +49,9 @@ from worker.ranges import Span, Window
 from worker.reader import Located, Reader, ReadResult
 from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
 from worker.request import context as request_context
+from worker.rules.keys import TTL_CHECK_INTERVAL
 from worker.rules.live import Rules
+from worker.rules.ttl import Expiry
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +128,8 @@ class WorkerService(Mutations):
         self.metrics.watch(meta.counters, pages, self.loads.states)
         # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
         self.changes = CacheSink(self)
+        self.expiry = Expiry(self.rules, self._free_expired)
+        self.expiry.start(config.get(TTL_CHECK_INTERVAL) / 1000)
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
@@ -165,6 +169,7 @@ class WorkerService(Mutations):
         if self._closed:
             return
         self._closed = True
+        self.expiry.close()
         self.history.close()
         self.loads.close()
         self.reader.close()
@@ -175,6 +180,14 @@ class WorkerService(Mutations):
 
     def _drop_pages(self, uri: str, version: str) -> None:
         self.pages.delete_file(file_id(uri), version)
+
+    def _free_expired(self, uri: str) -> None:
+        """Free ``uri``'s metadata and pages, its rule's TTL run out (``worker.rules.ttl``);
+        the UFS and the other workers are not told: each worker keeps its own clock."""
+        self.meta.writes.invalidate(uri)
+        self.pages.delete_file(file_id(uri))
+        self.metrics.ttl_frees.inc()
+        log.info("freed %s: its ttl ran out", uri)
 
     def add_readiness_probe(self, name: str, probe: Callable[[], tuple[str, bool]]) -> None:
         """Report ``probe()``'s state under ``name`` in :meth:`readiness`, and ready only while
@@ -224,9 +237,11 @@ class WorkerService(Mutations):
         """The status of ``call.uri``, as fresh as it asks, at the version it pins."""
         uri = self.roots.inside(call.uri)
         fresh = call.fresh
-        return self.meta.reads.get_status(
+        status = self.meta.reads.get_status(
             uri, fresh.sync_interval, call.version, fresh.serve_stale, call=call
         )
+        self.expiry.loaded(call.uri, call.policy.ttl)
+        return status
 
     def status_cached(self, call: RequestContext) -> UfsStatus | None:
         """:meth:`status` without I/O, for a caller on the event loop: the same answer or

@@ -46,4 +46,18 @@ CACHE_EXCLUDE: PropertyKey[list[str]] = PropertyKey(
     "",
     "Glob patterns of URIs never cached; they are served pass-through.",
 )
-KEYS: list[PropertyKey[Any]] = [READ_TYPE, PATH_CONF, RULES_FILE, CACHE_INCLUDE, CACHE_EXCLUDE]
+TTL_CHECK_INTERVAL: PropertyKey[int] = PropertyKey(
+    "dora.worker.ttl.check.interval",
+    KeyType.DURATION,
+    "10s",
+    "How often the worker frees the files whose rule's ttl has run out since they were loaded.",
+    minimum=1,
+)
+KEYS: list[PropertyKey[Any]] = [
+    READ_TYPE,
+    PATH_CONF,
+    RULES_FILE,
+    CACHE_INCLUDE,
+    CACHE_EXCLUDE,
+    TTL_CHECK_INTERVAL,
+]

@@ -1,8 +1,10 @@
-"""Admission rules (issue 34 item 3) on a real ``dora worker start`` process over SeaweedFS: a
-pass-through rule serves the right bytes and caches none, a second-read rule caches a range
-only on its second read, and ``/metrics`` counts what each read was admitted as."""
+"""Path rules on a real ``dora worker start`` process over SeaweedFS. Admission (issue 34 item
+3): a pass-through rule serves the right bytes and caches none, a second-read rule caches a
+range only on its second read, and ``/metrics`` counts what each read was admitted as. TTL
+(item 5): a file under a ``ttl`` rule is freed that long after it was loaded, counted."""
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,12 +32,14 @@ def worker(tmp_path: Path, seaweedfs: LocalS3, prefix: str) -> Iterator[WorkerPr
     rules.write_text(
         f"s3://{prefix}/scratch/**  admission=pass\n"
         f"s3://{prefix}/scan/**     admission=second-read window=10min\n"
+        f"s3://{prefix}/brief/**    ttl=1s\n"
     )
     process = WorkerProcess(
         tmp_path,
         f"dora.worker.ufs.roots=s3://{BUCKET}",
         "dora.worker.page.store.page.size=64KB",
         f"dora.worker.path.rules.file={rules}",
+        "dora.worker.ttl.check.interval=200ms",
         *seaweedfs.storage_defines(),
     )
     yield process
@@ -73,6 +77,13 @@ def _admissions(worker: WorkerProcess) -> dict[str, float]:
     return counts
 
 
+def _ttl_frees(worker: WorkerProcess) -> float:
+    for line in worker.http.get("/metrics").text.splitlines():
+        if line.startswith("dora_ttl_frees_total "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError("no dora_ttl_frees_total in /metrics")
+
+
 def test_a_pass_through_rule_serves_the_bytes_and_caches_none(
     worker: WorkerProcess, s3_raw: s3fs.S3FileSystem, prefix: str
 ) -> None:
@@ -102,3 +113,23 @@ def test_a_second_read_rule_caches_only_from_the_second_read(
     assert _read(worker, f"s3://{prefix}/hot") == other
     assert _cached(worker, f"s3://{prefix}/hot") == PAGE
     assert _admissions(worker)["admitted"] == 2
+
+
+def test_a_ttl_rule_frees_what_was_loaded_that_long_ago(
+    worker: WorkerProcess, s3_raw: s3fs.S3FileSystem, prefix: str
+) -> None:
+    brief = _put(s3_raw, f"{prefix}/brief/f", 2 * PAGE)
+    kept = _put(s3_raw, f"{prefix}/kept", PAGE)
+    loaded = time.monotonic()
+    assert _read(worker, f"s3://{prefix}/brief/f") == brief
+    assert _read(worker, f"s3://{prefix}/kept") == kept
+    deadline = loaded + 30
+    while _ttl_frees(worker) < 1:
+        assert time.monotonic() < deadline, "the file under the ttl rule was not freed"
+        time.sleep(0.1)
+    assert time.monotonic() - loaded >= 1.0  # not before its TTL
+    assert _cached(worker, f"s3://{prefix}/brief/f") == 0
+    assert _cached(worker, f"s3://{prefix}/kept") == PAGE
+    assert s3_raw.cat(f"{prefix}/brief/f") == brief  # freed from the cache only
+    assert _read(worker, f"s3://{prefix}/brief/f") == brief  # and loaded again on a read
+    assert _cached(worker, f"s3://{prefix}/brief/f") == 2 * PAGE
