@@ -13,7 +13,7 @@ turn.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +46,21 @@ class PrefixIndex:
     def __contains__(self, prefix: str) -> bool:
         return prefix in self._by_prefix
 
-    def matches(self, canonical_uri: str) -> Iterator[int]:
+    def matches(self, canonical_uri: str) -> list[int]:
         """The positions of the rules of each prefix ``canonical_uri`` is under."""
-        yield from self._by_prefix.get(canonical_uri, ())
+        by_prefix = self._by_prefix
+        if not by_prefix:
+            return []
+        found = list(by_prefix.get(canonical_uri, ()))
         end = len(canonical_uri)
         while (end := canonical_uri.rfind("/", 0, end)) > 0:
             # The URI is under ``p`` when it starts with ``p + "/"``, or with ``p`` for a
             # prefix that ends with "/" itself (``file:///``).
             for prefix in (canonical_uri[: end + 1], canonical_uri[:end]):
-                yield from self._by_prefix.get(prefix, ())
+                hit = by_prefix.get(prefix)
+                if hit is not None:
+                    found += hit
+        return found
 
 
 class RuleSet:
@@ -72,10 +78,11 @@ class RuleSet:
             else:
                 self._globs.append((position, rule))
         self._sync_globs = any(r.settings.sync_interval is not None for _, r in self._globs)
+        self._default = self._policy({})  # what a URI no rule matches gets, made once
 
     def found(self, canonical_uri: str) -> dict[str, Rule]:
         """For each field some rule gives ``canonical_uri``, that rule (the first in order)."""
-        positions = list(self._index.matches(canonical_uri))
+        positions = self._index.matches(canonical_uri)
         positions += [p for p, rule in self._globs if _matches(rule, canonical_uri)]
         chosen: dict[str, Rule] = {}
         for position in sorted(positions):
@@ -90,7 +97,9 @@ class RuleSet:
     def resolve(self, canonical_uri: str) -> Policy:
         """What applies to ``canonical_uri`` (in canonical form: ``ufs.uri.normalize``)."""
         chosen = self.found(canonical_uri)
+        return self._policy(chosen) if chosen else self._default
 
+    def _policy(self, chosen: dict[str, Rule]) -> Policy:
         def given(name: str, default: Any) -> Any:
             rule = chosen.get(name)
             return default if rule is None else getattr(rule.settings, name)
