@@ -7,5 +7,7 @@ from one ordered list of rules, resolved once per request (README, "Cache policy
   ``dora.worker.path.conf`` and the include/exclude globs;
 - :mod:`worker.rules.ruleset`: matching by prefix and glob, and the one precedence;
 - :mod:`worker.rules.live`: the rules in force, re-read when the file changes (``reload``);
-- :mod:`worker.rules.admission`: the memory of first reads that second-read admission needs.
+- :mod:`worker.rules.admission`: the memory of first reads that second-read admission needs
+  (the reader decides admission: ``worker.reader.Reader.admit``);
+- :mod:`worker.rules.ttl`: the sweep that frees what a ``ttl`` rule says has lived long enough.
 """
