@@ -84,13 +84,12 @@ class Reader:
         page_size: int,
         metrics: Metrics,
         read_ahead_threads: int = 16,
-        first_reads: FirstReads | None = None,
     ) -> None:
         self._ufs = ufs
         self._pages = pages
         self.page_size = page_size
         self._metrics = metrics
-        self._first_reads = FirstReads() if first_reads is None else first_reads
+        self._first_reads = FirstReads()
         self._pool = ThreadPoolExecutor(read_ahead_threads, thread_name_prefix="read-ahead")
         self.counters = Counters(_SOURCES)
 
