@@ -8,7 +8,6 @@ import pytest
 from config import ConfigError
 from tests.worker.rules.support import READ, SYNC, conf, policy
 from ufs import uri as uris
-from ufs.errors import UfsInvalidPath
 from worker.rules.live import Rules
 from worker.rules.model import Admission, Rule, Settings
 from worker.rules.ruleset import Defaults, RuleSet
@@ -63,11 +62,6 @@ def test_a_bad_rule_is_an_error_naming_it(rule: str, message: str) -> None:
 def test_the_same_key_twice_for_one_prefix_is_an_error() -> None:
     with pytest.raises(ConfigError, match="set twice"):
         Rules.from_config(conf(f"s3://lake {SYNC}=0", f"s3://lake/ {SYNC}=1s"))
-
-
-def test_a_malformed_uri_is_refused() -> None:
-    with pytest.raises(UfsInvalidPath):
-        uris.normalize("no-scheme")
 
 
 def test_describe_and_explain_show_where_values_come_from() -> None:
