@@ -8,13 +8,14 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
-from worker import logs, pathconf, pathrules
+from worker import logs
 from worker.api import alluxio_keys
 from worker.api import keys as api_keys
 from worker.cluster import keys as cluster_keys
 from worker.feeds import keys as feed_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
+from worker.rules import keys as rules_keys
 from worker.tls import keys as tls_keys
 
 BIND_HOST: PropertyKey[str] = PropertyKey(
@@ -49,18 +50,6 @@ MAX_WRITE_SIZE: PropertyKey[int] = PropertyKey(
     "5GB",
     "Largest request body /v1/write accepts.",
     minimum=0,
-)
-CACHE_INCLUDE: PropertyKey[list[str]] = PropertyKey(
-    "dora.worker.cache.include",
-    KeyType.LIST,
-    "",
-    "Glob patterns of URIs to cache (empty: all); others are served pass-through.",
-)
-CACHE_EXCLUDE: PropertyKey[list[str]] = PropertyKey(
-    "dora.worker.cache.exclude",
-    KeyType.LIST,
-    "",
-    "Glob patterns of URIs never cached; they are served pass-through.",
 )
 USER_WORKERS: PropertyKey[list[str]] = PropertyKey(
     "dora.user.workers",
@@ -145,8 +134,6 @@ KEYS: list[PropertyKey[Any]] = [
     BIND_PORT,
     TOKEN,
     MAX_WRITE_SIZE,
-    CACHE_INCLUDE,
-    CACHE_EXCLUDE,
     USER_WORKERS,
     USER_CLIENT_TOKEN,
     USER_CLIENT_TIMEOUT,
@@ -177,8 +164,7 @@ def build_registry() -> Registry:
         feed_keys.KEYS,
         alluxio_keys.KEYS,
         tls_keys.KEYS,
+        rules_keys.KEYS,
     ):
         registry.extend(component)
-    return (
-        registry.extend(KEYS).extend(pathconf.KEYS).extend(pathrules.KEYS).extend(api_keys.LIMITS)
-    )
+    return registry.extend(KEYS).extend(api_keys.LIMITS)

@@ -130,6 +130,21 @@ class Metrics:
             "Reads served straight from the UFS because the file is not cached by policy",
             registry=self.registry,
         )
+        self.admission = Counter(
+            "dora_admission_reads",
+            "Reads by what their path's admission rule decided: admitted (fetched pages "
+            "stored), passed_through (a rule says never cache) or deferred (second-read "
+            "admission, not read within the window yet); a load job's batch counts each file",
+            ["decision"],
+            registry=self.registry,
+        )
+        for decision in ("admitted", "passed_through", "deferred"):
+            self.admission.labels(decision)  # shown at 0 before the first read
+        self.ttl_frees = Counter(
+            "dora_ttl_frees",
+            "Files whose metadata and pages were freed because their rule's ttl ran out",
+            registry=self.registry,
+        )
         self.short_circuit_located = Counter(
             "dora_short_circuit_located_bytes",
             "Bytes of cached pages whose page files were handed out to same-host clients for "

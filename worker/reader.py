@@ -4,11 +4,15 @@ UFS (one fetch per page however many readers ask), with read-ahead for cold rang
 A read is pinned to the version its status names: cached pages are keyed by that version, and
 every page fetched from the UFS is fetched with that version required (``Ufs.read(version=)``),
 so a file that changes mid-read ends the read with :class:`UfsVersionChanged` — never a mix.
+
+Whether the pages a read fetches are stored is decided here and nowhere else: by the
+admission its path's rules give (``worker.rules``: cache, pass through, or cache from the
+second read within a window), counted in ``dora_admission_reads``.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import enum
 import functools
 import time
 from collections import deque
@@ -25,6 +29,8 @@ from ufs.errors import UfsError, UfsVersionChanged
 from ufs.status import UfsStatus, file_id
 from worker.meta.counters import Counters
 from worker.metrics import Metrics
+from worker.rules.admission import FirstReads
+from worker.rules.model import Admission, Policy
 
 READ_AHEAD_PAGES = 8
 Served = Callable[[str, int], None]
@@ -33,18 +39,16 @@ request's own tally, for the access log)."""
 _SOURCES = ("bytes_from_cache", "bytes_from_ufs", "page_hits", "page_misses", "passthrough")
 
 
-@dataclass(frozen=True)
-class CachePolicy:
-    """Which URIs are cached at all (``dora.worker.cache.include`` / ``.exclude`` globs); the
-    rest are served pass-through. An empty include list means everything."""
+class Decision(enum.Enum):
+    """What a read's admission decided (the ``decision`` label of ``dora_admission_reads``)."""
 
-    include: Sequence[str] = ()
-    exclude: Sequence[str] = ()
-
-    def caches(self, uri: str) -> bool:
-        if self.include and not any(fnmatch.fnmatchcase(uri, p) for p in self.include):
-            return False
-        return not any(fnmatch.fnmatchcase(uri, p) for p in self.exclude)
+    ADMITTED = "admitted"
+    """Its fetched pages are stored."""
+    PASSED_THROUGH = "passed_through"
+    """A rule says its path is never cached: served from the UFS."""
+    DEFERRED = "deferred"
+    """A second-read rule, and these pages were not read within its window: served from the
+    UFS, and remembered."""
 
 
 @dataclass(frozen=True)
@@ -69,23 +73,23 @@ class Located:
 
 
 class Reader:
-    """Serves byte ranges of pinned file versions. Thread-safe: state is the page store (itself
-    thread-safe), a shared read-ahead pool and lock-protected counters."""
+    """Serves byte ranges of pinned file versions, and decides which of the pages it fetches
+    are stored. Thread-safe: state is the page store (itself thread-safe), a shared read-ahead
+    pool, the first reads second-read admission remembers and counters, each thread-safe."""
 
     def __init__(
         self,
         ufs: Ufs,
         pages: PageStore,
         page_size: int,
-        policy: CachePolicy,
         metrics: Metrics,
         read_ahead_threads: int = 16,
     ) -> None:
         self._ufs = ufs
         self._pages = pages
         self.page_size = page_size
-        self.policy = policy
         self._metrics = metrics
+        self._first_reads = FirstReads()
         self._pool = ThreadPoolExecutor(read_ahead_threads, thread_name_prefix="read-ahead")
         self.counters = Counters(_SOURCES)
 
@@ -97,8 +101,8 @@ class Reader:
         status: UfsStatus,
         offset: int,
         length: int,
+        policy: Policy,
         *,
-        cache: bool = True,
         ramp: bool = False,
         served: Served | None = None,
         wait: Deadline | None = None,
@@ -106,24 +110,43 @@ class Reader:
         """The bytes ``[offset, offset+length)`` of ``status``'s version, page by page. The
         range must lie within the file (the caller checks it).
 
-        ``cache=False`` serves the range pass-through whatever the cache policy says. With
-        ``ramp`` (a client that may hang up before the end), read-ahead starts at one page and
-        doubles with every page the consumer takes, up to READ_AHEAD_PAGES; closing the
-        iterator cancels the fills not yet started. ``served`` is told where the bytes came
-        from. ``wait`` is how long the client waits for its next bytes (None: it did not say):
-        each UFS read for the range gets that long, counted from its start (and at most
-        ``dora.ufs.call.deadline``). A page fill other requests joined runs under the wait of
-        the request that started it; one that runs out of it is fetched again by each request
-        that joined, under its own (``PageStore.fill_run``).
+        ``policy`` is what the rules say for the file: its admission decides whether the pages
+        fetched are stored (:meth:`admit`); a read not admitted is served from the UFS page by
+        page, the cache not consulted. With ``ramp`` (a client that may hang up before the
+        end), read-ahead starts at one page and doubles with every page the consumer takes,
+        up to READ_AHEAD_PAGES; closing the iterator cancels the fills not yet started.
+        ``served`` is told where the bytes came from. ``wait`` is how long the client waits
+        for its next bytes (None: it did not say): each UFS read for the range gets that
+        long, counted from its start (and at most ``dora.ufs.call.deadline``). A page fill
+        other requests joined runs under the wait of the request that started it; one that
+        runs out of it is fetched again by each request that joined, under its own
+        (``PageStore.fill_run``).
         """
         if length <= 0:
             return iter(())
-        if not (cache and self.policy.caches(status.uri)):
+        first, last = offset // self.page_size, (offset + length - 1) // self.page_size
+        if self.admit(status, range(first, last + 1), policy) is not Decision.ADMITTED:
             self.counters.add("passthrough")
             self._metrics.passthrough_reads.inc()
             return self._passthrough(status, offset, length, served, wait)
         window = 1 if ramp else READ_AHEAD_PAGES
         return self._cached(status, offset, length, window, served, wait)
+
+    def admit(self, status: UfsStatus, pages: range, policy: Policy) -> Decision:
+        """Whether a read of ``pages`` (indices) of ``status``'s version stores what it fetches,
+        by ``policy``'s admission, counted. Second-read admission admits it when each of its
+        pages was read within the policy's window (``FirstReads``)."""
+        if policy.admission is Admission.PASS:
+            decision = Decision.PASSED_THROUGH
+        elif policy.admission is Admission.CACHE:
+            decision = Decision.ADMITTED
+        else:
+            fid = file_id(status.uri)
+            ids = [PageId(fid, status.version, index) for index in pages]
+            again = self._first_reads.read_again(ids, policy.window)
+            decision = Decision.ADMITTED if again else Decision.DEFERRED
+        self._metrics.admission.labels(decision.value).inc()
+        return decision
 
     def _passthrough(
         self,
@@ -223,13 +246,19 @@ class Reader:
             batch = self._pool.submit(self._pages.fill_run, pages, fetch, status.uri)
         ahead.extend((page.index, batch, position) for position, page in enumerate(pages))
 
-    def store_whole(self, files: Sequence[UfsStatus]) -> list[UfsStatus]:
+    def store_whole(self, files: Sequence[tuple[UfsStatus, Policy]]) -> list[UfsStatus]:
         """Cache small files (a page or less each, nothing read from them yet) without serving
         them: all read from the UFS in one batch (``Ufs.read_files``) and stored together
         (``PageStore.put_many``), for a load job, where one UFS request and one page store
-        write per file would cost more than the files. Returns the files whose read failed
-        (any error, a changed version, the UFS not answering), for the caller to read the
-        usual way, which reports and records what went wrong."""
+        write per file would cost more than the files. Only files whose policy caches them
+        at once are batched. Returns the others, and the files whose read failed (any error,
+        a changed version, the UFS not answering), for the caller to read the usual way, which
+        decides their admission, and reports and records what went wrong."""
+        batch = [status for status, policy in files if policy.admission is Admission.CACHE]
+        left = [status for status, policy in files if policy.admission is not Admission.CACHE]
+        return left + self._store_batch(batch)
+
+    def _store_batch(self, files: Sequence[UfsStatus]) -> list[UfsStatus]:
         if not files:
             return []
         since = self._pages.mark()
@@ -248,6 +277,7 @@ class Reader:
             else:
                 failed.append(status)
         results = self._pages.put_many(pages, since)
+        self._metrics.admission.labels(Decision.ADMITTED.value).inc(len(pages))
         self.counters.add("page_misses", len(pages))
         self._count("ufs", sum(len(data) for _, data, _ in pages))
         self._metrics.cache_failures.inc(sum(result.failed for result in results))

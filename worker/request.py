@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from config import Config
 from ufs import uri as uris
 from ufs.deadline import Deadline
 from worker.freshness import Freshness, resolve
+from worker.rules.live import Rules
+from worker.rules.model import Policy
 
 SCOPE_KEY = "dora.exchange"
 UNKNOWN_CALLER = "-"
@@ -61,7 +62,8 @@ def exchange(scope: Any) -> Exchange:
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """One call: ``uri`` in canonical form (the mount roots are checked by the operation that
-    uses it, since for a local path that means looking at the disk), its :class:`Freshness`,
+    uses it, since for a local path that means looking at the disk), what the rules say for
+    it (``policy``: admission, pinning, TTL, quota; ``worker.rules``), its :class:`Freshness`,
     the ``version`` it pins (None: the current one), the HTTP ``exchange`` it answers (None: a
     call from inside the worker, such as a load job), its ``caller``: who made it, as the
     surface could tell (``worker.api.caller``; ``-``: unknown), for the audit log, and its
@@ -70,6 +72,7 @@ class RequestContext:
     the exchange is the one mutable part, written as :class:`Exchange` says."""
 
     uri: str
+    policy: Policy
     fresh: Freshness
     version: str | None = None
     exchange: Exchange | None = None
@@ -98,7 +101,7 @@ class RequestContext:
 
 
 def context(
-    config: Config,
+    rules: Rules,
     uri: str,
     sync_interval: int | None = None,
     version: str | None = None,
@@ -107,14 +110,16 @@ def context(
     caller: str = UNKNOWN_CALLER,
     deadline: Deadline | None = None,
 ) -> RequestContext:
-    """The context of a call to ``uri``: the URI normalised once, the freshness resolved once
-    (``worker.freshness.resolve``: the per-call ``sync_interval`` and ``serve_stale``, the path
-    rules, the feed revision the exchange says was not applied, the default). An empty
+    """The context of a call to ``uri``: the URI normalised once, the ``rules`` resolved once
+    into its policy, and its freshness from that (``worker.freshness.resolve``: the per-call
+    ``sync_interval`` and ``serve_stale``, the path's rules, the feed revision the exchange
+    says was not applied, the default). An empty
     ``version`` is none; ``caller`` is who made the call (``-``: unknown), ``deadline`` how
     long it waits for the answer (None: it did not say).
 
-    Raises UfsInvalidPath for a malformed URI, ConfigError for a bad rule table."""
+    Raises UfsInvalidPath for a malformed URI."""
     canonical = uris.normalize(uri)
+    policy = rules.resolve(canonical)
     must_sync = exchange is not None and exchange.must_sync
-    fresh = resolve(config, canonical, sync_interval, must_sync=must_sync, serve_stale=serve_stale)
-    return RequestContext(canonical, fresh, version or None, exchange, caller, deadline)
+    fresh = resolve(policy, sync_interval, must_sync=must_sync, serve_stale=serve_stale)
+    return RequestContext(canonical, policy, fresh, version or None, exchange, caller, deadline)

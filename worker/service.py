@@ -30,12 +30,11 @@ from ufs.deadline import Deadline
 from ufs.errors import UfsError, UfsNotFound, UfsVersionChanged
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
-from worker import keys, pathconf, pathrules
+from worker import keys
 from worker.audit import AuditLog
 from worker.errors import IsADirectory
 from worker.feeds.change import CacheSink
 from worker.feeds.keys import feed_specs
-from worker.freshness import resolve as resolve_freshness
 from worker.insight import History, TopFiles
 from worker.load import LoadManager
 from worker.meta import keys as meta_keys
@@ -47,9 +46,12 @@ from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.mutations import Mutations
 from worker.ranges import Span, Window
-from worker.reader import CachePolicy, Located, Reader, ReadResult
+from worker.reader import Located, Reader, ReadResult
 from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
 from worker.request import context as request_context
+from worker.rules.keys import TTL_CHECK_INTERVAL
+from worker.rules.live import Rules
+from worker.rules.ttl import Expiry
 
 log = logging.getLogger(__name__)
 
@@ -96,18 +98,18 @@ class WorkerService(Mutations):
         pages: PageStore,
         page_size: int,
         generations: GenerationFile | None = None,
+        rules: Rules | None = None,
     ) -> None:
         super().__init__(AuditLog(config.get(keys.AUDIT_LOG)))
         self.config = config
+        # Every per-path decision reads these (worker.rules), resolved once per request.
+        self.rules = Rules.from_config(config) if rules is None else rules
         self.ufs = ufs
         self.meta = meta
         self.pages = pages
         self.roots = mount_roots(config)
         self.metrics = Metrics()
-        include: list[str] = config.get(keys.CACHE_INCLUDE)
-        exclude: list[str] = config.get(keys.CACHE_EXCLUDE)
-        policy = CachePolicy(tuple(include), tuple(exclude))
-        self.reader = Reader(ufs, pages, page_size, policy, self.metrics)
+        self.reader = Reader(ufs, pages, page_size, self.metrics)
         self.page_size = page_size
         self.generations = generations
         self.metrics.near_cache.set(generations is not None)
@@ -126,6 +128,8 @@ class WorkerService(Mutations):
         self.metrics.watch(meta.counters, pages, self.loads.states)
         # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
         self.changes = CacheSink(self)
+        self.expiry = Expiry(self.rules, self._free_expired)
+        self.expiry.start(config.get(TTL_CHECK_INTERVAL) / 1000)
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
@@ -135,8 +139,7 @@ class WorkerService(Mutations):
         ConfigError naming the key when a value cannot be used, including a store that refuses
         its directory; what was opened before a failure is closed again."""
         mount_roots(config)
-        pathconf.table(config)
-        pathrules.rules_file(config)
+        rules = Rules.from_config(config)
         feed_specs(config)
         ufs = Ufs.from_config(config)
         options = PageStoreOptions.from_config(config)
@@ -155,7 +158,7 @@ class WorkerService(Mutations):
             generations = _generation_file(options.dirs[0].path / GENERATIONS_FILE)
             if generations is not None:
                 opened.callback(generations.close)
-            service = cls(config, ufs, meta, pages, options.page_size, generations)
+            service = cls(config, ufs, meta, pages, options.page_size, generations, rules)
             opened.pop_all()
         # Once started: a refused start says only what was wrong, in one line.
         log.info("configuration: %s", config.sources())
@@ -166,6 +169,7 @@ class WorkerService(Mutations):
         if self._closed:
             return
         self._closed = True
+        self.expiry.close()
         self.history.close()
         self.loads.close()
         self.reader.close()
@@ -176,6 +180,14 @@ class WorkerService(Mutations):
 
     def _drop_pages(self, uri: str, version: str) -> None:
         self.pages.delete_file(file_id(uri), version)
+
+    def _free_expired(self, uri: str) -> None:
+        """Free ``uri``'s metadata and pages, its rule's TTL run out (``worker.rules.ttl``);
+        the UFS and the other workers are not told: each worker keeps its own clock."""
+        self.meta.writes.invalidate(uri)
+        self.pages.delete_file(file_id(uri))
+        self.metrics.ttl_frees.inc()
+        log.info("freed %s: its ttl ran out", uri)
 
     def add_readiness_probe(self, name: str, probe: Callable[[], tuple[str, bool]]) -> None:
         """Report ``probe()``'s state under ``name`` in :meth:`readiness`, and ready only while
@@ -218,16 +230,18 @@ class WorkerService(Mutations):
         answer (None: it did not say). A surface builds it once per call and passes it to the
         operations below. Raises UfsInvalidPath for a malformed URI."""
         return request_context(
-            self.config, uri, sync_interval, version, exchange, serve_stale, caller, deadline
+            self.rules, uri, sync_interval, version, exchange, serve_stale, caller, deadline
         )
 
     def status(self, call: RequestContext) -> UfsStatus:
         """The status of ``call.uri``, as fresh as it asks, at the version it pins."""
         uri = self.roots.inside(call.uri)
         fresh = call.fresh
-        return self.meta.reads.get_status(
+        status = self.meta.reads.get_status(
             uri, fresh.sync_interval, call.version, fresh.serve_stale, call=call
         )
+        self.expiry.loaded(call.uri, call.policy.ttl)
+        return status
 
     def status_cached(self, call: RequestContext) -> UfsStatus | None:
         """:meth:`status` without I/O, for a caller on the event loop: the same answer or
@@ -268,8 +282,8 @@ class WorkerService(Mutations):
         version is served instead; found later, the chunks end with UfsVersionChanged (a
         caller cuts its answer short).
 
-        A per-path rule with ``dora.user.file.readtype.default=NO_CACHE`` serves the range
-        pass-through, whatever the cache policy says. ``ramp`` is for a client that reads what
+        Whether what is fetched is stored is the reader's decision, by the admission of the
+        call's policy (``Reader.admit``). ``ramp`` is for a client that reads what
         it needs and hangs up (WebHDFS ``OPEN``): read-ahead starts at one page and grows while
         the client keeps reading; closing the chunks cancels the fills not yet started."""
         status = self.status(call)
@@ -288,17 +302,14 @@ class WorkerService(Mutations):
     def cache_whole(self, files: Sequence[UfsStatus]) -> Sequence[UfsStatus]:
         """Cache small files a load job listed (a page or less each), many at a time
         (``Reader.store_whole``). Returns those it leaves to :meth:`read`, which reports and
-        records what is wrong with them: the ones whose read failed, the ones a per-path rule
-        or the cache policy serves pass-through, and the ones that lead outside the mount
-        roots by now (the roots are checked again here, as a read checks them)."""
+        records what is wrong with them: the ones whose read failed, the ones their rules do not
+        cache at once (the reader decides), and the ones that lead outside the mount roots by
+        now (the roots are checked again here, as a read checks them)."""
         # By name, not by scanning each directory: a batch is a few files of what may be a
         # directory of 100k, and a scan per batch would make a job quadratic in its size.
         inside = {id(status) for status in self.roots.visible(files, scan=False)}
-        batch: list[UfsStatus] = []
-        rest: list[UfsStatus] = []
-        for status in files:
-            cached = id(status) in inside and resolve_freshness(self.config, status.uri).cache
-            (batch if cached and self.reader.policy.caches(status.uri) else rest).append(status)
+        rest = [status for status in files if id(status) not in inside]
+        batch = [(s, self.rules.resolve(s.uri)) for s in files if id(s) in inside]
         return [*rest, *self.reader.store_whole(batch)]
 
     def _open(self, call: RequestContext, status: UfsStatus, span: Span, ramp: bool) -> ReadResult:
@@ -310,7 +321,7 @@ class WorkerService(Mutations):
             status,
             offset,
             length,
-            cache=call.fresh.cache,
+            call.policy,
             ramp=ramp,
             served=call.served,
             wait=call.deadline,

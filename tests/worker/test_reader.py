@@ -122,3 +122,64 @@ def test_a_read_one_batch_covers_is_filled_on_the_callers_thread(
     assert read_all(service, f"file://{data_dir}/large.bin") == large
     assert len(filled_on) > 1
     assert all(name.startswith("read-ahead") for name in filled_on)
+
+
+def _admissions(service: WorkerService) -> dict[str, float]:
+    registry = service.metrics.registry
+    names = ("admitted", "passed_through", "deferred")
+    return {
+        n: registry.get_sample_value("dora_admission_reads_total", {"decision": n}) or 0
+        for n in names
+    }
+
+
+def _cached(service: WorkerService, uri: str) -> int:
+    cached: int = service.describe(service.status(service.request(uri)))["cached_bytes"]
+    return cached
+
+
+def test_admission_is_decided_once_per_read_by_the_paths_rule(
+    make_service: Callable[..., WorkerService], data_dir: Path, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules"
+    rules.write_text(
+        f"file://{data_dir}/pass/** admission=pass\n"
+        f"file://{data_dir}/scan/** admission=second-read\n"
+    )
+    for name in ("pass", "scan"):
+        (data_dir / name).mkdir()
+        (data_dir / name / "f").write_bytes(os.urandom(3 * PAGE))
+    service = make_service(
+        "dora.worker.page.store.page.size=64KB", f"dora.worker.path.rules.file={rules}"
+    )
+    passed, scanned = f"file://{data_dir}/pass/f", f"file://{data_dir}/scan/f"
+    assert read_all(service, passed) == (data_dir / "pass" / "f").read_bytes()
+    assert _cached(service, passed) == 0
+    call = service.request(scanned)
+    first = b"".join(service.read(call, 0, PAGE + 1).chunks)
+    assert first == (data_dir / "scan" / "f").read_bytes()[: PAGE + 1]
+    assert _cached(service, scanned) == 0
+    assert b"".join(service.read(call, 0, PAGE + 1).chunks) == first
+    assert _cached(service, scanned) == PAGE + PAGE  # the two pages read twice
+    assert _admissions(service) == {"admitted": 1, "passed_through": 1, "deferred": 1}
+    assert service.stats()["passthrough_reads"] == 2
+
+
+def test_a_load_batch_stores_only_what_its_rules_cache_at_once(
+    make_service: Callable[..., WorkerService], data_dir: Path, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules"
+    rules.write_text(f"file://{data_dir}/scan/** admission=second-read\n")
+    (data_dir / "scan").mkdir()
+    for name in ("a", "b.tmp", "scan/c"):
+        (data_dir / name).write_bytes(name.encode())
+    service = make_service(
+        "dora.worker.cache.exclude=*.tmp", f"dora.worker.path.rules.file={rules}"
+    )
+    statuses = [
+        service.status(service.request(f"file://{data_dir}/{n}")) for n in ("a", "b.tmp", "scan/c")
+    ]
+    left = service.cache_whole(statuses)
+    assert sorted(status.name for status in left) == ["b.tmp", "c"]  # read the ordinary way
+    assert [service.describe(status)["cached_bytes"] for status in statuses] == [1, 0, 0]
+    assert _admissions(service)["admitted"] == 1

@@ -92,7 +92,7 @@ async def listing(
         children = service.list(call)
         age = service.meta.reads.listing_age(call.uri, children) if children else None
         entries = service.describe_many(children)
-        kept = listed(service.config, call.fresh, [child.uri for child in children])
+        kept = listed(service.rules, call.fresh, [child.uri for child in children])
         for entry, interval in zip(entries, kept, strict=True):
             entry["age_ms"] = age
             entry["sync_interval_ms"] = interval

@@ -6,10 +6,12 @@ import argparse
 import sys
 
 from config.template import render_template
+from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
-from worker import pathconf
 from worker.cli.common import EXIT_USAGE, config_options, load
 from worker.keys import build_registry
+from worker.rules.keys import PATH_CONF, RULES_FILE
+from worker.rules.live import Rules
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +30,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     paths = actions.add_parser(
         "paths",
         parents=[config_options()],
-        help=f"the per-path table ({pathconf.PATH_CONF.name}); with a URI, what applies to it",
+        help=f"the path rules ({RULES_FILE.name}, {PATH_CONF.name}, the include/exclude "
+        "globs) in precedence order; with a URI, what applies to it and which rule says so",
     )
     paths.add_argument("uri", nargs="?", help="show the settings that apply to this URI")
     paths.set_defaults(handler=show_paths)
@@ -56,7 +59,8 @@ def get_value(args: argparse.Namespace) -> int:
 def show_paths(args: argparse.Namespace) -> int:
     config = load(args)
     try:
-        lines = pathconf.explain(config, args.uri) if args.uri else pathconf.describe(config)
+        rules = Rules.from_config(config)
+        lines = rules.explain(uris.normalize(args.uri)) if args.uri else rules.describe()
     except UfsInvalidPath as exc:
         print(f"dora: {exc}", file=sys.stderr)
         return EXIT_USAGE

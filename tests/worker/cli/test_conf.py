@@ -61,9 +61,11 @@ def test_paths_shows_the_table_and_what_applies_to_a_uri(tmp_path: Path) -> None
         "s3://lake/raw  dora.user.file.readtype.default=NO_CACHE",
     ]
     out = dora("conf", "paths", "s3://lake/raw/a.csv", "--conf", str(conf))
-    assert out.stdout.splitlines() == [
-        "dora.user.file.metadata.sync.interval=-1  (default)",
-        "dora.user.file.readtype.default=NO_CACHE  (rule for s3://lake/raw)",
+    assert out.stdout.splitlines()[:3] == [
+        "sync-interval=-1  (default)",
+        "serve-stale=false  (default)",
+        "admission=pass  (dora.worker.path.conf: s3://lake/raw  "
+        "dora.user.file.readtype.default=NO_CACHE)",
     ]
 
 

@@ -1,5 +1,5 @@
-"""Path rules from a file (worker.pathrules): glob patterns, immutable, max-age and serve-stale,
-first match wins, precise errors, and a file edited under a running worker taking effect."""
+"""The rules file read into the rules model: globs, each directive parsed and refused
+precisely (file, line, directive), and a file edited under a running worker taking effect."""
 
 import time
 from collections.abc import Callable
@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from config import ConfigError
-from worker.pathrules import NEVER, RulesFile, compile_glob, parse
+from worker.rules.globs import compile_glob
+from worker.rules.model import Admission, Settings
+from worker.rules.parse import NEVER, parse_file
 from worker.service import WorkerService
 
 
@@ -39,8 +41,8 @@ def test_globs(pattern: str, matching: list[str], other: list[str]) -> None:
     assert [uri for uri in other if regex.fullmatch(uri)] == []
 
 
-def test_first_matching_line_wins() -> None:
-    rules = parse(
+def test_each_line_reads_into_what_it_sets() -> None:
+    rules = parse_file(
         "# lakehouse tables\n"
         "s3://lake/**/_delta_log/**  max-age=0\n"
         "s3://lake/**  immutable   # data files never change\n"
@@ -48,8 +50,30 @@ def test_first_matching_line_wins() -> None:
         "s3://**       serve-stale\n",
         "rules",
     )
-    assert [r.sync_interval for r in rules] == [0, NEVER, 300_000, None]
-    assert [r.serve_stale for r in rules] == [False, False, True, True]
+    assert [r.settings.sync_interval for r in rules] == [0, NEVER, 300_000, None]
+    assert [r.settings.serve_stale for r in rules] == [None, None, True, True]
+    assert [r.origin for r in rules] == ["rules:2", "rules:3", "rules:4", "rules:5"]
+    # "<uri>/**" with no other wildcard is a prefix (indexed); the others are globs.
+    assert [r.prefix for r in rules] == [None, "s3://lake", "s3://raw", None]
+
+
+def test_every_field_has_a_directive() -> None:
+    (rule,) = parse_file(
+        "s3://lake/scratch/** admission=second-read window=10min pin ttl=7d quota=2GB "
+        "serve-stale=false max-age=0",
+        "rules",
+    )
+    assert rule.settings == Settings(
+        sync_interval=0,
+        serve_stale=False,
+        admission=Admission.SECOND_READ,
+        window=600_000,
+        pin=True,
+        ttl=7 * 86_400_000,
+        quota=2 << 30,
+    )
+    (off,) = parse_file("s3://lake/a/** admission=pass pin=false", "rules")
+    assert (off.settings.admission, off.settings.pin) == (Admission.PASS, False)
 
 
 @pytest.mark.parametrize(
@@ -61,35 +85,22 @@ def test_first_matching_line_wins() -> None:
         ("s3://lake/** serve-stale serve-stale", "rules:1: 'serve-stale serve-stale': expected"),
         ("s3://lake/** max-age=soon", "rules:1: max-age='soon':"),
         ("lake/** immutable", "rules:1: invalid path"),
+        ("s3://lake/** admission=maybe", "rules:1: admission='maybe': expected one of cache, pass"),
+        ("s3://lake/** admission", "rules:1: 'admission' is not immutable"),
+        ("s3://lake/** window=1h", "rules:1: window= applies only with admission=second-read"),
+        ("s3://lake/** admission=second-read window=0", "rules:1: window='0': expected more"),
+        ("s3://lake/** pin=yes", "rules:1: pin='yes': expected true or false"),
+        ("s3://lake/** ttl=0", "rules:1: ttl='0': expected more than 0"),
+        ("s3://lake/** ttl=soon", "rules:1: ttl='soon': expected a duration"),
+        ("s3://lake/** quota=lots", "rules:1: quota='lots': expected a size"),
+        ("s3://lake/** quota=1GB quota=2GB", "rules:1: 'quota=1GB quota=2GB': expected each"),
+        ("s3://lake/** pin pin=false", "(pin twice)"),
     ],
 )
 def test_a_bad_line_is_named(text: str, problem: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        parse(text, "rules")
+        parse_file(text, "rules")
     assert problem in str(raised.value)
-
-
-def _interval(rules: RulesFile, uri: str) -> int | None:
-    rule = rules.match(uri)
-    return None if rule is None else rule.sync_interval
-
-
-def test_an_edit_is_read_once_checked_and_a_broken_one_is_not(tmp_path: Path) -> None:
-    path = tmp_path / "rules"
-    path.write_text("s3://lake/** immutable\n")
-    now = [0.0]
-    rules = RulesFile(path, clock=lambda: now[0])
-    assert _interval(rules, "s3://lake/a") == NEVER
-    path.write_text("s3://lake/** max-age=10s\n")
-    assert _interval(rules, "s3://lake/a") == NEVER  # not checked again yet
-    now[0] += 1.0
-    assert _interval(rules, "s3://lake/a") == 10_000
-    path.write_text("s3://lake/** max-age=\n")
-    now[0] += 1.0
-    assert _interval(rules, "s3://lake/a") == 10_000  # the broken edit is not taken
-    path.unlink()
-    now[0] += 1.0
-    assert _interval(rules, "s3://lake/a") == 10_000
 
 
 def test_a_worker_takes_an_edited_rules_file(

@@ -1,0 +1,136 @@
+"""The rules in force: read from the configuration and the rules file at start, the file
+re-read while the worker runs.
+
+The file is checked for a change at most once a second, on lookups, and :meth:`Rules.reload`
+re-reads it at once (what a SIGHUP handler calls). A file that no longer reads or parses is
+reported in the log, naming the file, the line and the directive, and the rules read before
+stay in force; at start, a bad file stops the worker with that error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from config import Config, ConfigError
+from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
+from worker.rules.keys import CACHE_EXCLUDE, CACHE_INCLUDE, PATH_CONF, READ_TYPE, RULES_FILE
+from worker.rules.model import Policy, Rule
+from worker.rules.parse import admission_default, parse_file, parse_filters, parse_table
+from worker.rules.ruleset import Defaults, RuleSet
+
+log = logging.getLogger(__name__)
+
+CHECK_EVERY_S = 1.0
+
+
+class Rules:
+    """The rule set in force: the rules file's rules (``path``; None: no file) before the
+    ``fixed`` rules of the configuration, over ``defaults``.
+
+    Thread-safe: ``_lock`` guards checking and re-reading the file; the rule set is immutable
+    and replaced whole, so lookups read it without the lock."""
+
+    def __init__(
+        self,
+        fixed: Sequence[Rule],
+        defaults: Defaults,
+        path: Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self._fixed = tuple(fixed)
+        self._defaults = defaults
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stamp = self._identity()
+        self._set = self._build()
+        self._checked = clock()
+
+    @classmethod
+    def from_config(cls, config: Config, clock: Callable[[], float] = time.monotonic) -> Rules:
+        """The rules ``config`` names. Raises ConfigError naming the key, or the file and line,
+        of a rule that cannot be read."""
+        include: list[str] = config.get(CACHE_INCLUDE)
+        exclude: list[str] = config.get(CACHE_EXCLUDE)
+        table: list[str] = config.get(PATH_CONF)
+        fixed = parse_filters(include, exclude) + parse_table(table)
+        defaults = Defaults(
+            config.get(SYNC_INTERVAL),
+            config.get(SERVE_STALE),
+            admission_default(config.get(READ_TYPE)),
+        )
+        path = config.get(RULES_FILE)
+        return cls(fixed, defaults, Path(path) if path else None, clock)
+
+    def _identity(self) -> tuple[int, int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _build(self) -> RuleSet:
+        if self.path is None:
+            return RuleSet(self._fixed, self._defaults)
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{RULES_FILE.name}: cannot read {self.path}: {exc}") from None
+        return RuleSet(parse_file(text, str(self.path)) + self._fixed, self._defaults)
+
+    def current(self) -> RuleSet:
+        """The rule set in force, after re-reading the file if it changed (checked at most every
+        :data:`CHECK_EVERY_S`)."""
+        now = self._clock()
+        if self.path is None or now - self._checked < CHECK_EVERY_S:
+            return self._set
+        with self._lock:
+            if now - self._checked >= CHECK_EVERY_S:
+                self._checked = now
+                if self._identity() != self._stamp:
+                    self._reload_locked()
+        return self._set
+
+    def reload(self) -> bool:
+        """Re-read the rules file now, whether or not it looks changed. True if its rules are
+        now in force; False (logged, with the file, line and directive) if it could not be
+        read or parsed, and the rules before stay in force."""
+        with self._lock:
+            self._checked = self._clock()
+            return self._reload_locked()
+
+    def _reload_locked(self) -> bool:
+        self._stamp = self._identity()
+        try:
+            self._set = self._build()
+        except ConfigError as exc:
+            log.error("path rules not reloaded, the previous ones stay in force: %s", exc)
+            return False
+        log.info("path rules reloaded from %s: %d rules", self.path, len(self._set.rules))
+        return True
+
+    def resolve(self, canonical_uri: str) -> Policy:
+        """What applies to ``canonical_uri`` (``ufs.uri.normalize``d) by the rules in force."""
+        return self.current().resolve(canonical_uri)
+
+    def explain(self, canonical_uri: str) -> list[str]:
+        """What applies to ``canonical_uri``, one line per field with the rule it comes from
+        (``RuleSet.explain``)."""
+        return self.current().explain(canonical_uri)
+
+    def describe(self) -> list[str]:
+        """The rules in precedence order, as ``dora conf paths`` prints them: the file's as
+        ``file:line: line``, the configuration's as written."""
+        lines = []
+        for rule in self.current().rules:
+            lines.append(
+                rule.text if rule.origin == PATH_CONF.name else f"{rule.origin}: {rule.text}"
+            )
+        return lines
