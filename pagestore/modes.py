@@ -20,6 +20,12 @@ PRIVATE_DIR = 0o700
 """The metastore's directory, the work directory: the worker's user only."""
 PRIVATE_FILE = 0o600
 """The metastore's lock and marker, the state file that carries the token."""
+PUBLIC_DIR = 0o755
+"""What holds only public things that any user's process may read: the Spark integration's
+cache of its jar and truststores (executors may run as another user)."""
+PUBLIC_FILE = 0o644
+"""The Spark integration's jar and truststores: code and public certificates, which must not
+be writable by anyone else (a planted class or CA would be trusted)."""
 
 
 def make_dirs(path: Path, mode: int) -> None:

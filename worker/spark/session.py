@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pagestore import modes
 from worker.spark import procs
 
 # Spark logs WARN lines about native libraries and such at start; the demo's output is a table.
@@ -45,9 +46,7 @@ def local_session(
     conf = dict(conf or {})
     java_options = conf.get("spark.driver.extraJavaOptions")
     _jvm_with_class_path(conf.get("spark.driver.extraClassPath"), _truststore(java_options))
-    log_config = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
-    log_config.write_text(_LOG4J2)
-    logging_option = f"-Dlog4j2.configurationFile=file:{log_config}"
+    logging_option = f"-Dlog4j2.configurationFile=file:{log_config()}"
     conf["spark.driver.extraJavaOptions"] = f"{logging_option} {java_options or ''}".strip()
     builder = (
         SparkSession.builder.master(master or f"local[{cores}]")
@@ -64,6 +63,14 @@ def local_session(
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def log_config() -> Path:
+    """The driver JVM's logging configuration, written now (the user's only: the umask may be
+    000, and a configuration another user could rewrite would decide what the JVM logs)."""
+    path = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
+    modes.write_file(path, _LOG4J2.encode(), modes.PRIVATE_FILE)
+    return path
 
 
 def _truststore(java_options: str | None) -> str | None:

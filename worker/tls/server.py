@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from config import Config, ConfigError
+from pagestore import modes
 from worker.tls import keys
 from worker.tls.client import is_loopback
 
@@ -122,8 +123,8 @@ def _load_pair(context: ssl.SSLContext, files: ServerFiles) -> None:
     with tempfile.TemporaryDirectory(prefix="dora-tls-") as scratch:
         # The key goes into a directory only this user can read (mkdtemp's mode 0700).
         cert_copy, key_copy = Path(scratch, "cert.pem"), Path(scratch, "key.pem")
-        cert_copy.write_bytes(cert)
-        key_copy.write_bytes(key)
+        modes.write_file(cert_copy, cert, modes.PRIVATE_FILE)
+        modes.write_file(key_copy, key, modes.PRIVATE_FILE)
         context.load_cert_chain(str(cert_copy), str(key_copy))
 
 
