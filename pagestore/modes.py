@@ -9,7 +9,9 @@ which the worker and every short-circuit client would then serve. What only the 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 
 SHARED_DIR = 0o750
@@ -67,3 +69,21 @@ def write_file(path: Path, data: bytes, mode: int) -> None:
     fd = create(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC, mode)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+
+
+def tighten(path: str | Path, mode: int) -> bool:
+    """Take the bits ``mode`` lacks away from ``path``, a directory or a regular file made
+    under a looser umask (a link is left alone: checked by ``lstat`` just before, and only the
+    owner of the directory holding it could swap it meanwhile); never adds any. Whether it
+    changed the mode; gone is not an error. Raises OSError."""
+    try:
+        current = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    loose = stat.S_IMODE(current.st_mode)
+    if stat.S_ISLNK(current.st_mode) or not loose & ~mode:
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(path, loose & mode)
+        return True
+    return False

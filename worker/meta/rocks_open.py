@@ -184,6 +184,9 @@ def _check_format(path: Path) -> None:
         return
     if (path / MARKER).read_bytes() != MARKER_TEXT:
         raise _CannotOpen(f"its {MARKER} marker names another format")
+    if modes.tighten(path, modes.PRIVATE_DIR):
+        # Its files are out of anyone else's reach once it is the user's only.
+        log.warning("metastore %s was made under a looser umask: it is the user's only now", path)
     if (path / UNCOMMITTED).exists():
         raise _CannotOpen(f"its {UNCOMMITTED} marker says a commit failed, so it may miss writes")
 
