@@ -15,7 +15,8 @@ an expired status is answered at once while one background re-check runs, see
 that sends none; a per-call option still wins, and these rules win over the prefix table of
 ``dora.worker.path.conf`` (``worker.pathconf``, which consults :func:`match`).
 
-The file is re-read when it changes (checked at most once a second, on lookups): a file that
+The file is re-read when it changes (checked at most once a second, on lookups, and at once on
+SIGHUP, :mod:`worker.hangup`): a file that
 no longer parses is reported in the log and the rules read before stay in force; at start, a
 bad file stops the worker with an error naming the line.
 """
@@ -170,17 +171,33 @@ class RulesFile:
                 self._reload()
         return self.rules
 
-    def _reload(self) -> None:
+    def reload(self) -> None:
+        """Re-read the file now, whether or not it looks changed (a SIGHUP: a file rewritten
+        with the same size within the same mtime tick looks unchanged), and log what changed."""
+        with self._lock:
+            self._checked = self._clock()
+            self._reload(force=True)
+
+    def _reload(self, force: bool = False) -> None:
         stamp = self._identity()
-        if stamp == self._stamp:
+        if stamp == self._stamp and not force:
             return
         self._stamp = stamp
         try:
-            self.rules = parse(self._read(), str(self.path))
+            rules = parse(self._read(), str(self.path))
         except ConfigError as exc:
             log.error("path rules not reloaded, the previous ones stay in force: %s", exc)
             return
-        log.info("path rules reloaded from %s: %d rules", self.path, len(self.rules))
+        before = {_line(rule) for rule in self.rules}
+        after = {_line(rule) for rule in rules}
+        self.rules = rules
+        log.info(
+            "path rules reloaded from %s: %d rules, %d new, %d gone",
+            self.path,
+            len(rules),
+            len(after - before),
+            len(before - after),
+        )
 
     def match(self, canonical_uri: str) -> GlobRule | None:
         """The first rule that matches ``canonical_uri``, None if none does."""
@@ -188,6 +205,11 @@ class RulesFile:
             if rule.regex.fullmatch(canonical_uri):
                 return rule
         return None
+
+
+def _line(rule: GlobRule) -> tuple[str, int | None, bool]:
+    """What a rule says, to tell which rules a reload changed."""
+    return (rule.pattern, rule.sync_interval, rule.serve_stale)
 
 
 @functools.lru_cache(maxsize=8)

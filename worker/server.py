@@ -1,5 +1,6 @@
-"""Running a worker process: bind, serve, write the state file, watch owners, shut down
-gracefully (stop accepting, finish in-flight requests, flush the metastore)."""
+"""Running a worker process: bind, serve, write the state file, watch owners, reload its files
+on SIGHUP (:mod:`worker.hangup`), shut down gracefully (stop accepting, finish in-flight
+requests, flush the metastore)."""
 
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ from starlette.types import ASGIApp
 
 from config import Config, ConfigError
 from pagestore import modes
-from worker import keys
+from worker import keys, pathrules
 from worker.api import alluxio, alluxio_keys
 from worker.api import keys as api_keys
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
 from worker.feeds.runner import Feeds
+from worker.hangup import Hangups
 from worker.httpproto import SlowClientPolicy, protocol_class
 from worker.service import WorkerService
 from worker.tls.server import ServerTls, reloading, warn_plaintext
@@ -173,7 +175,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
     try:
-        with reloading(tls):
+        with reloading(tls), Hangups(tls, pathrules.rules_file(config)).installed():
             server.run(sockets=listeners)
     finally:
         log.info("worker stopping: flushing the metastore and page store")
