@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pagestore import modes
-from worker.spark import procs
+from worker.spark import jvmguard, procs
 
 # Spark logs WARN lines about native libraries and such at start; the demo's output is a table.
 _LOG4J2 = """\
@@ -35,7 +35,8 @@ def local_session(
     ``local-cluster[2,1,1024]``) with the ``dora`` data source registered.
 
     Executors' Python is this interpreter (``PYSPARK_PYTHON`` must be set before the session
-    exists, or Spark picks whatever ``python3`` is on PATH, without our packages).
+    exists, or Spark picks whatever ``python3`` is on PATH, without our packages). The JVM
+    pyspark starts for it dies with this process, however it ends (:mod:`.jvmguard`).
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -61,6 +62,10 @@ def local_session(
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    # None when pyspark attached to a gateway it did not start (PYSPARK_GATEWAY_PORT).
+    gateway_process = getattr(spark.sparkContext._gateway, "proc", None)
+    if gateway_process is not None:
+        jvmguard.guard(gateway_process.pid)
     register(spark)
     return spark
 
