@@ -9,7 +9,8 @@ its own: once the driver is gone (SIGKILL included: the kernel closes the pipe),
 JVM :data:`GRACE_S` to exit by itself, then kills it. It leaves once the JVM is gone, and never
 touches a process that merely took the JVM's PID (the start time tells them apart).
 
-``python -m worker.spark.jvmguard <JVM pid> <its start time>``, from :func:`guard`.
+:func:`guard` runs this file as a script of its own (``python -I jvmguard.py <JVM pid> <its
+start time>``): it imports nothing of the package, so an idle guard costs a bare interpreter.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-
-from worker.spark import procs
+from pathlib import Path
 
 GRACE_S = 10.0
 """How long a JVM whose driver is gone may take to exit by itself before it is killed."""
@@ -36,7 +36,7 @@ def guard(jvm_pid: int) -> None:
     """Tie the JVM ``jvm_pid`` (this process's py4j gateway) to this process: once it is gone,
     so is the JVM. Once per JVM; thread-safe (``_lock`` guards the guards kept: a guard whose
     pipe is collected would take this process for gone)."""
-    started = procs.start_time(jvm_pid)
+    started = _start_time(jvm_pid)
     if started is None:
         return
     with _lock:
@@ -44,7 +44,7 @@ def guard(jvm_pid: int) -> None:
         if running is not None and running.poll() is None:
             return
         _guards[jvm_pid] = subprocess.Popen(
-            [sys.executable, "-m", "worker.spark.jvmguard", str(jvm_pid), str(started)],
+            [sys.executable, "-I", __file__, str(jvm_pid), str(started)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             # Out of the driver's session: Ctrl-C or a hangup of the driver's terminal, which
@@ -53,8 +53,19 @@ def guard(jvm_pid: int) -> None:
         )
 
 
+def _start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), None once it is gone or a zombie; as
+    ``worker.spark.procs`` reads it, without importing the package."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()  # after the command name, which may hold ")"
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
 def _same(pid: int, started: int) -> bool:
-    return procs.process_alive(pid) and procs.start_time(pid) == started
+    return _start_time(pid) == started
 
 
 def watch(pid: int, started: int, grace_s: float = GRACE_S) -> None:

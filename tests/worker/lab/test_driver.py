@@ -18,7 +18,7 @@ from types import FrameType
 import pytest
 
 from worker.demo.hosts import Driver
-from worker.spark import procs
+from worker.spark import jvmguard, procs
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def interrupt_once_warming_up(seen: list[int], failed: list[str]) -> None:
     while time.monotonic() < deadline:
         for driver in children(os.getpid(), "-m", "worker.lab.sparkjob"):
             jvms = children(driver, command="java")
-            if jvms and children(driver, "-m", "worker.spark.jvmguard"):
+            if jvms and children(driver, jvmguard.__file__):
                 seen.extend([driver, *jvms])
                 os.kill(os.getpid(), signal.SIGALRM)
                 return

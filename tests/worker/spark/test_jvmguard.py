@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.spark import hadoopjar, procs
+from worker.spark import hadoopjar, jvmguard, procs
 
 # A shutdown hook that blocks: what keeps a JVM up after its pipe from the driver broke when
 # SparkContext.stop waits on a standalone Master that went away (a lab's network stopped).
@@ -82,3 +82,16 @@ def test_a_driver_killed_during_warm_up_takes_its_jvm_with_it(
         driver.wait()
     # The JVM's own exit is blocked by the hook: only its guard can end it.
     assert procs.wait_dead(jvm, timeout=60), "the dead driver's JVM is still running"
+
+
+def test_a_guard_leaves_once_its_jvm_is_gone_and_never_hits_another_process() -> None:
+    stand_in = subprocess.Popen(["sleep", "600"])  # a JVM stopped with its session
+    try:
+        jvmguard.guard(stand_in.pid)
+        jvmguard.guard(stand_in.pid)  # once per JVM
+        guards = procs.pids_with_args(jvmguard.__file__, str(stand_in.pid))
+        assert len(guards) == 1
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+    assert procs.wait_dead(guards[0], timeout=10), "the guard outlived its JVM"
