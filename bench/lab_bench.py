@@ -26,20 +26,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from config import load_config
 from tests.worker.tls.certs import CA
 from worker.client.http import Call, WorkerClient
-from worker.client.options import ClientOptions
 from worker.cluster.etcd import Etcd
 from worker.cluster.status import cluster_status
-from worker.keys import build_registry
 from worker.lab.lab import BUCKET, Lab, LabWorker, guard
 from worker.lab.netns import unavailable_reason
-
-
-def _client(lab: Lab) -> WorkerClient:
-    config = load_config(build_registry(), environ={}, defines=lab.client_defines())
-    return WorkerClient(ClientOptions.resolve(config))
 
 
 def _read(client: WorkerClient, uri: str) -> tuple[float, str]:
@@ -88,7 +80,7 @@ def _fresh_read(lab: Lab, uri: str, lost: LabWorker, listed: bool = True) -> flo
     """A new client's first read of ``uri`` (owned by ``lost``, whose link is down), while the
     ring it builds from etcd still lists ``lost`` (one connect timeout to it, then the next
     worker) or once it no longer does (no attempt to it at all); RuntimeError otherwise."""
-    client = _client(lab)
+    client = lab.client()
     if (lost.address in client.ring.workers) != listed:
         raise RuntimeError(f"the fresh client's ring {'no longer' if listed else 'still'} "
                            f"lists {lost.address}")  # fmt: skip
@@ -107,7 +99,7 @@ def failover(lab: Lab) -> dict[str, float]:
     uris = [f"s3://{BUCKET}/bench/fail-{i}" for i in range(12)]
     for uri in uris:
         lab.s3.client().pipe(uri.removeprefix("s3://"), b"y" * 65536)
-    used = _client(lab)
+    used = lab.client()
     uri = next(u for u in uris if used.ring.owner(u) == lost.address)
     _read(used, uri)
 

@@ -50,6 +50,7 @@ from pagestore.pack import (
 )
 from pagestore.page import PageKey
 from pagestore.pagefile import ShortPageError, encode_header, header_size, parse_header, verify
+from pagestore.tighten import tighten
 
 logger = logging.getLogger(__name__)
 _RECORD_LIMIT = 1 << 16  # URIs are far shorter; a longer file is cut and fails its checksum
@@ -123,6 +124,7 @@ class PageDir:
             if unmarked:
                 owner.mark(self.root)
             modes.make_dirs(self.base, modes.SHARED_DIR)
+            tighten(self.root, self.base, (owner.LOCK_FILE, owner.MARKER))
         except BaseException:
             self.close()
             raise

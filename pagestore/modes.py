@@ -9,7 +9,9 @@ which the worker and every short-circuit client would then serve. What only the 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 
 SHARED_DIR = 0o750
@@ -20,6 +22,12 @@ PRIVATE_DIR = 0o700
 """The metastore's directory, the work directory: the worker's user only."""
 PRIVATE_FILE = 0o600
 """The metastore's lock and marker, the state file that carries the token."""
+PUBLIC_DIR = 0o755
+"""What holds only public things that any user's process may read: the Spark integration's
+cache of its jar and truststores (executors may run as another user)."""
+PUBLIC_FILE = 0o644
+"""The Spark integration's jar and truststores: code and public certificates, which must not
+be writable by anyone else (a planted class or CA would be trusted)."""
 
 
 def make_dirs(path: Path, mode: int) -> None:
@@ -61,3 +69,21 @@ def write_file(path: Path, data: bytes, mode: int) -> None:
     fd = create(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC, mode)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+
+
+def tighten(path: str | Path, mode: int) -> bool:
+    """Take the bits ``mode`` lacks away from ``path``, a directory or a regular file made
+    under a looser umask (a link is left alone: checked by ``lstat`` just before, and only the
+    owner of the directory holding it could swap it meanwhile); never adds any. Whether it
+    changed the mode; gone is not an error. Raises OSError."""
+    try:
+        current = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    loose = stat.S_IMODE(current.st_mode)
+    if stat.S_ISLNK(current.st_mode) or not loose & ~mode:
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(path, loose & mode)
+        return True
+    return False

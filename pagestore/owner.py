@@ -22,7 +22,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pagestore import modes
-from pagestore.layout import GENERATIONS, Kind, classify, is_bucket, is_layout
+from pagestore.layout import (
+    GENERATIONS,
+    PACKS,
+    Kind,
+    classify,
+    is_bucket,
+    is_layout,
+    pack_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +120,9 @@ def _walk_foreign(root: Path) -> Iterator[str]:
             yield entry.name
             continue
         for bucket in _entries(Path(entry.path)):
+            if bucket.name == PACKS and bucket.is_dir(follow_symlinks=False):
+                yield from _foreign_in_packs(f"{entry.name}/{PACKS}", Path(bucket.path))
+                continue
             if not (is_bucket(bucket.name) and bucket.is_dir(follow_symlinks=False)):
                 yield f"{entry.name}/{bucket.name}"
                 continue
@@ -120,6 +131,14 @@ def _walk_foreign(root: Path) -> Iterator[str]:
                     classify(bucket.name, item.name) is Kind.FOREIGN
                 ):
                     yield f"{entry.name}/{bucket.name}/{item.name}"
+
+
+def _foreign_in_packs(name: str, packs: Path) -> Iterator[str]:
+    """The entries of a layout's packs directory that are not packs (packs are written in
+    place, so the store leaves nothing else there)."""
+    for item in _entries(packs):
+        if pack_of(item.name) is None or not item.is_file(follow_symlinks=False):
+            yield f"{name}/{item.name}"
 
 
 def _entries(path: Path) -> list[os.DirEntry[str]]:

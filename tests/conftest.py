@@ -5,7 +5,8 @@
 - Markers: ``integration`` (real servers: every test under ``tests/integration/`` carries it)
   and ``reliability`` (the scenarios under ``tests/reliability/``). The fast lane
   (``make test-fast``) deselects both.
-- ``umask_000``: the test runs (and starts processes) under umask 000, the most permissive.
+- ``umask_000``: the test runs (and starts processes) under umask 000, the most permissive;
+  ``writable_by_others`` then finds what was created without an explicit mode.
 - Figures: a reliability test reports what it measured with the ``figure`` fixture; they are
   printed at the end of the run, for RELIABILITY.md.
 """
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -82,3 +84,16 @@ def umask_000() -> Iterator[None]:
     previous = os.umask(0)
     yield
     os.umask(previous)
+
+
+def writable_by_others(top: Path) -> list[str]:
+    """Every entry under ``top`` (private directories included) that its group or others may
+    write, with its mode: a file made without an explicit mode under umask 000 is 0666."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in [*dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            if mode & 0o022:
+                found.append(f"{path} {mode:o}")
+    return found

@@ -1,5 +1,6 @@
-"""Running a worker process: bind, serve, write the state file, watch owners, shut down
-gracefully (stop accepting, finish in-flight requests, flush the metastore)."""
+"""Running a worker process: bind, serve, write the state file, watch owners, reload its files
+on SIGHUP (:mod:`worker.hangup`), shut down gracefully (stop accepting, finish in-flight
+requests, flush the metastore)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from worker.api import keys as api_keys
 from worker.api.app import create_app
 from worker.cluster.node import ClusterNode
 from worker.feeds.runner import Feeds
+from worker.hangup import Hangups
 from worker.httpproto import SlowClientPolicy, protocol_class
 from worker.service import WorkerService
 from worker.tls.server import ServerTls, reloading, warn_plaintext
@@ -173,7 +175,10 @@ def serve(config: Config, options: ProcessOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stopping)
     try:
-        with reloading(tls):
+        with (
+            reloading(tls),
+            Hangups(tls, service.rules if service.rules.path else None).installed(),
+        ):
             server.run(sockets=listeners)
     finally:
         log.info("worker stopping: flushing the metastore and page store")

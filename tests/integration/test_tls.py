@@ -14,15 +14,21 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from cryptography import x509
 
-from tests.integration.tls_support import DORA, TlsWorker, tls_defines
+from tests.integration.tls_support import (
+    DORA,
+    TlsWorker,
+    replace,
+    served_serial,
+    tls_defines,
+    wait_for_log,
+    wait_for_serial,
+)
 from tests.worker.tls.certs import CA, Pair
 from worker.client.errors import Unauthorized, WorkerUnavailable
 from worker.client.filesystem import DoraFileSystem
@@ -259,7 +265,7 @@ def test_a_replaced_client_ca_is_used_without_restart(
         temp = bundle.with_suffix(".new")
         temp.write_bytes(new.file.read_bytes())
         temp.replace(bundle)
-        wait_for_log(process, "new connections use the replaced files")
+        wait_for_log(process, "new connections use the files as they are now (changed: client CA)")
         assert new_client.info(f"file://{data}/a.bin")["size"] == 3 << 20
         with pytest.raises(WorkerNotTrusted, match="refuses our client certificate"):
             with_cert(tls_ca, process, old.issue("d", ("x",), client=True)).info(
@@ -270,39 +276,6 @@ def test_a_replaced_client_ca_is_used_without_restart(
         assert new_client.info(f"file://{data}/a.bin")["size"] == 3 << 20  # the last one kept
     finally:
         process.stop()
-
-
-def wait_for_log(process: TlsWorker, line: str) -> None:
-    deadline = time.monotonic() + 30
-    while line not in process.log():
-        assert time.monotonic() < deadline, process.log()
-        time.sleep(0.05)
-
-
-def served_serial(port: int, tls_ca: CA) -> int:
-    context = ssl.create_default_context(cafile=str(tls_ca.file))
-    with (
-        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
-        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
-    ):
-        der = tls.getpeercert(binary_form=True)
-    assert der is not None
-    return x509.load_der_x509_certificate(der).serial_number
-
-
-def wait_for_serial(port: int, tls_ca: CA, serial: int) -> None:
-    deadline = time.monotonic() + 30
-    while served_serial(port, tls_ca) != serial:
-        assert time.monotonic() < deadline, "the worker did not take the replaced certificate"
-        time.sleep(0.05)
-
-
-def replace(pair: Pair, live: Pair) -> None:
-    """Put ``pair`` where the worker reads ``live`` from, as a Secret volume does: by rename."""
-    for source, target in ((pair.key, live.key), (pair.cert, live.cert)):
-        temp = target.with_suffix(".new")
-        temp.write_bytes(source.read_bytes())
-        temp.replace(target)
 
 
 def test_replaced_certificate_serves_new_connections_without_restart(

@@ -75,7 +75,15 @@ def test_a_foreign_directory_named_like_a_layout_survives(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     "foreign",
-    [".bashrc", "2024/ab/photo.jpg", "4096/aa/notes.txt", "4096/not-a-bucket/x", "4096/aa/b/c"],
+    [
+        ".bashrc",
+        "2024/ab/photo.jpg",
+        "4096/aa/notes.txt",
+        "4096/not-a-bucket/x",
+        "4096/aa/b/c",
+        "v3-4096/packs/notes.txt",
+        "v3-4096/packs/0.pack/x",
+    ],
 )
 def test_any_entry_the_store_does_not_make_is_refused(tmp_path: Path, foreign: str) -> None:
     path = tmp_path / "dir0" / foreign
@@ -99,27 +107,33 @@ def flip_a_marker_byte(root: Path) -> None:
     marker.write_bytes(bytes(text))
 
 
+@pytest.mark.parametrize("size", [PAGE_SIZE, PAGE_SIZE // 2], ids=["page-files", "packs"])
 def test_a_damaged_marker_on_the_stores_own_layout_is_a_failing_directory(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, size: int
 ) -> None:
-    """Issue 22 item 7: a flipped byte in the marker made the store refuse to start."""
-    options = make_options(tmp_path, dirs=2)
+    """Issue 22 item 7: a flipped byte in the marker made the store refuse to start. Issue 36
+    item 1: it still did when the layout held packs (small pages), whose directory was taken
+    for somebody else's."""
+    options = make_options(tmp_path, dirs=2, pack_limit=PAGE_SIZE // 2)
     store = open_local(options)
     # Pages go to a directory by hashing its path with the file id: 32 files put some on
     # each of the two (all on one has a chance of 2 in 2**32).
     kept = [PageId(f"{n:02x}" * 32, "v", 0) for n in range(32)]
     for page_id in kept:
-        assert store.put(page_id, content(page_id), uri(page_id)) is PutResult.OK
+        assert store.put(page_id, content(page_id, size), uri(page_id)) is PutResult.OK
     store.close()
+    packs = list(tmp_path.glob("dir0/*/packs/*.pack"))
+    assert bool(packs) == (size < PAGE_SIZE)
     flip_a_marker_byte(tmp_path / "dir0")
     before = snapshot(tmp_path / "dir0")
     with caplog.at_level(logging.ERROR, logger="pagestore"):
         store = open_local(options)
     try:
         assert store.stats().dirs_in_service == 1
-        served = [store.get(page_id) == content(page_id) for page_id in kept]
+        served = [store.get(page_id) == content(page_id, size) for page_id in kept]
         assert False in served and True in served  # dir0's pages miss, dir1's are served
-        assert store.put(kept[0], content(kept[0]), uri(kept[0])) is PutResult.OK  # in dir1
+        again = content(kept[0], size)
+        assert store.put(kept[0], again, uri(kept[0])) is PutResult.OK  # in dir1
     finally:
         store.close()
     assert snapshot(tmp_path / "dir0") == before  # nothing used, deleted or rewritten

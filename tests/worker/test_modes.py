@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pagestore import modes
+from tests.conftest import writable_by_others
 from tests.worker.conftest import Api
 from worker.service import WorkerService
 
@@ -50,4 +51,7 @@ def test_every_directory_and_file_the_worker_creates_under_umask_000(
     service.close()
     work = tmp_path / "work"
     assert too_open(work) == []
+    # Issue 36 item 2: inside the private metastore, rocksdict's own rocksdict-config.json
+    # was 0666.
+    assert writable_by_others(work) == []
     assert stat.S_IMODE(os.stat(work / "metastore").st_mode) == modes.PRIVATE_DIR

@@ -14,6 +14,7 @@ from worker.client.ring import HashRing
 
 if TYPE_CHECKING:
     from worker.cluster.credentials import Credentials
+    from worker.cluster.etcd import Etcd
     from worker.cluster.members import MembershipView
     from worker.tls.client import PemFiles
 
@@ -24,8 +25,10 @@ class ClusterRing:
     """Builds the current :class:`HashRing`: from a :class:`MembershipView` (rebuilt only when
     the membership changed) or from the static names.
 
-    Thread-safe: the ring is replaced, never mutated; rebuilding is guarded by a lock. Fork-safe:
-    the view (its etcd connection and watch thread) is built per process, on first use.
+    Thread-safe: the ring is replaced, never mutated; rebuilding and closing are guarded by a
+    lock. Fork-safe: the view (its etcd connection and watch thread) is built per process, on
+    first use. :meth:`close` stops following etcd: a client that outlives its cluster (a test
+    lab's) would otherwise go on retrying it, and say so in the log, for the rest of the process.
     """
 
     def __init__(
@@ -49,24 +52,29 @@ class ClusterRing:
         self._lock = threading.Lock()
         self._built: tuple[int, HashRing] | None = None
         self._fell_back = False
+        self._closed = False
 
-    def _build_view(self) -> MembershipView:
+    def _build_view(self) -> tuple[Etcd, MembershipView]:
         # The etcd client (requests, etcd3gw) only for a client that has a cluster to follow.
         from worker.cluster.etcd import Etcd
         from worker.cluster.members import MembershipView
 
         etcd = Etcd(self._endpoints, self._timeout_s, self._credentials, self._etcd_tls)
-        return MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s).start()
+        view = MembershipView(etcd, self._cluster, idle_timeout_s=5 * self._timeout_s)
+        return etcd, view.start()
 
     @property
     def dynamic(self) -> bool:
         return self._view is not None
 
     def current(self) -> HashRing:
-        """The ring to route by now."""
-        if self._view is None:
+        """The ring to route by now (the static one once closed)."""
+        if self._view is None or self._closed:
             return self._static
-        view = self._view.get()
+        view = self._view.get()[1]
+        if self._closed:
+            self.close()  # closed while the view was being built: it is closed now too
+            return self._static
         built = self._built
         if built is not None and built[0] == view.generation:
             return built[1]
@@ -86,15 +94,26 @@ class ClusterRing:
             self._built = (view.generation, ring)
             return ring
 
+    def close(self) -> None:
+        """Stop following etcd (the watch and its connection, in this process); the ring is the
+        static one from then on. Idempotent."""
+        with self._lock:
+            self._closed = True
+            following = None if self._view is None else self._view.peek()
+        if following is not None:
+            etcd, view = following
+            view.close()
+            etcd.close()
+
     def url(self, name: str) -> str | None:
         """The base URL etcd has for the worker ``name`` (None: not a live worker there)."""
-        view = None if self._view is None else self._view.peek()
-        return None if view is None else view.url(name)
+        following = None if self._view is None else self._view.peek()
+        return None if following is None else following[1].url(name)
 
     @property
     def etcd_available(self) -> bool | None:
         """Whether the ring follows etcd right now (None without a cluster)."""
         if self._view is None:
             return None
-        view = self._view.peek()
-        return view is not None and view.available
+        following = self._view.peek()
+        return following is not None and following[1].available

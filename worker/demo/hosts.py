@@ -101,7 +101,15 @@ class Driver:
             self.process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
             )
-        self.application: str = self.result()["ready"]
+        try:
+            self.application: str = self.result()["ready"]
+        except BaseException:
+            # Nobody holds this driver yet to stop it (its caller registers stop() once it is
+            # ready): a warm-up that failed, or was interrupted, must not leave it running
+            # (its JVM dies with it: worker.spark.jvmguard).
+            self.process.kill()
+            self.process.wait()
+            raise
 
     def result(self) -> dict[str, Any]:
         """The next answer line (the one to the query :meth:`submit` sent last)."""

@@ -22,7 +22,11 @@ from types import FrameType, TracebackType
 
 import httpx
 
+from config import load_config
+from worker.client.http import WorkerClient
+from worker.client.options import ClientOptions
 from worker.cluster.localetcd import LocalEtcd
+from worker.keys import build_registry
 from worker.lab.netns import Host, Network
 from worker.lab.tls import Issuer, LabTls
 from worker.locals3 import LocalS3
@@ -157,6 +161,7 @@ class Lab:
         self.s3: LocalS3 | None = None
         self.etcd: LocalEtcd | None = None
         self.workers: list[LabWorker] = []
+        self._clients: list[WorkerClient] = []
 
     def start(self) -> Lab:
         try:
@@ -214,6 +219,16 @@ class Lab:
             *([] if self.tls is None else self.tls.client_defines()),
         ]
 
+    def client(self, *defines: str) -> WorkerClient:
+        """A client in this process with :meth:`client_defines` (and ``defines``). Its ring
+        follows the lab's etcd until the lab stops, which ends that: a client left open would
+        go on retrying the stopped etcd, and logging it, for the rest of the process."""
+        settings = [*self.client_defines(), *defines]
+        config = load_config(build_registry(), environ={}, defines=settings)
+        client = WorkerClient(ClientOptions.resolve(config))
+        self._clients.append(client)
+        return client
+
     @property
     def addresses(self) -> list[str]:
         return [worker.address for worker in self.workers]
@@ -247,8 +262,12 @@ class Lab:
         return answers
 
     def stop(self) -> None:
-        """Stop every process (workers, etcd, SeaweedFS) by PID, then remove the namespaces."""
+        """Stop following etcd in this process's clients (:meth:`client`), stop every process
+        (workers, etcd, SeaweedFS) by PID, then remove the namespaces."""
         try:
+            for client in self._clients:
+                client.rings.close()
+            self._clients.clear()
             for worker in self.workers:
                 worker.stop()
                 worker.http.close()

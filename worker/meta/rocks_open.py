@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 MARKER = "DORACACHE"
 MARKER_TEXT = b"doracache metastore, value format 1\n"
 UNCOMMITTED = "UNCOMMITTED"
+# rocksdict writes its options beside RocksDB's files, with the process's umask (0666 under
+# umask 000). RocksDB makes its own files 0644; the directory is 0700 either way.
+_ROCKSDICT_CONFIG = "rocksdict-config.json"
 
 
 class _CannotOpen(Exception):
@@ -159,9 +162,16 @@ def _open(path: Path, ttl_ms: int) -> Rdict:
     # RocksDB's TTL only reclaims space at compaction; expiry itself is checked on every read.
     ttl_s = max(1, math.ceil(ttl_ms / 1000))
     try:
-        return Rdict(str(path), options, access_type=AccessType.with_ttl(ttl_s))
+        store = Rdict(str(path), options, access_type=AccessType.with_ttl(ttl_s))
     except Exception as exc:  # rocksdict raises bare Exception for every failure
         raise _CannotOpen(str(exc)) from exc
+    try:
+        with contextlib.suppress(FileNotFoundError):  # a rocksdict that no longer writes it
+            os.chmod(path / _ROCKSDICT_CONFIG, modes.PRIVATE_FILE)
+    except OSError as exc:
+        store.close()
+        raise MetastoreOpenError(f"cannot make {str(path)!r} private: {exc}") from exc
+    return store
 
 
 def _check_format(path: Path) -> None:
@@ -174,6 +184,9 @@ def _check_format(path: Path) -> None:
         return
     if (path / MARKER).read_bytes() != MARKER_TEXT:
         raise _CannotOpen(f"its {MARKER} marker names another format")
+    if modes.tighten(path, modes.PRIVATE_DIR):
+        # Its files are out of anyone else's reach once it is the user's only.
+        log.warning("metastore %s was made under a looser umask: it is the user's only now", path)
     if (path / UNCOMMITTED).exists():
         raise _CannotOpen(f"its {UNCOMMITTED} marker says a commit failed, so it may miss writes")
 

@@ -108,13 +108,26 @@ class Rules:
 
     def _reload_locked(self) -> bool:
         self._stamp = self._identity()
+        before = self._set
         try:
             self._set = self._build()
         except ConfigError as exc:
             log.error("path rules not reloaded, the previous ones stay in force: %s", exc)
             return False
-        log.info("path rules reloaded from %s: %d rules", self.path, len(self._set.rules))
+        old, new = self._file_rules(before), self._file_rules(self._set)
+        log.info(
+            "path rules reloaded from %s: %d rules, %d new, %d gone",
+            self.path,
+            len(new),
+            len(new - old),
+            len(old - new),
+        )
         return True
+
+    def _file_rules(self, rules: RuleSet) -> set[str]:
+        """What the rules file's rules in ``rules`` say, to tell which rules a reload changed
+        (the configuration's rules never change while the worker runs)."""
+        return {rule.text for rule in rules.rules if rule not in self._fixed}
 
     def resolve(self, canonical_uri: str) -> Policy:
         """What applies to ``canonical_uri`` (``ufs.uri.normalize``d) by the rules in force."""

@@ -20,6 +20,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from pagestore import modes
+
 CLASS = "org.doracache.hadoop.DoraWebHdfsFileSystem"
 SOURCES = Path(__file__).with_name("java")
 # What the sources compile against, from pyspark's jars.
@@ -74,7 +76,7 @@ def jar_path() -> Path | None:
 def _build(compiler: str, classpath: list[str], sources: list[Path], target: Path) -> None:
     """Compile into a temporary directory and move the jar into place in one rename, so that
     processes building at once never see half a jar."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    modes.make_dirs(target.parent, modes.PUBLIC_DIR)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         classes = Path(work, "classes")
         command = [compiler, "--release", "17", "-Xlint:all", "-Werror", "-encoding", "UTF-8"]
@@ -89,4 +91,5 @@ def _build(compiler: str, classpath: list[str], sources: list[Path], target: Pat
             jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n\r\n")
             for path in sorted(classes.rglob("*.class")):
                 jar.write(path, path.relative_to(classes).as_posix())
+        os.chmod(built, modes.PUBLIC_FILE)  # zipfile's mode is the umask's
         os.replace(built, target)

@@ -34,9 +34,11 @@ LOG_TAIL_LINES = 20
 # A launcher that starts the worker in its own session and exits at once, so the worker is
 # nobody's child: no zombie is left behind in a Spark Python worker, and Spark killing that
 # Python worker (idle after ~60 s) cannot take the cache down with it.
+# The log is the worker's user's only (the umask may be 000).
 _LAUNCHER = (
-    "import subprocess, sys\n"
-    "log = open(sys.argv[1], 'wb')\n"
+    "import os, subprocess, sys\n"
+    "log = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+    "os.fchmod(log, 0o600)\n"
     "child = subprocess.Popen(sys.argv[3:], cwd=sys.argv[2], stdin=subprocess.DEVNULL,"
     " stdout=log, stderr=subprocess.STDOUT, start_new_session=True)\n"
     "print(child.pid)\n"

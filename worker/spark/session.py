@@ -9,7 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from worker.spark import procs
+from pagestore import modes
+from worker.spark import jvmguard, procs
 
 # Spark logs WARN lines about native libraries and such at start; the demo's output is a table.
 _LOG4J2 = """\
@@ -34,7 +35,8 @@ def local_session(
     ``local-cluster[2,1,1024]``) with the ``dora`` data source registered.
 
     Executors' Python is this interpreter (``PYSPARK_PYTHON`` must be set before the session
-    exists, or Spark picks whatever ``python3`` is on PATH, without our packages).
+    exists, or Spark picks whatever ``python3`` is on PATH, without our packages). The JVM
+    pyspark starts for it dies with this process, however it ends (:mod:`.jvmguard`).
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -45,9 +47,7 @@ def local_session(
     conf = dict(conf or {})
     java_options = conf.get("spark.driver.extraJavaOptions")
     _jvm_with_class_path(conf.get("spark.driver.extraClassPath"), _truststore(java_options))
-    log_config = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
-    log_config.write_text(_LOG4J2)
-    logging_option = f"-Dlog4j2.configurationFile=file:{log_config}"
+    logging_option = f"-Dlog4j2.configurationFile=file:{log_config()}"
     conf["spark.driver.extraJavaOptions"] = f"{logging_option} {java_options or ''}".strip()
     builder = (
         SparkSession.builder.master(master or f"local[{cores}]")
@@ -62,8 +62,20 @@ def local_session(
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    # None when pyspark attached to a gateway it did not start (PYSPARK_GATEWAY_PORT).
+    gateway_process = getattr(spark.sparkContext._gateway, "proc", None)
+    if gateway_process is not None:
+        jvmguard.guard(gateway_process.pid)
     register(spark)
     return spark
+
+
+def log_config() -> Path:
+    """The driver JVM's logging configuration, written now (the user's only: the umask may be
+    000, and a configuration another user could rewrite would decide what the JVM logs)."""
+    path = Path(tempfile.gettempdir()) / f"doracache-log4j2-{os.getuid()}.properties"
+    modes.write_file(path, _LOG4J2.encode(), modes.PRIVATE_FILE)
+    return path
 
 
 def _truststore(java_options: str | None) -> str | None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from config.loader import parse_define
+from pagestore import modes
 from worker.keys import build_registry
 from worker.spark import procs
 from worker.spark.launch import fingerprints, start_worker
@@ -165,7 +166,7 @@ def normalize_defines(defines: Sequence[str]) -> dict[str, str]:
 
 
 def _prepare_dir(root: Path) -> Path:
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    modes.make_dirs(root, modes.PRIVATE_DIR)
     info = root.stat()
     # The state dir holds the worker's token: refuse one another user could have planted.
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
@@ -173,7 +174,7 @@ def _prepare_dir(root: Path) -> Path:
             f"state dir {root} must belong to uid {os.getuid()} and not be group- or "
             "world-writable; set DORA_STATE_DIR to a private directory"
         )
-    (root / OWNERS_DIR).mkdir(mode=0o700, exist_ok=True)
+    modes.make_dir(root / OWNERS_DIR, modes.PRIVATE_DIR)
     return root
 
 
@@ -181,18 +182,18 @@ def _prepare_dir(root: Path) -> Path:
 def _locked(root: Path) -> Iterator[None]:
     # flock locks belong to an open file description: threads of one process that each open
     # the file exclude one another just as processes do.
-    with (root / LOCK_FILE).open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    fd = modes.create(root / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC, modes.PRIVATE_FILE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # which drops the lock
 
 
 def _register_owner(root: Path, pid: int) -> None:
     owners = root / OWNERS_DIR
     started = procs.start_time(pid)
-    (owners / str(pid)).write_text(f"{started or ''}\n")
+    modes.write_file(owners / str(pid), f"{started or ''}\n".encode(), modes.PRIVATE_FILE)
     for entry in owners.iterdir():
         # A PID whose start time changed was reused by an unrelated process: not an owner.
         if not entry.name.isdigit():

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from pagestore import modes
 from worker.spark import procs
 
 STATE_FILE = "worker.json"
@@ -107,7 +108,5 @@ def answers(info: WorkerInfo) -> bool:
 def write_private(path: Path, text: str) -> None:
     """Write atomically, readable by this user only (the file may hold a token)."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
+    modes.write_file(temp, text.encode(), modes.PRIVATE_FILE)
     temp.replace(path)

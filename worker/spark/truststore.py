@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pagestore import modes
 from worker.spark.hadoopjar import cache_dir
 
 PASSWORD = "doracache"
@@ -61,7 +62,7 @@ def truststore(ca_file: str | os.PathLike[str]) -> Path:
     target = cache_dir() / "truststores" / f"{hashlib.sha256(bundle).hexdigest()[:24]}.p12"
     if target.exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    modes.make_dirs(target.parent, modes.PUBLIC_DIR)
     tool = keytool()
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         store = Path(scratch, "store.p12")
@@ -73,10 +74,11 @@ def truststore(ca_file: str | os.PathLike[str]) -> Path:
                  "-deststorepass", PASSWORD)  # fmt: skip
         for index, certificate in enumerate(certificates):
             pem = Path(scratch, f"ca-{index}.pem")
-            pem.write_bytes(certificate)
+            modes.write_file(pem, certificate, modes.PRIVATE_FILE)
             _run(tool, "-importcert", "-alias", f"doracache-ca-{index}", "-file", str(pem),
                  *common)  # fmt: skip
         # Renamed into place whole: a concurrent maker renames an equal store over it.
+        os.chmod(store, modes.PUBLIC_FILE)  # keytool's mode is the umask's
         store.replace(target)
     return target
 

@@ -1,12 +1,13 @@
 """The worker's side of TLS: the listener's ``ssl.SSLContext`` built from PEM files, and the
 reload of a replaced certificate, key or client CA without a restart.
 
-Rotation is by polling: a thread compares the certificate's, key's and client CA's (inode,
-mtime, size) every ``dora.worker.tls.reload.interval`` (what cert-manager and a Kubernetes
-Secret volume do is replace the files, which a poll notices whether they were rewritten in
-place or renamed over). Replaced files are read once into a new context, and only a context
-that loaded whole is put in service; one that does not load (half written, a key that does not
-match, a CA file without a certificate) leaves the old one serving, with the reason logged once.
+Rotation is by polling (and at once on SIGHUP, :mod:`worker.hangup`): a thread compares the
+certificate's, key's and client CA's (inode, mtime, size) every
+``dora.worker.tls.reload.interval`` (what cert-manager and a Kubernetes Secret volume do is
+replace the files, which a poll notices whether they were rewritten in place or renamed over).
+Replaced files are read once into a new context, and only a context that loaded whole is put in
+service; one that does not load (half written, a key that does not match, a CA file without a
+certificate) leaves the old one serving, with the reason logged once.
 
 A new context rather than a load into the live one, because a context's CA store only grows:
 a client CA taken out of the bundle must stop being trusted. uvicorn (and the event loop under
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from config import Config, ConfigError
+from pagestore import modes
 from worker.tls import keys
 from worker.tls.client import is_loopback
 
@@ -122,8 +124,8 @@ def _load_pair(context: ssl.SSLContext, files: ServerFiles) -> None:
     with tempfile.TemporaryDirectory(prefix="dora-tls-") as scratch:
         # The key goes into a directory only this user can read (mkdtemp's mode 0700).
         cert_copy, key_copy = Path(scratch, "cert.pem"), Path(scratch, "key.pem")
-        cert_copy.write_bytes(cert)
-        key_copy.write_bytes(key)
+        modes.write_file(cert_copy, cert, modes.PRIVATE_FILE)
+        modes.write_file(key_copy, key, modes.PRIVATE_FILE)
         context.load_cert_chain(str(cert_copy), str(key_copy))
 
 
@@ -131,9 +133,9 @@ class ServerTls:
     """The worker's listening ``ssl.SSLContext`` (:attr:`context`, given to uvicorn once), the
     newest context built from the files, and the thread that rebuilds it when they change.
 
-    Thread-safe: only the reload thread (or a caller of :meth:`reload`, one at a time) builds a
-    context; the handshake's SNI callback, on the event loop, reads the newest by a reference
-    that is replaced whole.
+    Thread-safe: :meth:`reload` (the poll thread's, or a SIGHUP's) builds a context under
+    ``_reloading``, one at a time; the handshake's SNI callback, on the event loop, reads the
+    newest by a reference that is replaced whole.
     """
 
     def __init__(self, files: ServerFiles, interval_s: float) -> None:
@@ -144,6 +146,7 @@ class ServerTls:
         self.context = new_context(files)
         self.context.sni_callback = self._hand_over
         self._current = self.context
+        self._reloading = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dora-tls-reload", daemon=True)
 
@@ -169,13 +172,20 @@ class ServerTls:
         if current is not self.context:
             connection.context = current
 
-    def reload(self) -> bool:
-        """Build a new context if the files changed since the last look; whether it did. Files
-        that do not load keep the context in use and are logged once."""
-        signature = self.files.signature()
-        if signature == self._signature:
-            return False
-        self._signature = signature
+    def reload(self, force: bool = False) -> bool:
+        """Build a new context if the files changed since the last look, or whatever they look
+        like with ``force`` (a SIGHUP: a file rewritten with the same size within the same
+        mtime tick looks unchanged); whether it did. Files that do not load keep the context in
+        use and are logged once (at each forced reload too)."""
+        with self._reloading:
+            signature = self.files.signature()
+            if signature == self._signature and not force:
+                return False
+            changed = _changed(self._signature, signature)
+            self._signature = signature
+            return self._build(changed)
+
+    def _build(self, changed: str) -> bool:
         try:
             self._current = new_context(self.files)
         except Unloadable as exc:
@@ -188,7 +198,9 @@ class ServerTls:
             )
             return False
         log.info(
-            "worker TLS: new connections use the replaced files (%s, client CA %s)",
+            "worker TLS: new connections use the files as they are now (changed: %s): %s, "
+            "client CA %s",
+            changed,
             self.files.cert,
             self.files.client_ca or "none",
         )
@@ -207,6 +219,15 @@ class ServerTls:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+
+
+_FILE_NAMES = ("certificate", "key", "client CA")
+
+
+def _changed(before: Signature, after: Signature) -> str:
+    """Which of the files differ between two signatures, for the log."""
+    names = [name for name, b, a in zip(_FILE_NAMES, before, after, strict=True) if b != a]
+    return ", ".join(names) or "none"
 
 
 def _unusable(exc: Unloadable) -> ConfigError:

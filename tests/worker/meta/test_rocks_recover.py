@@ -5,11 +5,13 @@ that the cache did not create, is never wiped."""
 from __future__ import annotations
 
 import logging
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from pagestore import modes
 from tests.worker.meta.support import FakeClock, rocks_options
 from ufs.status import UfsStatus
 from worker.meta.entry import MetaEntry, Operation
@@ -161,3 +163,17 @@ def test_wipe_empties_a_directory_reached_by_a_symlink_and_keeps_the_link(
     assert store.get(URI) is None
     store.close()
     assert link.is_symlink() and (real / "DORACACHE").is_file()
+
+
+def test_a_metastore_made_under_a_looser_umask_is_made_private_at_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 36 item 11: a metastore directory made before the worker set its modes stays
+    0777; now it is the user's only again at the next open, and that is logged."""
+    path = tmp_path / "meta"
+    filled(path, FakeClock())
+    path.chmod(0o777)
+    with caplog.at_level(logging.WARNING, logger="worker.meta"):
+        RocksMetastore.open(rocks_options(path), FakeClock()).close()
+    assert stat.S_IMODE(path.stat().st_mode) == modes.PRIVATE_DIR
+    assert any("looser umask" in r.getMessage() for r in caplog.records)

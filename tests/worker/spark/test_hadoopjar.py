@@ -4,13 +4,18 @@ files' checksums) in every length class."""
 
 import os
 import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 import xxhash
 
+from tests.conftest import writable_by_others
+from tests.worker.tls.certs import CA
 from worker.spark import hadoopjar
+from worker.spark.session import log_config
+from worker.spark.truststore import truststore
 from worker.spark.webhdfs import spark_conf
 
 # Calls the package-private hash on (offset, length) spans of a file, one digest per line.
@@ -75,3 +80,20 @@ def test_xxh3_matches_the_python_package_in_every_length_class(jar: Path, tmp_pa
     digests = [int(line) for line in done.stdout.split()]
     expected = [xxhash.xxh3_64_intdigest(data[o : o + n]) for o, n in spans]
     assert digests == expected
+
+
+def test_the_jar_truststore_and_log_configuration_are_writable_by_no_one_else_under_umask_000(
+    umask_000: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36 item 2: made under umask 000 they were 0666 (and their directories 0777), so
+    another user could plant a class, a CA or a logging configuration the JVM would load."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir(mode=0o700)
+    built = hadoopjar.jar_path()
+    assert built is not None and built.is_relative_to(tmp_path / "cache")
+    store = truststore(CA(tmp_path / "ca").file)
+    config = log_config()
+    assert store.is_file() and config.is_file()
+    assert writable_by_others(tmp_path / "cache") == []
+    assert writable_by_others(tmp_path / "tmp") == []

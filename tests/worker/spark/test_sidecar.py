@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from config import ConfigError
+from tests.conftest import writable_by_others
 from worker.spark import procs
 from worker.spark.sidecar import (
     OWNERS_DIR,
@@ -183,3 +184,19 @@ def test_a_state_dir_others_can_write_is_refused(tmp_path: Path) -> None:
     shared.chmod(0o777)
     with pytest.raises(SidecarError, match="world-writable"):
         ensure_worker_info([], state_dir=shared)
+
+
+def test_nothing_the_sidecar_and_its_worker_create_is_writable_by_others_under_umask_000(
+    umask_000: None, ufs: Path, state_dir: Path
+) -> None:
+    """Issue 36 item 2: every file gets an explicit mode (the state dir's lock, owners and log
+    files were 0666, and so was the metastore's rocksdict-config.json)."""
+    (ufs / "large.bin").write_bytes(os.urandom(3 << 20))  # page files; hello.txt is packed
+    fs = ensure_worker([roots(ufs)], state_dir=state_dir, owner_pid=os.getpid())
+    assert fs.cat_file(f"file://{ufs}/hello.txt") == b"hello, cache\n"
+    assert len(fs.cat_file(f"file://{ufs}/large.bin")) == 3 << 20
+    fs.pipe_file(f"file://{ufs}/written.bin", b"through the worker")
+    assert list(state_dir.rglob("*.pack")) and (state_dir / STATE_FILE).exists()
+    assert writable_by_others(state_dir) == []
+    assert stop_worker(state_dir)
+    assert writable_by_others(state_dir) == []
