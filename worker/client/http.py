@@ -51,8 +51,8 @@ from worker.client.ring import HashRing
 from worker.client.stats import Counters
 from worker.cluster.clientring import ClusterRing
 from worker.cluster.credentials import Credentials
-from worker.cluster.revision import REVISION_HEADER
-from worker.deadlines import TIMEOUT_HEADER, header_value
+from worker.common.deadlines import TIMEOUT_HEADER, header_value
+from worker.common.revision import REVISION_HEADER
 from worker.tls.client import (
     WorkerNotTrusted,
     client_cert_refused,

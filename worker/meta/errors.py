@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.errors import Catalogued
+from worker.common.errors import Catalogued
 
 
 class MetaError(Exception):

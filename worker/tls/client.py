@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from config import Config, ConfigError
-from worker.errors import AccessDenied, WorkerUnavailable
+from worker.common.errors import AccessDenied, WorkerUnavailable
 from worker.tls import keys
 
 

@@ -18,7 +18,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from worker.errors import Unauthorized
+from worker.common.errors import Unauthorized
 from worker.tls import keys
 
 MISSING = (

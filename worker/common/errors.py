@@ -138,7 +138,7 @@ class WorkerBusy(RetryLater):
 
 class DeadlineExceeded(DoraError, TimeoutError):
     """The worker stopped waiting for the UFS at the deadline the request came with (504):
-    the client's own timeout, sent as ``X-Dora-Timeout-Ms`` (:mod:`worker.deadlines`). Not
+    the client's own timeout, sent as ``X-Dora-Timeout-Ms`` (:mod:`worker.common.deadlines`). Not
     retried: the time the caller gave is spent."""
 
 
