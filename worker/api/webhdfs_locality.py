@@ -3,7 +3,7 @@ the ``dora`` clients route by, so that Spark runs a file's task on the host whos
 its pages.
 
 The ring is the cluster's when the worker runs in one (``dora.cluster.etcd.endpoints``: the live
-workers in etcd, followed with a watch, as :class:`worker.cluster.clientring.ClusterRing` does
+workers in etcd, followed with a watch, as :class:`worker.common.clusterring.ClusterRing` does
 for clients), else the static ``dora.user.workers`` list when one is configured (its default,
 one local worker, is no list of the cluster's hosts). With neither, or while etcd lists no
 worker and no static list is set, the answer is the worker that was asked.
@@ -23,11 +23,11 @@ from urllib.parse import urlsplit
 from config import Config
 from config.loader import Source
 from worker import keys
-from worker.client.ring import HashRing
 from worker.cluster import keys as cluster_keys
-from worker.cluster.credentials import Credentials
 from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
+from worker.common.credentials import Credentials
+from worker.common.ring import HashRing
 from worker.tls.client import PemFiles, etcd_files
 
 
