@@ -32,11 +32,11 @@ from worker.api.surface import Route
 from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
 from worker.cluster.status import cluster_status
+from worker.common.tls import user_files
 from worker.feeds import keys as feed_keys
 from worker.insight import histogram_quantiles
 from worker.service import WorkerService
 from worker.tls import keys as tls_keys
-from worker.tls.client import user_files
 
 PEER_TIMEOUT_S = 2.0
 """How long ``/v1/cluster`` waits for each worker's own counters."""

@@ -28,7 +28,7 @@ from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
 from worker.common.credentials import Credentials
 from worker.common.ring import HashRing
-from worker.tls.client import PemFiles, etcd_files
+from worker.common.tls import PemFiles, etcd_files
 
 
 def host_and_name(worker: str) -> tuple[str, str]:

@@ -53,7 +53,7 @@ from worker.common.credentials import Credentials
 from worker.common.deadlines import TIMEOUT_HEADER, header_value
 from worker.common.revision import REVISION_HEADER
 from worker.common.ring import HashRing
-from worker.tls.client import (
+from worker.common.tls import (
     WorkerNotTrusted,
     client_cert_refused,
     refuse_plaintext,

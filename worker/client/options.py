@@ -22,10 +22,10 @@ from config.keys import PropertyKey
 from config.units import parse_duration
 from worker import keys
 from worker.cluster import keys as cluster_keys
+from worker.common.tls import PemFiles, etcd_files, user_files
 from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
 from worker.pathconf import READ_TYPE
 from worker.tls import keys as tls_keys
-from worker.tls.client import PemFiles, etcd_files, user_files
 
 SyncInterval = int | str
 T = TypeVar("T")

@@ -38,7 +38,7 @@ from etcd3gw.client import Etcd3Client
 from config import Config
 from worker.cluster import keys as cluster_keys
 from worker.common.credentials import Credentials
-from worker.tls.client import PemFiles, etcd_files
+from worker.common.tls import PemFiles, etcd_files
 
 log = logging.getLogger(__name__)
 

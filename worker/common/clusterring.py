@@ -15,7 +15,7 @@ from worker.common.ring import HashRing
 if TYPE_CHECKING:
     from worker.cluster.members import MembershipView
     from worker.common.credentials import Credentials
-    from worker.tls.client import PemFiles
+    from worker.common.tls import PemFiles
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from config import Config, ConfigError
+from worker.common.tls import is_loopback
 from worker.tls import keys
-from worker.tls.client import is_loopback
 
 log = logging.getLogger(__name__)
 
