@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from config import Config
 from worker import pathconf
-from worker.meta.entry import stricter
+from worker.common.sync import stricter
 from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from tests.worker.test_pathconf import READ, SYNC, conf
+from worker.common.sync import stricter
 from worker.freshness import Freshness, Source, listed, resolve
-from worker.meta.entry import stricter
 from worker.meta.keys import SERVE_STALE
 from worker.pathrules import RULES_FILE
 

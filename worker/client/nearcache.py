@@ -30,7 +30,7 @@ from typing import Any
 from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
 from worker.common.generations import GenerationView, Stamp
-from worker.meta.entry import stricter
+from worker.common.sync import stricter
 
 DEFAULT_MAX_ENTRIES = 100_000
 DEFAULT_TTL_MS = 10_000

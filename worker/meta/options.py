@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from config import Config
 from config.core_keys import WORK_DIR
+from worker.common.sync import NEVER
 from worker.meta import keys
-from worker.meta.entry import NEVER, Lifetimes
+from worker.meta.entry import Lifetimes
 
 
 class RecoverPolicy(enum.Enum):
