@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from config import Config
 from worker import pathconf
+from worker.common.client_keys import SERVE_STALE, SYNC_INTERVAL
 from worker.common.sync import stricter
-from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
 
 
 class Source(enum.Enum):

@@ -25,19 +25,8 @@ from config import Config, ConfigError, KeyType, PropertyKey
 from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
 from worker import pathrules
-from worker.meta.keys import SYNC_INTERVAL
+from worker.common.client_keys import NO_CACHE, READ_TYPE, SYNC_INTERVAL
 
-NO_CACHE = "NO_CACHE"
-
-READ_TYPE: PropertyKey[str] = PropertyKey(
-    "dora.user.file.readtype.default",
-    KeyType.STRING,
-    "CACHE",
-    "How reads use the page store: CACHE (and CACHE_PROMOTE, the same here) go through it, "
-    "NO_CACHE reads straight from the UFS (pass-through).",
-    alias="alluxio.user.file.readtype.default",
-    choices=("CACHE", "CACHE_PROMOTE", NO_CACHE),
-)
 PATH_CONF: PropertyKey[list[str]] = PropertyKey(
     "dora.worker.path.conf",
     KeyType.LIST,
@@ -47,7 +36,7 @@ PATH_CONF: PropertyKey[list[str]] = PropertyKey(
     "dora.user.file.readtype.default; the longest matching prefix wins, per-call options win "
     "over it. Shown by `dora conf paths`.",
 )
-KEYS: list[PropertyKey[Any]] = [READ_TYPE, PATH_CONF]
+KEYS: list[PropertyKey[Any]] = [PATH_CONF]
 
 # The keys a rule may set: both are applied by the worker per request.
 PATH_KEYS: tuple[PropertyKey[Any], ...] = (SYNC_INTERVAL, READ_TYPE)

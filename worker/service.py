@@ -32,6 +32,7 @@ from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys, pathconf, pathrules
 from worker.audit import AuditLog
+from worker.common import client_keys
 from worker.common.errors import IsADirectory
 from worker.common.ranges import Span, Window
 from worker.feeds.change import CacheSink
@@ -374,7 +375,7 @@ class WorkerService(Mutations):
         return {
             "generations": None if self.generations is None else str(self.generations.path),
             "page_size": self.page_size,
-            "sync_interval_ms": self.config.get(meta_keys.SYNC_INTERVAL),
+            "sync_interval_ms": self.config.get(client_keys.SYNC_INTERVAL),
         }
 
     # -- state ---------------------------------------------------------------------------------

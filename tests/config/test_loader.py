@@ -4,8 +4,8 @@ import pytest
 
 from config import ConfigError, Source, load_config
 from config.loader import parse_properties
+from worker.common.client_keys import SYNC_INTERVAL
 from worker.keys import build_registry
-from worker.meta.keys import SYNC_INTERVAL
 
 PAGE = "dora.worker.page.store.page.size"
 REGISTRY = build_registry()

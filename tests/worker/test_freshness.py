@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from tests.worker.test_pathconf import READ, SYNC, conf
+from worker.common.client_keys import SERVE_STALE
 from worker.common.sync import stricter
 from worker.freshness import Freshness, Source, listed, resolve
-from worker.meta.keys import SERVE_STALE
 from worker.pathrules import RULES_FILE
 
 

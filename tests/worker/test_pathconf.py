@@ -8,6 +8,7 @@ from config import Config, ConfigError, load_config
 from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
 from worker import pathconf
+from worker.common import client_keys
 from worker.keys import build_registry
 
 
@@ -104,11 +105,11 @@ def test_the_index_finds_what_a_scan_of_every_rule_finds_among_20k_rules() -> No
 
     prefixes = sorted({some_uri() for _ in range(20_000)} | {"file:///"})
     rules = [
-        pathconf.PathRule(p, pathconf.SYNC_INTERVAL, i, str(i)) for i, p in enumerate(prefixes)
+        pathconf.PathRule(p, client_keys.SYNC_INTERVAL, i, str(i)) for i, p in enumerate(prefixes)
     ]
     table = pathconf.PathTable(rules)
     for _ in range(2_000):
         uri = some_uri(rng.choice(["", "leaf", "a/leaf"]))
         under = [r for r in rules if uris.is_under(uri, r.prefix)]
         expected = max(under, key=lambda r: len(r.prefix)) if under else None
-        assert table.lookup(pathconf.SYNC_INTERVAL, uri) == expected, uri
+        assert table.lookup(client_keys.SYNC_INTERVAL, uri) == expected, uri

@@ -22,10 +22,9 @@ from urllib.parse import urlsplit
 
 from config import Config
 from config.loader import Source
-from worker import keys
-from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
+from worker.common import client_keys
 from worker.common.credentials import Credentials
 from worker.common.ring import HashRing
 from worker.common.tls import PemFiles, etcd_files
@@ -71,15 +70,15 @@ class Locality:
 
     @classmethod
     def from_config(cls, config: Config) -> Locality:
-        given = config.setting(keys.USER_WORKERS).source is not Source.DEFAULT
-        static: list[str] = config.get(keys.USER_WORKERS) if given else []
-        endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+        given = config.setting(client_keys.USER_WORKERS).source is not Source.DEFAULT
+        static: list[str] = config.get(client_keys.USER_WORKERS) if given else []
+        endpoints: list[str] = config.get(client_keys.ETCD_ENDPOINTS)
         return cls(
             static,
-            config.get(keys.USER_CLIENT_VIRTUAL_NODES),
+            config.get(client_keys.USER_CLIENT_VIRTUAL_NODES),
             endpoints,
-            config.get(cluster_keys.CLUSTER_NAME),
-            config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            config.get(client_keys.CLUSTER_NAME),
+            config.get(client_keys.ETCD_TIMEOUT) / 1000,
             Credentials.from_config(config),
             etcd_files(config),
         )

@@ -18,7 +18,6 @@ from fsspec.implementations.chained import ChainedFileSystem
 from config import Config, load_config
 from config.keys import PropertyKey
 from ufs import uri as uris
-from worker import keys
 from worker.client.fallback import UfsFallback
 from worker.client.fastpath import LocalWorker, NearCacheMetadata, ShortCircuitRanges
 from worker.client.flow import Flow
@@ -30,6 +29,7 @@ from worker.client.reader import ChunkedReader
 from worker.client.remote import Remote
 from worker.client.resolvers import Metadata, Ranges
 from worker.client.stats import ClientStats, Counters
+from worker.common import client_keys
 from worker.keys import build_registry
 
 T = TypeVar("T")
@@ -141,8 +141,8 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         metadata, ranges = resolvers(
             config,
             self.remote,
-            _switch(config, "short_circuit", short_circuit, keys.USER_CLIENT_SHORT_CIRCUIT),
-            _switch(config, "near_cache", near_cache, keys.USER_CLIENT_NEAR_CACHE),
+            _switch(config, "short_circuit", short_circuit, client_keys.USER_CLIENT_SHORT_CIRCUIT),
+            _switch(config, "near_cache", near_cache, client_keys.USER_CLIENT_NEAR_CACHE),
         )
         self.reader = ChunkedReader(
             ranges, metadata, self.options.read_chunk_size, self.options.read_parallelism

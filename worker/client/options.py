@@ -20,12 +20,8 @@ from urllib.parse import urlsplit
 from config import Config, ConfigError, Source
 from config.keys import PropertyKey
 from config.units import parse_duration
-from worker import keys
-from worker.cluster import keys as cluster_keys
+from worker.common import client_keys
 from worker.common.tls import PemFiles, etcd_files, user_files
-from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
-from worker.pathconf import READ_TYPE
-from worker.tls import keys as tls_keys
 
 SyncInterval = int | str
 T = TypeVar("T")
@@ -87,39 +83,43 @@ class ClientOptions:
 
         Raises ValueError naming the option for a malformed value.
         """
-        urls = _worker_urls(workers if workers is not None else config.get(keys.USER_WORKERS))
+        urls = _worker_urls(
+            workers if workers is not None else config.get(client_keys.USER_WORKERS)
+        )
         timeout_s = (
-            config.get(keys.USER_CLIENT_TIMEOUT) / 1000
+            config.get(client_keys.USER_CLIENT_TIMEOUT) / 1000
             if timeout is None
             else _seconds("timeout", timeout)
         )
         return cls(
             workers=urls,
             ring_names=tuple(urlsplit(url).netloc for url in urls),
-            token=token if token is not None else config.get(keys.USER_CLIENT_TOKEN) or None,
+            token=token if token is not None else config.get(client_keys.USER_CLIENT_TOKEN) or None,
             timeout_s=timeout_s,
-            connect_timeout_s=min(timeout_s, config.get(keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000),
-            retry_attempts=config.get(keys.USER_CLIENT_RETRY_ATTEMPTS),
+            connect_timeout_s=min(
+                timeout_s, config.get(client_keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000
+            ),
+            retry_attempts=config.get(client_keys.USER_CLIENT_RETRY_ATTEMPTS),
             fallback_to_ufs=_fallback_to_ufs(config, fallback_to_ufs),
             virtual_nodes=_virtual_nodes(config, virtual_nodes),
-            read_chunk_size=config.get(keys.USER_CLIENT_READ_CHUNK_SIZE),
-            read_parallelism=config.get(keys.USER_CLIENT_READ_PARALLELISM),
+            read_chunk_size=config.get(client_keys.USER_CLIENT_READ_CHUNK_SIZE),
+            read_parallelism=config.get(client_keys.USER_CLIENT_READ_PARALLELISM),
             sync_interval=_default_sync_interval(config, sync_interval),
             etcd_endpoints=_etcd_endpoints(config),
-            cluster_name=config.get(cluster_keys.CLUSTER_NAME),
-            etcd_timeout_s=config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
-            etcd_user=config.get(cluster_keys.ETCD_USER),
-            etcd_password=config.get(cluster_keys.ETCD_PASSWORD),
+            cluster_name=config.get(client_keys.CLUSTER_NAME),
+            etcd_timeout_s=config.get(client_keys.ETCD_TIMEOUT) / 1000,
+            etcd_user=config.get(client_keys.ETCD_USER),
+            etcd_password=config.get(client_keys.ETCD_PASSWORD),
             tls=user_files(config),
-            allow_plaintext=config.get(tls_keys.USER_ALLOW_PLAINTEXT),
+            allow_plaintext=config.get(client_keys.USER_ALLOW_PLAINTEXT),
             etcd_tls=etcd_files(config),
-            serve_stale=_user_set(config, SERVE_STALE),
+            serve_stale=_user_set(config, client_keys.SERVE_STALE),
         )
 
 
 def _virtual_nodes(config: Config, given: int | str | None) -> int:
     """The ring's virtual nodes per worker: ``given`` (an integer or its text), else the key."""
-    key = keys.USER_CLIENT_VIRTUAL_NODES
+    key = client_keys.USER_CLIENT_VIRTUAL_NODES
     nodes = config.get(key) if given is None else _parsed("virtual_nodes", given, key)
     if nodes < 1:
         raise ValueError(f"virtual_nodes={nodes!r}: expected at least 1")
@@ -129,7 +129,7 @@ def _virtual_nodes(config: Config, given: int | str | None) -> int:
 def _fallback_to_ufs(config: Config, given: bool | str | None) -> bool:
     """Whether the client reads the UFS itself when no worker answers: ``given`` (a boolean or
     its text), else the key."""
-    key = keys.USER_CLIENT_FALLBACK_TO_UFS
+    key = client_keys.USER_CLIENT_FALLBACK_TO_UFS
     return config.get(key) if given is None else bool(_parsed("fallback_to_ufs", given, key))
 
 
@@ -141,7 +141,7 @@ _SHORT_PREFIXES = (
     ("dora.cluster.name", "cluster_name"),
 )
 # dora.user.* keys that only workers apply (per path): a client given one would ignore it.
-_WORKER_SIDE = frozenset({READ_TYPE.name})
+_WORKER_SIDE = frozenset({client_keys.READ_TYPE.name})
 
 
 def short_name(key: PropertyKey[Any]) -> str | None:
@@ -205,7 +205,7 @@ def _option_text(given: str, value: object) -> str:
 
 
 def _etcd_endpoints(config: Config) -> tuple[str, ...]:
-    endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+    endpoints: list[str] = config.get(client_keys.ETCD_ENDPOINTS)
     return tuple(endpoints)
 
 
@@ -223,7 +223,7 @@ def sync_interval_param(value: SyncInterval) -> str:
 def _default_sync_interval(config: Config, given: SyncInterval | None) -> str | None:
     if given is not None:
         return sync_interval_param(given)
-    setting = config.setting(SYNC_INTERVAL)
+    setting = config.setting(client_keys.SYNC_INTERVAL)
     # Only a value the user set is sent: otherwise the worker's own default applies.
     if setting.source is Source.DEFAULT or setting.text is None:
         return None

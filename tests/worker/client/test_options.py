@@ -5,7 +5,7 @@ import pytest
 from config import ConfigError
 from tests.worker.client.conftest import client_config
 from worker.client.options import ClientOptions, sync_interval_param, with_storage_options
-from worker.keys import USER_CLIENT_NEAR_CACHE as NEAR_CACHE
+from worker.common.client_keys import USER_CLIENT_NEAR_CACHE as NEAR_CACHE
 
 
 def test_defaults_come_from_the_properties() -> None:
