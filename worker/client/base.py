@@ -23,14 +23,18 @@ from worker.client.fastpath import LocalWorker, NearCacheMetadata, ShortCircuitR
 from worker.client.flow import Flow
 from worker.client.http import WorkerClient
 from worker.client.ops import Operations
-from worker.client.options import ClientOptions, SyncInterval, with_storage_options
+from worker.client.options import (
+    ClientOptions,
+    SyncInterval,
+    client_registry,
+    with_storage_options,
+)
 from worker.client.paths import PROTOCOL, StripProtocol, class_strip
 from worker.client.reader import ChunkedReader
 from worker.client.remote import Remote
 from worker.client.resolvers import Metadata, Ranges
 from worker.client.stats import ClientStats, Counters
 from worker.common import client_keys
-from worker.keys import build_registry
 
 T = TypeVar("T")
 
@@ -60,7 +64,7 @@ def _client_config(
             f"options for the UFS behind dora ({sorted(target_options)}) are not taken per "
             "URL: workers use their own dora.ufs.* properties, and so does the UFS fallback"
         )
-    config = config if config is not None else load_config(build_registry())
+    config = config if config is not None else load_config(client_registry())
     return with_storage_options(config, settings) if settings else config
 
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from config import Config, ConfigError, Source
+from config import Config, ConfigError, Registry, Source
 from config.keys import PropertyKey
 from config.units import parse_duration
+from ufs import keys as ufs_keys
 from worker.common import client_keys
 from worker.common.tls import PemFiles, etcd_files, user_files
 
@@ -133,6 +134,18 @@ def _fallback_to_ufs(config: Config, given: bool | str | None) -> bool:
     return config.get(key) if given is None else bool(_parsed("fallback_to_ufs", given, key))
 
 
+# The namespaces whose every key a client holds (worker.common.client_keys): an unknown key in
+# them is a mistake; any other key a client does not read is a worker's.
+CLIENT_SCOPE = ("dora.user.", "dora.cluster.etcd.", "alluxio.user.")
+
+
+def client_registry() -> Registry:
+    """The keys a client reads: its own and the UFS's (for its fallback). A site file or an
+    environment variable naming a worker's key is left to the worker (``Registry.scope``); the
+    entry points (the worker, the ``dora`` command) build the full registry instead."""
+    return Registry(scope=CLIENT_SCOPE).extend(client_keys.KEYS).extend(ufs_keys.KEYS)
+
+
 # Short names: the key's name without its prefix, dots as underscores, after a lead word.
 _SHORT_PREFIXES = (
     ("dora.user.client.", ""),
@@ -171,8 +184,10 @@ def with_storage_options(config: Config, options: Mapping[str, object]) -> Confi
 
 def _client_key(config: Config, given: str, shorts: Mapping[str, PropertyKey[Any]]) -> Any:
     """The client setting named ``given`` by its key name or alias; ConfigError otherwise."""
+    # A key name (dotted, unlike a short name) that is a worker's names no client setting.
+    worker_side = "." in given and config.registry.foreign(given)
     try:
-        key = config.registry.lookup(given)
+        key = None if worker_side else config.registry.lookup(given)
     except ConfigError:
         names = [*shorts, *(key.name for key in shorts.values())]
         near = difflib.get_close_matches(given, names, n=1)
@@ -180,9 +195,10 @@ def _client_key(config: Config, given: str, shorts: Mapping[str, PropertyKey[Any
         raise ConfigError(
             f"unknown storage option {given!r} for the dora filesystem{hint}"
         ) from None
-    if short_name(key) is None:
+    if key is None or short_name(key) is None:
+        name = given if key is None else key.name
         raise ConfigError(
-            f"storage option {given!r}: {key.name} is not a client setting (workers read it "
+            f"storage option {given!r}: {name} is not a client setting (workers read it "
             "from their own properties); a client takes dora.user.*, dora.cluster.etcd.* and "
             "dora.cluster.name"
         )

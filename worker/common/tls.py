@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 from config import Config, ConfigError
 from worker.common import client_keys
 from worker.common.errors import AccessDenied, WorkerUnavailable
-from worker.tls import keys
 
 
 class WorkerNotTrusted(WorkerUnavailable):
@@ -160,7 +159,7 @@ def client_cert_refused(files: PemFiles) -> str:
     return (
         "it hung up right after the TLS handshake: it most likely refuses our client "
         f"certificate {cert_name}={files.cert_file} (not signed by the CA in the worker's "
-        f"{keys.WORKER_CLIENT_CA.name}, or expired)"
+        "dora.worker.tls.client.ca.file, or expired)"
     )
 
 
