@@ -63,9 +63,12 @@ protos: $(STAMP)
 	cd worker/feeds/filer_pb && $(abspath $(BIN))/python -m grpc_tools.protoc -I. \
 		--python_out=. --pyi_out=. seaweedfs_filer.proto
 
+# lint-imports: the import contracts in pyproject.toml ([tool.importlinter]): the client and the
+# package it shares with the worker import no server code.
 lint: $(STAMP)
 	$(BIN)/ruff check config ufs pagestore worker tests bench
 	$(BIN)/ruff format --check config ufs pagestore worker tests bench
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -26,7 +26,7 @@ import httpx
 from bench.side.services import WorkerProcess
 from worker.client.nearcache import NearCache
 from worker.client.shortcircuit import ShortCircuitReader
-from worker.meta.generations import GenerationView
+from worker.common.generations import GenerationView
 
 BLOCK = 64 * 1024
 SEQ_CHUNK = 4 << 20

@@ -157,10 +157,16 @@ class PropertyKey(Generic[T]):
 
 @dataclass
 class Registry:
-    """All declared keys, by name and by alias. Not thread-safe for declaration; read-only after."""
+    """All declared keys, by name and by alias. Not thread-safe for declaration; read-only after.
+
+    ``scope``, for a registry of one process's keys only (a client's): the name prefixes it holds
+    every key of. A spelling it does not know outside them is another process's key (a worker
+    reads the same site file and environment, and checks its keys itself), which loading skips;
+    one inside them is an error as usual. Empty: the registry holds every key."""
 
     _by_name: dict[str, PropertyKey[Any]] = field(default_factory=dict)
     _by_alias: dict[str, PropertyKey[Any]] = field(default_factory=dict)
+    scope: tuple[str, ...] = ()
 
     def add(self, key: PropertyKey[Any]) -> None:
         """Add a key; raise ConfigError if its name or alias is already declared."""
@@ -196,6 +202,11 @@ class Registry:
         hint = f"; did you mean {near[0]!r}?" if near else ""
         place = f" ({where})" if where else ""
         raise ConfigError(f"unknown property key {spelling!r}{place}{hint}")
+
+    def foreign(self, spelling: str) -> bool:
+        """Whether ``spelling`` is another process's key, which loading skips (see ``scope``)."""
+        known = spelling in self._by_name or spelling in self._by_alias
+        return bool(self.scope) and not known and not spelling.startswith(self.scope)
 
     def by_env(self) -> dict[str, PropertyKey[Any]]:
         return {key.env_name: key for key in self._by_name.values()}

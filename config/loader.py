@@ -236,7 +236,8 @@ def load_config(
     """Build the effective Config. ``defines`` are ``key=value`` strings from ``-D`` options.
 
     Raises ConfigError for an unknown key (with a near-miss suggestion), a bad value, a malformed
-    site-file line (with its line number) or a missing ``--conf`` file.
+    site-file line (with its line number) or a missing ``--conf`` file. A site-file or
+    environment key outside a scoped ``registry`` (a client's) is another process's: skipped.
     """
     env = os.environ if environ is None else environ
     settings: dict[str, Setting] = {}
@@ -249,6 +250,8 @@ def load_config(
     if site is not None:
         secrets = []
         for spelling, text, line in parse_properties(read_site_file(site), str(site)):
+            if registry.foreign(spelling):
+                continue
             key = registry.lookup(spelling, f"{site}:{line}")
             settings[key.name] = _setting(key, text, Source.SITE_FILE, f"{site}:{line}")
             if key.secret and text.strip():
@@ -261,8 +264,10 @@ def load_config(
             continue
         env_key = by_env.get(name)
         if env_key is None:
-            # Not a key: lookup raises the error with a near-miss suggestion.
-            registry.lookup(name.lower().replace("_", "."), f"environment {name}")
+            spelling = name.lower().replace("_", ".")
+            if not registry.foreign(spelling):
+                # Not a key: lookup raises the error with a near-miss suggestion.
+                registry.lookup(spelling, f"environment {name}")
             continue
         settings[env_key.name] = _setting(env_key, text, Source.ENVIRONMENT, name)
 

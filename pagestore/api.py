@@ -241,9 +241,18 @@ class PageStore(Space, Protocol):
     page_size: int
     """Bytes in a full page; only a file's last page may be shorter."""
 
-    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
+    def read(
+        self,
+        page_id: PageId,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        fill_follows: bool = False,
+    ) -> PageRead:
         """Bytes ``[offset, offset + length)`` of a stored page (to its end when ``length`` is
-        None), verified before they are returned, or why there are none."""
+        None), verified before they are returned, or why there are none. ``fill_follows``: the
+        caller fills the page on a miss (:meth:`fill_run`), whose own lookup counts it, so this
+        one does not: each page a read asks for counts once, as a hit or as a miss."""
         ...
 
     def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:

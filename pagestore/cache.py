@@ -82,29 +82,39 @@ class PageCache:
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def read(self, page_id: PageId, offset: int = 0, length: int | None = None) -> PageRead:
+    def read(
+        self,
+        page_id: PageId,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        fill_follows: bool = False,
+    ) -> PageRead:
         """See PageStore.read."""
         check_range(offset, length)
         try:
             data = self.store.read(page_id, offset, length)
         except PageFault as fault:
-            return PageRead(self._faulted(page_id, fault))
+            return PageRead(self._faulted(page_id, fault, fill_follows))
         if data is None:
-            self._counters.add(Count.MISSES)
+            if not fill_follows:
+                self._counters.add(Count.MISSES)
             return PageRead(Lookup.MISS)
         self._counters.add_hit(len(data))
         return PageRead(Lookup.HIT, data)
 
-    def _faulted(self, page_id: PageId, fault: PageFault) -> Lookup:
-        """A cache failure becomes a miss: counted, logged, answered as FAILED (the store
-        dropped the page) or MISS (it was gone already)."""
+    def _faulted(self, page_id: PageId, fault: PageFault, fill_follows: bool) -> Lookup:
+        """A cache failure becomes a miss: counted (the miss by the fill that follows, if one
+        does), logged, answered as FAILED (the store dropped the page) or MISS (it was gone
+        already)."""
         if fault.kind is Fault.CORRUPT:
             self._counters.add(Count.CORRUPT_PAGES)
         elif fault.kind is Fault.IO_ERROR:
             self._counters.add(Count.IO_ERRORS)
         if fault.kind is not Fault.GONE:
             logger.warning("dropping page %s: %s", page_id.key.file_name, fault)
-        self._counters.add(Count.MISSES)
+        if not fill_follows:
+            self._counters.add(Count.MISSES)
         return Lookup.FAILED if fault.dropped else Lookup.MISS
 
     def get(self, page_id: PageId, offset: int = 0, length: int | None = None) -> bytes | None:

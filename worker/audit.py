@@ -8,7 +8,7 @@ Fields are tab-separated (a path may hold spaces), as HDFS's are: ``ugi`` the ca
 (``RequestContext.caller``), ``ip`` the client's address (``-`` for a call from inside the
 worker), ``cmd`` the operation (``create``, ``append``, ``delete``, ``rename``, ``mkdirs``,
 ``invalidate``), ``src`` and ``dst`` canonical URIs (``null``: none), and for a mutation that
-failed the catalogue's code and message (``worker.errors``): refused outside the mount roots,
+failed the catalogue's code and message (``worker.common.errors``): refused outside the mount roots,
 or failed in the UFS. The same fields go on the record (``extra``) for the JSON log format.
 Switched by :data:`worker.keys.AUDIT_LOG`.
 """
@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from worker.errors import INTERNAL, kind_of
+from worker.common.errors import INTERNAL, kind_of
 from worker.request import RequestContext
 
 log = logging.getLogger("worker.audit")

@@ -27,7 +27,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.meta.entry import stricter
+from worker.common.sync import stricter
 from worker.rules.live import Rules
 from worker.rules.model import Policy
 

@@ -183,7 +183,7 @@ class Reader:
                 lookup = Lookup.MISS  # when reading ahead, the fill looks the page up itself
                 if not ahead:
                     found = self._pages.read(
-                        PageId(fid, status.version, index), start, stop - start
+                        PageId(fid, status.version, index), start, stop - start, fill_follows=True
                     )
                     if found.lookup is Lookup.HIT:
                         self.counters.add("page_hits")

@@ -67,7 +67,7 @@ class RequestContext:
     the ``version`` it pins (None: the current one), the HTTP ``exchange`` it answers (None: a
     call from inside the worker, such as a load job), its ``caller``: who made it, as the
     surface could tell (``worker.api.caller``; ``-``: unknown), for the audit log, and its
-    ``deadline``: how long the client waits for an answer (``worker.deadlines``; None: it
+    ``deadline``: how long the client waits for an answer (``worker.common.deadlines``; None: it
     did not say), which bounds the UFS calls made for it, their retries included. Immutable;
     the exchange is the one mutable part, written as :class:`Exchange` says."""
 

@@ -3,8 +3,8 @@
 Every operation takes a call's context (``worker.request.RequestContext``, built by
 :meth:`WorkerService.request`), checks its URI against the mount roots, and answers with plain
 data or raises the UFS / metadata errors and the request errors of the error catalogue
-(``worker.errors``), which every surface maps to its answers. The feed revision of a change an
-operation makes or finds goes back on the context (``observed``). Nothing here knows HTTP.
+(``worker.common.errors``), which every surface maps to its answers. The feed revision of a change
+an operation makes or finds goes back on the context (``observed``). Nothing here knows HTTP.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys
 from worker.audit import AuditLog
-from worker.errors import IsADirectory
+from worker.common import client_keys
+from worker.common.errors import IsADirectory
+from worker.common.ranges import Span, Window
 from worker.feeds.change import CacheSink
 from worker.feeds.keys import feed_specs
 from worker.insight import History, TopFiles
@@ -45,7 +47,6 @@ from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.mutations import Mutations
-from worker.ranges import Span, Window
 from worker.reader import Located, Reader, ReadResult
 from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
 from worker.request import context as request_context
@@ -385,7 +386,7 @@ class WorkerService(Mutations):
         return {
             "generations": None if self.generations is None else str(self.generations.path),
             "page_size": self.page_size,
-            "sync_interval_ms": self.config.get(meta_keys.SYNC_INTERVAL),
+            "sync_interval_ms": self.config.get(client_keys.SYNC_INTERVAL),
         }
 
     # -- state ---------------------------------------------------------------------------------

@@ -2,10 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from config import ConfigError, Source, load_config
+from config import ConfigError, Registry, Source, load_config
 from config.loader import parse_properties
+from worker.common.client_keys import SYNC_INTERVAL
 from worker.keys import build_registry
-from worker.meta.keys import SYNC_INTERVAL
 
 PAGE = "dora.worker.page.store.page.size"
 REGISTRY = build_registry()
@@ -153,3 +153,17 @@ def test_sources_name_where_the_values_came_from_and_never_a_value(tmp_path: Pat
         f"site file {conf} (1 key); environment DORA_WORKER_HTTP_PORT; -D {PAGE}; "
         f"defaults for {len(REGISTRY) - 3} keys"
     )
+
+
+def test_a_scoped_registry_skips_other_processes_keys_and_checks_its_own(tmp_path: Path) -> None:
+    """A client's registry holds its keys only: the worker's keys in the shared site file and
+    environment are the worker's to check; a misspelt key of its own namespace is an error."""
+    scoped = Registry(scope=("dora.user.",)).extend([SYNC_INTERVAL])
+    conf = site(tmp_path, f"{PAGE}=2MB\ndora.user.file.metadata.sync.interval=1min\n")
+    env = {"DORA_WORKER_PAGE_STORE_PAGE_SIZE": "3MB"}
+    assert load_config(scoped, conf_file=conf, environ=env).get(SYNC_INTERVAL) == 60_000
+    typo = site(tmp_path, "dora.user.file.metadata.sync.intreval=1min\n")
+    with pytest.raises(ConfigError, match="did you mean 'dora.user.file.metadata.sync.interval'"):
+        load_config(scoped, conf_file=typo, environ={})
+    with pytest.raises(ConfigError, match="DORA_USER_FILE_METADATA_SYNC_INTREVAL"):
+        load_config(scoped, environ={"DORA_USER_FILE_METADATA_SYNC_INTREVAL": "1"})

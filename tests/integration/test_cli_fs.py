@@ -18,7 +18,7 @@ import pytest
 from tests.integration.conftest import BUCKET
 from tests.integration.test_worker_process import DORA, WorkerProcess
 from tests.worker.cli.fs.conftest import make_tree, tree_files
-from worker.client.ring import HashRing
+from worker.common.ring import HashRing
 from worker.locals3 import LocalS3
 
 pytestmark = pytest.mark.integration

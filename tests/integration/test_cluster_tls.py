@@ -17,8 +17,8 @@ from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd, EtcdUnavailable
 from worker.cluster.localetcd import EtcdTls, LocalEtcd
+from worker.common.tls import PemFiles
 from worker.keys import build_registry
-from worker.tls.client import PemFiles
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

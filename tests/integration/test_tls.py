@@ -32,8 +32,8 @@ from tests.integration.tls_support import (
 from tests.worker.tls.certs import CA, Pair
 from worker.client.errors import Unauthorized, WorkerUnavailable
 from worker.client.filesystem import DoraFileSystem
+from worker.common.tls import WorkerNotTrusted
 from worker.spark.state import WorkerInfo, answers
-from worker.tls.client import WorkerNotTrusted
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TOKEN = "tls-test-token"

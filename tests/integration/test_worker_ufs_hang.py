@@ -13,7 +13,7 @@ import pytest
 from tests.integration.conftest import frozen
 from tests.integration.test_worker_process import WorkerProcess
 from worker.client.filesystem import DoraFileSystem
-from worker.errors import DeadlineExceeded
+from worker.common.errors import DeadlineExceeded
 from worker.locals3 import LocalS3
 
 pytestmark = pytest.mark.integration

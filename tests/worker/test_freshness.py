@@ -6,10 +6,10 @@ import pytest
 
 from config import Config
 from tests.worker.rules.support import READ, SYNC, conf, policy
+from worker.common.client_keys import SERVE_STALE
+from worker.common.sync import stricter
 from worker.freshness import Freshness, Source, listed
 from worker.freshness import resolve as resolve_policy
-from worker.meta.entry import stricter
-from worker.meta.keys import SERVE_STALE
 from worker.rules.keys import RULES_FILE
 from worker.rules.live import Rules
 

@@ -24,7 +24,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ufs.errors import UfsAlreadyExists, UfsIsADirectory, UfsNotADirectory, UfsNotFound
 from ufs.status import UfsStatus
-from worker import errors as catalogue
 from worker import keys
 from worker.api import alluxio_keys, params
 from worker.api import alluxio_params as ap
@@ -34,9 +33,10 @@ from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route as SurfaceRoute
 from worker.api.surface import Surface, context
-from worker.errors import InvalidRequest as BadRequest
-from worker.errors import RangeNotSatisfiable
-from worker.ranges import Span, Window
+from worker.common import errors as catalogue
+from worker.common.errors import InvalidRequest as BadRequest
+from worker.common.errors import RangeNotSatisfiable
+from worker.common.ranges import Span, Window
 from worker.reader import ReadResult
 from worker.request import RequestContext
 from worker.service import WorkerService

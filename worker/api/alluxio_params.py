@@ -17,8 +17,8 @@ from starlette.requests import Request
 from config.units import parse_size
 from ufs.status import file_id
 from worker.api import numbers, params
-from worker.errors import InvalidRequest as BadRequest
-from worker.ranges import ByteRange
+from worker.common.errors import InvalidRequest as BadRequest
+from worker.common.ranges import ByteRange
 
 # alluxiofs 1.1.x asks for "the rest of the file" as bytes=<start>-<start - 2> (it formats
 # offset + length - 1 with length -1); any other range goes to the standard parser.

@@ -5,7 +5,7 @@
   path but the probes ``/healthz`` and ``/readyz`` and a surface's own ``open_paths`` — unknown
   paths and ``/openapi.json`` included;
 - error answers: an exception a route raises is looked up in the error catalogue
-  (``worker.errors``) and written in the shape of the surface that owns the path; an unknown
+  (``worker.common.errors``) and written in the shape of the surface that owns the path; an unknown
   exception is a bug, logged and answered 500 without internals; unknown paths and methods get
   the catalogue's NoSuchRoute / MethodNotAllowed;
 - errors raised after an answer started cut the body short with a one-line log
@@ -32,7 +32,6 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from worker import errors as catalogue
 from worker import keys
 from worker.api import alluxio, console, events, numbers, rest_v1, webhdfs
 from worker.api.access import AccessLog
@@ -41,6 +40,7 @@ from worker.api.keys import ACCESS_LOG, BODY_IDLE_TIMEOUT, MAX_UPLOADS
 from worker.api.limits import BodyLimits, UploadGauge
 from worker.api.params import Lean
 from worker.api.surface import Route, Surface
+from worker.common import errors as catalogue
 from worker.metrics import Metrics
 from worker.service import WorkerService
 from worker.tls import keys as tls_keys

@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from worker.api.params import header_number
-from worker.errors import PayloadTooLarge
+from worker.common.errors import PayloadTooLarge
 from worker.reader import ReadResult
 
 SPOOL_IN_MEMORY = 16 << 20

@@ -17,7 +17,7 @@ from starlette.responses import RedirectResponse, Response
 
 from worker.api.errors import error_response
 from worker.api.surface import Route, Surface
-from worker.errors import NotFound
+from worker.common.errors import NotFound
 from worker.service import WorkerService
 
 PREFIX = "/ui"

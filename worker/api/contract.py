@@ -1,8 +1,8 @@
 """REST v1's contract, declared with FastAPI's own means so ``/openapi.json`` is the real one:
 the query parameters (typed, described, validated by the rules of :mod:`worker.api.params`),
 the JSON answers' models, and the error answers each route can give, taken from the error
-catalogue (``worker.errors``). A request that breaks a declared rule is answered 400 by the app
-(``worker.api.app``), in the error shape, naming the parameter.
+catalogue (``worker.common.errors``). A request that breaks a declared rule is answered 400 by
+the app (``worker.api.app``), in the error shape, naming the parameter.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from fastapi import Header, Query
 from pydantic import BaseModel, BeforeValidator, Field
 from starlette.responses import Response
 
-from worker import errors as catalogue
 from worker.api import params
+from worker.common import errors as catalogue
 
 # -- answers --------------------------------------------------------------------------------------
 

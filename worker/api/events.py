@@ -23,7 +23,7 @@ from worker.api.body import spool_body
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route, Surface, bearer_token
-from worker.errors import InvalidRequest, NotFound, Unauthorized
+from worker.common.errors import InvalidRequest, NotFound, Unauthorized
 from worker.feeds.keys import FEEDS, WEBHOOK, WEBHOOK_TOKEN, feed_specs
 from worker.feeds.webhook import changes_of
 from worker.service import WorkerService

@@ -29,14 +29,14 @@ from worker import keys
 from worker.api import contract as c
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route
-from worker.cluster import keys as cluster_keys
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
 from worker.cluster.status import cluster_status
+from worker.common import client_keys
+from worker.common.tls import user_files
 from worker.feeds import keys as feed_keys
 from worker.insight import histogram_quantiles
 from worker.service import WorkerService
 from worker.tls import keys as tls_keys
-from worker.tls.client import user_files
 
 PEER_TIMEOUT_S = 2.0
 """How long ``/v1/cluster`` waits for each worker's own counters."""
@@ -166,12 +166,12 @@ async def cluster(service: WorkerService) -> Response:
 
 
 def _cluster(service: WorkerService) -> dict[str, Any]:
-    endpoints: list[str] = service.config.get(cluster_keys.ETCD_ENDPOINTS)
+    endpoints: list[str] = service.config.get(client_keys.ETCD_ENDPOINTS)
     if not endpoints:
         return {"cluster": None, "etcd": [], "workers": []}
     etcd = Etcd.from_config(service.config)
     try:
-        snapshot = cluster_status(etcd, service.config.get(cluster_keys.CLUSTER_NAME))
+        snapshot = cluster_status(etcd, service.config.get(client_keys.CLUSTER_NAME))
     except (EtcdUnavailable, EtcdError) as exc:
         return {"cluster": None, "etcd": endpoints, "workers": [], "error": str(exc)}
     finally:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.api.keys import BODY_IDLE_TIMEOUT, MAX_UPLOADS
-from worker.errors import RequestTimeout, WorkerBusy
+from worker.common.errors import RequestTimeout, WorkerBusy
 
 RETRY_AFTER_S = 1
 """What a refused upload is told to wait: uploads in flight end within seconds or time out."""

@@ -22,8 +22,8 @@ from starlette.requests import Request
 
 from config.units import parse_duration
 from worker.api import numbers
-from worker.errors import InvalidRequest, RangeNotSatisfiable
-from worker.ranges import ByteRange
+from worker.common.errors import InvalidRequest, RangeNotSatisfiable
+from worker.common.ranges import ByteRange
 
 _DURATION = re.compile(r"-1|[0-9]+(?:\.[0-9]+)?[a-z]*")
 _RANGE_SPEC = re.compile(r"([0-9]*)-([0-9]*)")

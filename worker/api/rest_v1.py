@@ -28,9 +28,9 @@ from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.params import Query
 from worker.api.surface import Route, Surface, context
-from worker.errors import NotFound
+from worker.common.errors import NotFound
+from worker.common.ranges import Window
 from worker.freshness import Freshness, listed
-from worker.ranges import Window
 from worker.reader import ReadResult
 from worker.service import WorkerService
 

@@ -16,8 +16,8 @@ from starlette.types import Scope
 
 from worker.api.caller import caller_of
 from worker.api.params import Lean
-from worker.deadlines import TIMEOUT_HEADER, request_deadline
-from worker.errors import ErrorKind
+from worker.common.deadlines import TIMEOUT_HEADER, request_deadline
+from worker.common.errors import ErrorKind
 from worker.request import RequestContext, exchange
 from worker.service import WorkerService
 

@@ -52,7 +52,7 @@ from worker.api.webhdfs_errors import (
 from worker.api.webhdfs_listing import ListingPages
 from worker.api.webhdfs_locality import Locality, host_and_name
 from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
-from worker.errors import InvalidRequest, IsADirectory, UnsupportedOperation
+from worker.common.errors import InvalidRequest, IsADirectory, UnsupportedOperation
 from worker.request import RequestContext
 from worker.service import WorkerService
 

@@ -32,8 +32,8 @@ from worker.api.body import file_chunks, read_body, spool_body
 from worker.api.params import Query
 from worker.api.surface import context
 from worker.api.webhdfs_errors import json_answer
-from worker.errors import IsADirectory
-from worker.ranges import Window
+from worker.common.errors import IsADirectory
+from worker.common.ranges import Window
 from worker.request import RequestContext
 from worker.service import WorkerService
 

@@ -1,7 +1,7 @@
 """How the WebHDFS surface answers errors and reads credentials.
 
 Errors are ``{"RemoteException": {"exception", "javaClassName", "message"}}`` with the status
-and Java exception of the error catalogue (``worker.errors``: each kind's ``hadoop`` class),
+and Java exception of the error catalogue (``worker.common.errors``: each kind's ``hadoop`` class),
 which Hadoop's client re-creates (``RemoteException.unwrapRemoteException``), so a Spark job
 fails with ``FileNotFoundException`` or ``AccessControlException``, not a bare ``IOException``.
 
@@ -19,7 +19,7 @@ from starlette.types import Scope
 from worker.api.jsonbody import json_body
 from worker.api.params import Dialect
 from worker.api.surface import bearer_token
-from worker.errors import ErrorKind
+from worker.common.errors import ErrorKind
 
 DIALECT = Dialect(
     fold_case=True,

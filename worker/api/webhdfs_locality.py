@@ -3,7 +3,7 @@ the ``dora`` clients route by, so that Spark runs a file's task on the host whos
 its pages.
 
 The ring is the cluster's when the worker runs in one (``dora.cluster.etcd.endpoints``: the live
-workers in etcd, followed with a watch, as :class:`worker.cluster.clientring.ClusterRing` does
+workers in etcd, followed with a watch, as :class:`worker.common.clusterring.ClusterRing` does
 for clients), else the static ``dora.user.workers`` list when one is configured (its default,
 one local worker, is no list of the cluster's hosts). With neither, or while etcd lists no
 worker and no static list is set, the answer is the worker that was asked.
@@ -22,13 +22,12 @@ from urllib.parse import urlsplit
 
 from config import Config
 from config.loader import Source
-from worker import keys
-from worker.client.ring import HashRing
-from worker.cluster import keys as cluster_keys
-from worker.cluster.credentials import Credentials
 from worker.cluster.etcd import Etcd
 from worker.cluster.members import MembershipView
-from worker.tls.client import PemFiles, etcd_files
+from worker.common import client_keys
+from worker.common.credentials import Credentials
+from worker.common.ring import HashRing
+from worker.common.tls import PemFiles, etcd_files
 
 
 def host_and_name(worker: str) -> tuple[str, str]:
@@ -71,15 +70,15 @@ class Locality:
 
     @classmethod
     def from_config(cls, config: Config) -> Locality:
-        given = config.setting(keys.USER_WORKERS).source is not Source.DEFAULT
-        static: list[str] = config.get(keys.USER_WORKERS) if given else []
-        endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+        given = config.setting(client_keys.USER_WORKERS).source is not Source.DEFAULT
+        static: list[str] = config.get(client_keys.USER_WORKERS) if given else []
+        endpoints: list[str] = config.get(client_keys.ETCD_ENDPOINTS)
         return cls(
             static,
-            config.get(keys.USER_CLIENT_VIRTUAL_NODES),
+            config.get(client_keys.USER_CLIENT_VIRTUAL_NODES),
             endpoints,
-            config.get(cluster_keys.CLUSTER_NAME),
-            config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            config.get(client_keys.CLUSTER_NAME),
+            config.get(client_keys.ETCD_TIMEOUT) / 1000,
             Credentials.from_config(config),
             etcd_files(config),
         )

@@ -7,7 +7,7 @@ import json
 import sys
 
 from worker.cli.common import config_options, load
-from worker.cluster import keys as cluster_keys
+from worker.common import client_keys
 
 EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
@@ -31,16 +31,16 @@ def list_workers(args: argparse.Namespace) -> int:
     from worker.cluster.status import cluster_status, format_table
 
     config = load(args)
-    endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+    endpoints: list[str] = config.get(client_keys.ETCD_ENDPOINTS)
     if not endpoints:
         print(
-            f"dora: {cluster_keys.ETCD_ENDPOINTS.name} is not set: there is no cluster to list",
+            f"dora: {client_keys.ETCD_ENDPOINTS.name} is not set: there is no cluster to list",
             file=sys.stderr,
         )
         return EXIT_USAGE
     etcd = Etcd.from_config(config)
     try:
-        status = cluster_status(etcd, config.get(cluster_keys.CLUSTER_NAME))
+        status = cluster_status(etcd, config.get(client_keys.CLUSTER_NAME))
     except (EtcdUnavailable, EtcdError) as exc:
         print(f"dora: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

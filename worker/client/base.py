@@ -18,19 +18,23 @@ from fsspec.implementations.chained import ChainedFileSystem
 from config import Config, load_config
 from config.keys import PropertyKey
 from ufs import uri as uris
-from worker import keys
 from worker.client.fallback import UfsFallback
 from worker.client.fastpath import LocalWorker, NearCacheMetadata, ShortCircuitRanges
 from worker.client.flow import Flow
 from worker.client.http import WorkerClient
 from worker.client.ops import Operations
-from worker.client.options import ClientOptions, SyncInterval, with_storage_options
+from worker.client.options import (
+    ClientOptions,
+    SyncInterval,
+    client_registry,
+    with_storage_options,
+)
 from worker.client.paths import PROTOCOL, StripProtocol, class_strip
 from worker.client.reader import ChunkedReader
 from worker.client.remote import Remote
 from worker.client.resolvers import Metadata, Ranges
 from worker.client.stats import ClientStats, Counters
-from worker.keys import build_registry
+from worker.common import client_keys
 
 T = TypeVar("T")
 
@@ -60,7 +64,7 @@ def _client_config(
             f"options for the UFS behind dora ({sorted(target_options)}) are not taken per "
             "URL: workers use their own dora.ufs.* properties, and so does the UFS fallback"
         )
-    config = config if config is not None else load_config(build_registry())
+    config = config if config is not None else load_config(client_registry())
     return with_storage_options(config, settings) if settings else config
 
 
@@ -141,8 +145,8 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
         metadata, ranges = resolvers(
             config,
             self.remote,
-            _switch(config, "short_circuit", short_circuit, keys.USER_CLIENT_SHORT_CIRCUIT),
-            _switch(config, "near_cache", near_cache, keys.USER_CLIENT_NEAR_CACHE),
+            _switch(config, "short_circuit", short_circuit, client_keys.USER_CLIENT_SHORT_CIRCUIT),
+            _switch(config, "near_cache", near_cache, client_keys.USER_CLIENT_NEAR_CACHE),
         )
         self.reader = ChunkedReader(
             ranges, metadata, self.options.read_chunk_size, self.options.read_parallelism

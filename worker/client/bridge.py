@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from worker.client.forksafe import ProcessLocal
+from worker.common.forksafe import ProcessLocal
 
 Message = MutableMapping[str, Any]
 

@@ -29,9 +29,9 @@ from worker.client.flow import (
     Parallel,
     Pause,
 )
-from worker.client.forksafe import ProcessLocal
 from worker.client.lean import LeanHttp
 from worker.client.liveness import answer_or_unresponsive
+from worker.common.forksafe import ProcessLocal
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ Every error is a :class:`DoraError` (an ``OSError``) and also the builtin a Pyth
 ``ValueError`` for a bad request or range, ``ConnectionError`` when no worker (or the UFS behind
 it) can be reached, ``TimeoutError`` when the UFS did not answer within the time the client
 said it waits (504). The classes and the code/status table live in the error catalogue
-(:mod:`worker.errors`), shared with the worker and every other surface; this module reads an
+(:mod:`worker.common.errors`), shared with the worker and every other surface; this module reads an
 answer and asks the catalogue, by the ``error`` code of the JSON body first, then by status.
 """
 
@@ -15,8 +15,8 @@ import json
 
 import httpx
 
-from worker import errors as catalogue
-from worker.errors import (
+from worker.common import errors as catalogue
+from worker.common.errors import (
     AccessDenied,
     AlreadyExists,
     DeadlineExceeded,

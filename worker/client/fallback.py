@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, TypeVar
 from config import Config
 from ufs import errors as ufs_errors
 from ufs.status import UfsStatus
-from worker import errors as catalogue
 from worker.client import errors
 from worker.client.answers import ReadResult
-from worker.client.forksafe import ProcessLocal
 from worker.client.stats import Counters
+from worker.common import errors as catalogue
+from worker.common.forksafe import ProcessLocal
 
 if TYPE_CHECKING:
     from ufs.adapter import Ufs

@@ -26,7 +26,7 @@ from worker.client.errors import DoraError, WorkerFailure
 from worker.client.flow import Flow, blocking
 from worker.client.nearcache import NearCache
 from worker.client.remote import Remote
-from worker.meta.generations import GenerationView
+from worker.common.generations import GenerationView
 
 if TYPE_CHECKING:
     from worker.client.shortcircuit import ShortCircuitReader

@@ -47,13 +47,13 @@ from worker.client.errors import WorkerUnavailable, error_from_response, retry_a
 from worker.client.flow import Body, BodyCut, Exchange, Flow, exchange, pause
 from worker.client.lean import LeanHttp
 from worker.client.options import ClientOptions
-from worker.client.ring import HashRing
 from worker.client.stats import Counters
-from worker.cluster.clientring import ClusterRing
-from worker.cluster.credentials import Credentials
-from worker.cluster.revision import REVISION_HEADER
-from worker.deadlines import TIMEOUT_HEADER, header_value
-from worker.tls.client import (
+from worker.common.clusterring import ClusterRing
+from worker.common.credentials import Credentials
+from worker.common.deadlines import TIMEOUT_HEADER, header_value
+from worker.common.revision import REVISION_HEADER
+from worker.common.ring import HashRing
+from worker.common.tls import (
     WorkerNotTrusted,
     client_cert_refused,
     refuse_plaintext,
@@ -125,7 +125,7 @@ class WorkerClient:
 
     Thread-safe: the down-list and the set of workers already warned about are guarded by one
     lock, which is never held during I/O (the counters have their own lock, taken after it).
-    Fork-safe: a forked child builds its own HTTP clients (:mod:`worker.client.forksafe`). An
+    Fork-safe: a forked child builds its own HTTP clients (:mod:`worker.common.forksafe`). An
     injected ``transport`` is shared as is; one that works only one way (``httpx.ASGITransport``
     is asynchronous) is bridged for the other driver (:mod:`worker.client.bridge`).
     """

@@ -50,7 +50,7 @@ class LeanHttp:
 
     Thread-safe: each thread has its own connections (:meth:`close` closes them all). Not
     fork-safe by itself: the driver keeps one per process
-    (:class:`~worker.client.forksafe.ProcessLocal`).
+    (:class:`~worker.common.forksafe.ProcessLocal`).
     """
 
     def __init__(

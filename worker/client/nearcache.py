@@ -2,7 +2,7 @@
 (DESIGN.md, "The same-host fast path"): a warm ``info()`` or ``ls()`` is a dictionary lookup and
 a few memory reads, no call.
 
-An answer is kept with the generation counters that cover it (:mod:`worker.meta.generations`),
+An answer is kept with the generation counters that cover it (:mod:`worker.common.generations`),
 read *before* the call that fetched it, and served only while they are unchanged, so a change
 made through the worker by any process on the host is seen at once. A child's status taken from
 a listing is covered by its directory's counter, which every change to a child bumps.
@@ -29,8 +29,8 @@ from typing import Any
 
 from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
-from worker.meta.entry import stricter
-from worker.meta.generations import GenerationView, Stamp
+from worker.common.generations import GenerationView, Stamp
+from worker.common.sync import stricter
 
 DEFAULT_MAX_ENTRIES = 100_000
 DEFAULT_TTL_MS = 10_000

@@ -17,15 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from config import Config, ConfigError, Source
+from config import Config, ConfigError, Registry, Source
 from config.keys import PropertyKey
 from config.units import parse_duration
-from worker import keys
-from worker.cluster import keys as cluster_keys
-from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
-from worker.rules.keys import READ_TYPE
-from worker.tls import keys as tls_keys
-from worker.tls.client import PemFiles, etcd_files, user_files
+from ufs import keys as ufs_keys
+from worker.common import client_keys
+from worker.common.tls import PemFiles, etcd_files, user_files
 
 SyncInterval = int | str
 T = TypeVar("T")
@@ -87,39 +84,43 @@ class ClientOptions:
 
         Raises ValueError naming the option for a malformed value.
         """
-        urls = _worker_urls(workers if workers is not None else config.get(keys.USER_WORKERS))
+        urls = _worker_urls(
+            workers if workers is not None else config.get(client_keys.USER_WORKERS)
+        )
         timeout_s = (
-            config.get(keys.USER_CLIENT_TIMEOUT) / 1000
+            config.get(client_keys.USER_CLIENT_TIMEOUT) / 1000
             if timeout is None
             else _seconds("timeout", timeout)
         )
         return cls(
             workers=urls,
             ring_names=tuple(urlsplit(url).netloc for url in urls),
-            token=token if token is not None else config.get(keys.USER_CLIENT_TOKEN) or None,
+            token=token if token is not None else config.get(client_keys.USER_CLIENT_TOKEN) or None,
             timeout_s=timeout_s,
-            connect_timeout_s=min(timeout_s, config.get(keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000),
-            retry_attempts=config.get(keys.USER_CLIENT_RETRY_ATTEMPTS),
+            connect_timeout_s=min(
+                timeout_s, config.get(client_keys.USER_CLIENT_CONNECT_TIMEOUT) / 1000
+            ),
+            retry_attempts=config.get(client_keys.USER_CLIENT_RETRY_ATTEMPTS),
             fallback_to_ufs=_fallback_to_ufs(config, fallback_to_ufs),
             virtual_nodes=_virtual_nodes(config, virtual_nodes),
-            read_chunk_size=config.get(keys.USER_CLIENT_READ_CHUNK_SIZE),
-            read_parallelism=config.get(keys.USER_CLIENT_READ_PARALLELISM),
+            read_chunk_size=config.get(client_keys.USER_CLIENT_READ_CHUNK_SIZE),
+            read_parallelism=config.get(client_keys.USER_CLIENT_READ_PARALLELISM),
             sync_interval=_default_sync_interval(config, sync_interval),
             etcd_endpoints=_etcd_endpoints(config),
-            cluster_name=config.get(cluster_keys.CLUSTER_NAME),
-            etcd_timeout_s=config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
-            etcd_user=config.get(cluster_keys.ETCD_USER),
-            etcd_password=config.get(cluster_keys.ETCD_PASSWORD),
+            cluster_name=config.get(client_keys.CLUSTER_NAME),
+            etcd_timeout_s=config.get(client_keys.ETCD_TIMEOUT) / 1000,
+            etcd_user=config.get(client_keys.ETCD_USER),
+            etcd_password=config.get(client_keys.ETCD_PASSWORD),
             tls=user_files(config),
-            allow_plaintext=config.get(tls_keys.USER_ALLOW_PLAINTEXT),
+            allow_plaintext=config.get(client_keys.USER_ALLOW_PLAINTEXT),
             etcd_tls=etcd_files(config),
-            serve_stale=_user_set(config, SERVE_STALE),
+            serve_stale=_user_set(config, client_keys.SERVE_STALE),
         )
 
 
 def _virtual_nodes(config: Config, given: int | str | None) -> int:
     """The ring's virtual nodes per worker: ``given`` (an integer or its text), else the key."""
-    key = keys.USER_CLIENT_VIRTUAL_NODES
+    key = client_keys.USER_CLIENT_VIRTUAL_NODES
     nodes = config.get(key) if given is None else _parsed("virtual_nodes", given, key)
     if nodes < 1:
         raise ValueError(f"virtual_nodes={nodes!r}: expected at least 1")
@@ -129,8 +130,20 @@ def _virtual_nodes(config: Config, given: int | str | None) -> int:
 def _fallback_to_ufs(config: Config, given: bool | str | None) -> bool:
     """Whether the client reads the UFS itself when no worker answers: ``given`` (a boolean or
     its text), else the key."""
-    key = keys.USER_CLIENT_FALLBACK_TO_UFS
+    key = client_keys.USER_CLIENT_FALLBACK_TO_UFS
     return config.get(key) if given is None else bool(_parsed("fallback_to_ufs", given, key))
+
+
+# The namespaces whose every key a client holds (worker.common.client_keys): an unknown key in
+# them is a mistake; any other key a client does not read is a worker's.
+CLIENT_SCOPE = ("dora.user.", "dora.cluster.etcd.", "alluxio.user.")
+
+
+def client_registry() -> Registry:
+    """The keys a client reads: its own and the UFS's (for its fallback). A site file or an
+    environment variable naming a worker's key is left to the worker (``Registry.scope``); the
+    entry points (the worker, the ``dora`` command) build the full registry instead."""
+    return Registry(scope=CLIENT_SCOPE).extend(client_keys.KEYS).extend(ufs_keys.KEYS)
 
 
 # Short names: the key's name without its prefix, dots as underscores, after a lead word.
@@ -141,7 +154,7 @@ _SHORT_PREFIXES = (
     ("dora.cluster.name", "cluster_name"),
 )
 # dora.user.* keys that only workers apply (per path): a client given one would ignore it.
-_WORKER_SIDE = frozenset({READ_TYPE.name})
+_WORKER_SIDE = frozenset({client_keys.READ_TYPE.name})
 
 
 def short_name(key: PropertyKey[Any]) -> str | None:
@@ -171,8 +184,10 @@ def with_storage_options(config: Config, options: Mapping[str, object]) -> Confi
 
 def _client_key(config: Config, given: str, shorts: Mapping[str, PropertyKey[Any]]) -> Any:
     """The client setting named ``given`` by its key name or alias; ConfigError otherwise."""
+    # A key name (dotted, unlike a short name) that is a worker's names no client setting.
+    worker_side = "." in given and config.registry.foreign(given)
     try:
-        key = config.registry.lookup(given)
+        key = None if worker_side else config.registry.lookup(given)
     except ConfigError:
         names = [*shorts, *(key.name for key in shorts.values())]
         near = difflib.get_close_matches(given, names, n=1)
@@ -180,9 +195,10 @@ def _client_key(config: Config, given: str, shorts: Mapping[str, PropertyKey[Any
         raise ConfigError(
             f"unknown storage option {given!r} for the dora filesystem{hint}"
         ) from None
-    if short_name(key) is None:
+    if key is None or short_name(key) is None:
+        name = given if key is None else key.name
         raise ConfigError(
-            f"storage option {given!r}: {key.name} is not a client setting (workers read it "
+            f"storage option {given!r}: {name} is not a client setting (workers read it "
             "from their own properties); a client takes dora.user.*, dora.cluster.etcd.* and "
             "dora.cluster.name"
         )
@@ -205,7 +221,7 @@ def _option_text(given: str, value: object) -> str:
 
 
 def _etcd_endpoints(config: Config) -> tuple[str, ...]:
-    endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+    endpoints: list[str] = config.get(client_keys.ETCD_ENDPOINTS)
     return tuple(endpoints)
 
 
@@ -223,7 +239,7 @@ def sync_interval_param(value: SyncInterval) -> str:
 def _default_sync_interval(config: Config, given: SyncInterval | None) -> str | None:
     if given is not None:
         return sync_interval_param(given)
-    setting = config.setting(SYNC_INTERVAL)
+    setting = config.setting(client_keys.SYNC_INTERVAL)
     # Only a value the user set is sent: otherwise the worker's own default applies.
     if setting.source is Source.DEFAULT or setting.text is None:
         return None

@@ -36,9 +36,9 @@ from etcd3gw import exceptions as gw_errors
 from etcd3gw.client import Etcd3Client
 
 from config import Config
-from worker.cluster import keys as cluster_keys
-from worker.cluster.credentials import Credentials
-from worker.tls.client import PemFiles, etcd_files
+from worker.common import client_keys
+from worker.common.credentials import Credentials
+from worker.common.tls import PemFiles, etcd_files
 
 log = logging.getLogger(__name__)
 
@@ -153,10 +153,10 @@ class Etcd:
     @classmethod
     def from_config(cls, config: Config) -> Etcd:
         """The cluster's etcd as ``dora.cluster.etcd.*`` name it (the endpoints must be set)."""
-        endpoints: list[str] = config.get(cluster_keys.ETCD_ENDPOINTS)
+        endpoints: list[str] = config.get(client_keys.ETCD_ENDPOINTS)
         return cls(
             endpoints,
-            config.get(cluster_keys.ETCD_TIMEOUT) / 1000,
+            config.get(client_keys.ETCD_TIMEOUT) / 1000,
             Credentials.from_config(config),
             etcd_files(config),
         )

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from worker.cluster.follower import Follower
-from worker.cluster.revision import REVISION_HEADER
+from worker.common.revision import REVISION_HEADER
 from worker.request import exchange
 
 Scope = MutableMapping[str, Any]

@@ -1,4 +1,6 @@
-"""Property keys of the cluster (membership and the invalidation feed on etcd)."""
+"""Property keys of the worker's part in the cluster (membership and the invalidation feed on
+etcd); the keys of the etcd connection and the cluster's name, which a client reads too, are in
+:mod:`worker.common.client_keys`."""
 
 from __future__ import annotations
 
@@ -6,36 +8,6 @@ from typing import Any
 
 from config.keys import KeyType, PropertyKey
 
-ETCD_ENDPOINTS: PropertyKey[list[str]] = PropertyKey(
-    "dora.cluster.etcd.endpoints",
-    KeyType.LIST,
-    "",
-    "etcd endpoints (http://host:port, comma separated). Set: workers register in etcd, "
-    "publish and apply the invalidation feed, and clients build their ring from etcd. "
-    "Empty: no cluster; clients use dora.user.workers.",
-    alias="alluxio.etcd.endpoints",
-)
-ETCD_USER: PropertyKey[str | None] = PropertyKey(
-    "dora.cluster.etcd.user",
-    KeyType.STRING,
-    None,
-    "etcd user to authenticate as (etcd's own users and roles; README, \"etcd is a trust "
-    'boundary"). Unset: no authentication.',
-)
-ETCD_PASSWORD: PropertyKey[str | None] = PropertyKey(
-    "dora.cluster.etcd.password",
-    KeyType.STRING,
-    None,
-    "Password of dora.cluster.etcd.user.",
-    secret=True,
-)
-CLUSTER_NAME: PropertyKey[str] = PropertyKey(
-    "dora.cluster.name",
-    KeyType.STRING,
-    "DefaultAlluxioCluster",
-    "Cluster name: the etcd paths of its members and feed are under it.",
-    alias="alluxio.cluster.name",
-)
 ADVERTISE_HOST: PropertyKey[str | None] = PropertyKey(
     "dora.cluster.advertise.host",
     KeyType.STRING,
@@ -50,13 +22,6 @@ LEASE_TTL: PropertyKey[int] = PropertyKey(
     "Life of a worker's membership lease; a worker that stops keeping it alive leaves the "
     "ring this long after.",
     minimum=2000,
-)
-ETCD_TIMEOUT: PropertyKey[int] = PropertyKey(
-    "dora.cluster.etcd.timeout",
-    KeyType.DURATION,
-    "2s",
-    "Deadline of one etcd call; past it etcd counts as unavailable for that call.",
-    minimum=1,
 )
 READ_WAIT: PropertyKey[int] = PropertyKey(
     "dora.cluster.read.wait",
@@ -84,13 +49,8 @@ PENDING_LIMIT: PropertyKey[int] = PropertyKey(
 )
 
 KEYS: list[PropertyKey[Any]] = [
-    ETCD_ENDPOINTS,
-    ETCD_USER,
-    ETCD_PASSWORD,
-    CLUSTER_NAME,
     ADVERTISE_HOST,
     LEASE_TTL,
-    ETCD_TIMEOUT,
     READ_WAIT,
     PREFIX_THRESHOLD,
     PENDING_LIMIT,

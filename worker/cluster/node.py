@@ -23,6 +23,7 @@ from worker.cluster.follower import Follower
 from worker.cluster.http import ASGIApp, RevisionMiddleware
 from worker.cluster.members import Registration
 from worker.cluster.publisher import Publisher, PublisherOptions
+from worker.common import client_keys
 from worker.tls import keys as tls_keys
 
 if TYPE_CHECKING:
@@ -95,9 +96,9 @@ class ClusterNode:
     """
 
     def __init__(self, config: Config, service: WorkerService, host: str, port: int) -> None:
-        self.cluster: str = config.get(cluster_keys.CLUSTER_NAME)
+        self.cluster: str = config.get(client_keys.CLUSTER_NAME)
         ttl_s = max(2, config.get(cluster_keys.LEASE_TTL) // 1000)
-        self.timeout_s = config.get(cluster_keys.ETCD_TIMEOUT) / 1000
+        self.timeout_s = config.get(client_keys.ETCD_TIMEOUT) / 1000
         self.read_wait_s = config.get(cluster_keys.READ_WAIT) / 1000
         self.etcd = Etcd.from_config(config)
         started_ms = int(time.time() * 1000)
@@ -143,7 +144,7 @@ class ClusterNode:
         """Join the cluster if ``dora.cluster.etcd.endpoints`` is set (None otherwise), as the
         worker listening on ``bind_host``:``port``. An unreachable etcd does not stop the
         worker: it serves and keeps trying."""
-        if not config.get(cluster_keys.ETCD_ENDPOINTS):
+        if not config.get(client_keys.ETCD_ENDPOINTS):
             return None
         host = config.get(cluster_keys.ADVERTISE_HOST) or bind_host
         if host in ("0.0.0.0", "::", ""):

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from worker.cluster.localetcd import EtcdTls
+from worker.common.tls import PemFiles
 from worker.lab.netns import Host
-from worker.tls.client import PemFiles
 
 
 class Issued(Protocol):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ufs.status import UfsStatus
-from worker.errors import WorkerBusy
+from worker.common.errors import WorkerBusy
 from worker.load.job import JobState, LoadJob
 from worker.load.options import LoadOptions
 from worker.load.work import JobWork

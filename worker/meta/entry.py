@@ -7,9 +7,7 @@ import time
 from dataclasses import dataclass
 
 from ufs.status import UfsStatus
-
-# The sync interval that means "never re-check while cached".
-NEVER = -1
+from worker.common.sync import NEVER
 
 
 def wall_clock_ms() -> int:
@@ -69,10 +67,3 @@ def needs_sync(loaded_at: int, sync_interval: int, now: int) -> bool:
     if sync_interval < 0:
         raise ValueError(f"sync interval {sync_interval} is invalid: expected -1, 0 or a duration")
     return now - loaded_at > sync_interval or sync_interval == 0
-
-
-def stricter(a: int, b: int) -> int:
-    """The stricter of two sync intervals: 0 before N before -1 (never)."""
-    if NEVER in (a, b):
-        return b if a == NEVER else a
-    return min(a, b)

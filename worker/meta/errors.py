@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from worker.common.errors import Catalogued
+
 
 class MetaError(Exception):
     """Base of the errors the metadata tiers raise themselves."""
 
 
-class VersionMismatch(MetaError):
+class VersionMismatch(MetaError, Catalogued):
     """The caller asked for version ``wanted`` of ``uri`` but the UFS has ``actual``, even after
     a sync (the REST API answers 412)."""
+
+    error_code = "VersionMismatch"
 
     def __init__(self, uri: str, wanted: str, actual: str) -> None:
         super().__init__(f"{uri!r} is at version {actual!r}, not the requested {wanted!r}")

@@ -73,24 +73,6 @@ METASTORE_FLUSH_INTERVAL: PropertyKey[int] = PropertyKey(
     "How often the flusher commits buffered metastore writes.",
     minimum=1,
 )
-SYNC_INTERVAL: PropertyKey[int] = PropertyKey(
-    "dora.user.file.metadata.sync.interval",
-    KeyType.DURATION,
-    "-1",
-    "Default sync interval: -1 never re-checks a cached status, 0 always does, "
-    "N re-checks after N.",
-    alias="alluxio.user.file.metadata.sync.interval",
-    allow_never=True,
-    minimum=0,
-)
-SERVE_STALE: PropertyKey[bool] = PropertyKey(
-    "dora.user.file.metadata.sync.serve.stale",
-    KeyType.BOOL,
-    "false",
-    "Serve while revalidating: a status the sync interval says to re-check is answered at "
-    "once from the cache while one background re-check runs for its path, as long as it is "
-    "younger than dora.worker.ufs.file.status.cache.ttl (older ones are re-checked first).",
-)
 
 KEYS: list[PropertyKey[Any]] = [
     STATUS_CACHE_SIZE,
@@ -102,6 +84,4 @@ KEYS: list[PropertyKey[Any]] = [
     METASTORE_TTL,
     METASTORE_RECOVER,
     METASTORE_FLUSH_INTERVAL,
-    SYNC_INTERVAL,
-    SERVE_STALE,
 ]

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 
 from config import Config
 from config.core_keys import WORK_DIR
+from worker.common import client_keys
+from worker.common.sync import NEVER
 from worker.meta import keys
-from worker.meta.entry import NEVER, Lifetimes
+from worker.meta.entry import Lifetimes
 
 
 class RecoverPolicy(enum.Enum):
@@ -36,7 +38,7 @@ class CacheOptions:
             status_ttl_ms=config.get(keys.STATUS_CACHE_TTL),
             list_cache_dirs=config.get(keys.LIST_CACHE_DIRS),
             list_ttl_ms=config.get(keys.LIST_CACHE_TTL),
-            sync_interval_ms=config.get(keys.SYNC_INTERVAL),
+            sync_interval_ms=config.get(client_keys.SYNC_INTERVAL),
         )
 
 

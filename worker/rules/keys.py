@@ -1,4 +1,6 @@
-"""The property keys the rules model reads rules from (the rules file is the full form)."""
+"""The property keys the rules model reads rules from (the rules file is the full form); the
+client's keys it also reads (the sync interval, serve-stale, the read type) are in
+:mod:`worker.common.client_keys`."""
 
 from __future__ import annotations
 
@@ -6,17 +8,6 @@ from typing import Any
 
 from config import KeyType, PropertyKey
 
-NO_CACHE = "NO_CACHE"
-
-READ_TYPE: PropertyKey[str] = PropertyKey(
-    "dora.user.file.readtype.default",
-    KeyType.STRING,
-    "CACHE",
-    "How reads use the page store: CACHE (and CACHE_PROMOTE, the same here) go through it, "
-    "NO_CACHE reads straight from the UFS (pass-through).",
-    alias="alluxio.user.file.readtype.default",
-    choices=("CACHE", "CACHE_PROMOTE", NO_CACHE),
-)
 PATH_CONF: PropertyKey[list[str]] = PropertyKey(
     "dora.worker.path.conf",
     KeyType.LIST,
@@ -54,7 +45,6 @@ TTL_CHECK_INTERVAL: PropertyKey[int] = PropertyKey(
     minimum=1,
 )
 KEYS: list[PropertyKey[Any]] = [
-    READ_TYPE,
     PATH_CONF,
     RULES_FILE,
     CACHE_INCLUDE,

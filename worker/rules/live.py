@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from config import Config, ConfigError
-from worker.meta.keys import SERVE_STALE, SYNC_INTERVAL
-from worker.rules.keys import CACHE_EXCLUDE, CACHE_INCLUDE, PATH_CONF, READ_TYPE, RULES_FILE
+from worker.common.client_keys import READ_TYPE, SERVE_STALE, SYNC_INTERVAL
+from worker.rules.keys import CACHE_EXCLUDE, CACHE_INCLUDE, PATH_CONF, RULES_FILE
 from worker.rules.model import Policy, Rule
 from worker.rules.parse import admission_default, parse_file, parse_filters, parse_table
 from worker.rules.ruleset import Defaults, RuleSet

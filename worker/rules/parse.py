@@ -32,9 +32,9 @@ from config import ConfigError, PropertyKey
 from config.units import parse_duration, parse_size
 from ufs import uri as uris
 from ufs.errors import UfsInvalidPath
-from worker.meta.keys import SYNC_INTERVAL
+from worker.common.client_keys import NO_CACHE, READ_TYPE, SYNC_INTERVAL
 from worker.rules.globs import any_of, as_prefix, compile_glob, none_of
-from worker.rules.keys import CACHE_EXCLUDE, CACHE_INCLUDE, NO_CACHE, PATH_CONF, READ_TYPE
+from worker.rules.keys import CACHE_EXCLUDE, CACHE_INCLUDE, PATH_CONF
 from worker.rules.model import Admission, Rule, Settings
 
 NEVER = -1

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from config.units import format_duration, parse_duration, parse_size
 from ufs import keys as ufs_keys
 from ufs import uri as uris
+from worker.common import client_keys
 from worker.spark.sidecar import ensure_worker
-from worker.tls import keys as tls_keys
 
 if TYPE_CHECKING:
     from worker.client.filesystem import DoraFileSystem
@@ -141,7 +141,7 @@ class ReadOptions:
             from worker.client.filesystem import DoraFileSystem
 
             given = dict(define.split("=", 1) for define in self.defines)
-            files = (tls_keys.USER_CA, tls_keys.USER_CERT, tls_keys.USER_KEY)
+            files = (client_keys.USER_CA, client_keys.USER_CERT, client_keys.USER_KEY)
             # Storage options by the keys' full names (any name a site file takes).
             tls: dict[str, Any] = {key.name: given[key.name] for key in files if key.name in given}
             return DoraFileSystem(

@@ -18,13 +18,14 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from worker.errors import Unauthorized
+from worker.common import client_keys
+from worker.common.errors import Unauthorized
 from worker.tls import keys
 
 MISSING = (
     "no client certificate: this worker requires one signed by the CA in its "
-    f"{keys.WORKER_CLIENT_CA.name} (mutual TLS); set {keys.USER_CERT.name} and "
-    f"{keys.USER_KEY.name} on the client"
+    f"{keys.WORKER_CLIENT_CA.name} (mutual TLS); set {client_keys.USER_CERT.name} and "
+    f"{client_keys.USER_KEY.name} on the client"
 )
 
 

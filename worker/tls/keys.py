@@ -1,8 +1,6 @@
-"""Property keys of TLS: the worker's certificate and the client CA it requires, the client's
-trust and certificate, etcd's client TLS, and the two keys that allow a token in clear.
-
-The etcd keys live here rather than with the cluster's: they are read by the same code that
-reads the client's (one way to turn PEM files into an ``ssl.SSLContext``)."""
+"""Property keys of the worker's TLS: its certificate, the client CA it requires and the key
+that allows a token in clear. The client's trust and certificate, and etcd's client TLS, are
+keys a client reads (:mod:`worker.common.client_keys`)."""
 
 from __future__ import annotations
 
@@ -40,32 +38,6 @@ WORKER_ALLOW_PLAINTEXT: PropertyKey[bool] = PropertyKey(
     "false",
     "Start without a warning when a worker with a token listens beyond loopback without TLS.",
 )
-USER_CA = _file(
-    "dora.user.tls.ca.file",
-    "PEM CA bundle a client verifies https:// workers with (empty: the system's store).",
-)
-USER_CERT = _file(
-    "dora.user.tls.cert.file",
-    "PEM certificate a client presents to workers that require one (mutual TLS).",
-)
-USER_KEY = _file("dora.user.tls.key.file", "PEM private key of dora.user.tls.cert.file.")
-USER_ALLOW_PLAINTEXT: PropertyKey[bool] = PropertyKey(
-    "dora.user.client.token.allow.plaintext",
-    KeyType.BOOL,
-    "false",
-    "Let a client send its token over plain http:// to a worker beyond loopback.",
-)
-ETCD_CA = _file(
-    "dora.cluster.etcd.tls.ca.file",
-    "PEM CA bundle https:// etcd endpoints are verified with (empty: the system's store).",
-)
-ETCD_CERT = _file(
-    "dora.cluster.etcd.tls.cert.file",
-    "PEM client certificate for etcd (etcd started with --client-cert-auth).",
-)
-ETCD_KEY = _file(
-    "dora.cluster.etcd.tls.key.file", "PEM private key of the etcd client certificate."
-)
 
 KEYS: list[PropertyKey[Any]] = [
     WORKER_CERT,
@@ -73,11 +45,4 @@ KEYS: list[PropertyKey[Any]] = [
     WORKER_CLIENT_CA,
     WORKER_RELOAD_INTERVAL,
     WORKER_ALLOW_PLAINTEXT,
-    USER_CA,
-    USER_CERT,
-    USER_KEY,
-    USER_ALLOW_PLAINTEXT,
-    ETCD_CA,
-    ETCD_CERT,
-    ETCD_KEY,
 ]

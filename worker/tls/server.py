@@ -35,8 +35,8 @@ from pathlib import Path
 
 from config import Config, ConfigError
 from pagestore import modes
+from worker.common.tls import is_loopback
 from worker.tls import keys
-from worker.tls.client import is_loopback
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from starlette.types import Scope
 from tests.worker.conftest import Api
 from worker.api.app import SURFACES, create_app
 from worker.api.surface import Route, Surface
-from worker.errors import ErrorKind, NotFound
+from worker.common.errors import ErrorKind, NotFound
 from worker.service import WorkerService
 
 

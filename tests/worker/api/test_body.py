@@ -11,7 +11,7 @@ import pytest
 from starlette.requests import Request
 
 from worker.api.body import BATCH_BYTES, PagedBody, declared_length, pull
-from worker.errors import InvalidRequest
+from worker.common.errors import InvalidRequest
 
 MB = 1 << 20
 

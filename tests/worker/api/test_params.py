@@ -12,7 +12,7 @@ from tests.worker.conftest import Api
 from worker.api.numbers import MAX_INTEGER
 from worker.api.params import REST, Query, byte_range
 from worker.api.webhdfs_errors import DIALECT as WEBHDFS
-from worker.errors import InvalidRequest, RangeNotSatisfiable
+from worker.common.errors import InvalidRequest, RangeNotSatisfiable
 
 
 @pytest.mark.parametrize("dialect", [REST, WEBHDFS])

@@ -14,7 +14,7 @@ import pytest
 from tests.worker.conftest import Api, page_files
 from worker.api import webhdfs_listing
 from worker.api.webhdfs_paths import TOKEN_PATH
-from worker.client.ring import HashRing
+from worker.common.ring import HashRing
 from worker.service import WorkerService
 
 PAGE = 64 * 1024

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 import pytest
 
 from worker.api.webhdfs_locality import Locality, host_and_name
-from worker.client.ring import HashRing
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import Registration
+from worker.common.ring import HashRing
 
 URI = "s3://bucket/table/part-0.parquet"
 

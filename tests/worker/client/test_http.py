@@ -20,7 +20,7 @@ from worker.client.http import (
     WorkerClient,
 )
 from worker.client.options import ClientOptions
-from worker.errors import DeadlineExceeded
+from worker.common.errors import DeadlineExceeded
 
 WORKERS = "w1:1,w2:1,w3:1"
 KEY = "s3://bucket/a.parquet"

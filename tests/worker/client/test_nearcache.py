@@ -11,7 +11,8 @@ import pytest
 
 from tests.worker.conftest import open_service
 from worker.client.nearcache import NearCache
-from worker.meta.generations import GenerationFile, GenerationView
+from worker.common.generations import GenerationView
+from worker.meta.generations import GenerationFile
 from worker.service import WorkerService
 
 

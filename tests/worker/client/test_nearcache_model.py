@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from worker.client.nearcache import NearCache
-from worker.meta.generations import GenerationView
+from worker.common.generations import GenerationView
 from worker.service import WorkerService
 
 STEPS = 400

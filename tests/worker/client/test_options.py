@@ -1,11 +1,18 @@
 """Client options: site properties, overridden by constructor arguments, validated once."""
 
+from pathlib import Path
+
 import pytest
 
-from config import ConfigError
+from config import ConfigError, load_config
 from tests.worker.client.conftest import client_config
-from worker.client.options import ClientOptions, sync_interval_param, with_storage_options
-from worker.keys import USER_CLIENT_NEAR_CACHE as NEAR_CACHE
+from worker.client.options import (
+    ClientOptions,
+    client_registry,
+    sync_interval_param,
+    with_storage_options,
+)
+from worker.common.client_keys import USER_CLIENT_NEAR_CACHE as NEAR_CACHE
 
 
 def test_defaults_come_from_the_properties() -> None:
@@ -140,3 +147,17 @@ def test_a_bad_storage_option_names_itself_as_the_site_file_would(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         with_storage_options(client_config(), options)
+
+
+def test_a_client_leaves_the_workers_keys_to_the_worker(tmp_path: Path) -> None:
+    """The client's own registry (no server code imported): a site file and environment shared
+    with a worker load, the worker's keys skipped; a misspelt client key is still an error."""
+    site = tmp_path / "dora-site.properties"
+    site.write_text("dora.worker.page.store.dirs=/pages\ndora.user.client.read.parallelism=3\n")
+    env = {"DORA_CONF_DIR": str(tmp_path), "DORA_WORKER_HTTP_PORT": "9"}
+    config = load_config(client_registry(), environ=env)
+    assert ClientOptions.resolve(config).read_parallelism == 3
+    assert "dora.worker.http.port" not in {key.name for key in config.registry}
+    site.write_text("dora.user.client.read.paralelism=3\n")
+    with pytest.raises(ConfigError, match="did you mean 'dora.user.client.read.parallelism'"):
+        load_config(client_registry(), environ=env)

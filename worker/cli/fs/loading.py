@@ -14,7 +14,7 @@ from worker.cli.fs.progress import progress_line
 from worker.cli.fs.session import Session, uri
 from worker.client.errors import WorkerUnavailable, error_from_response
 from worker.client.options import ClientOptions
-from worker.tls.client import refuse_plaintext
+from worker.common.tls import refuse_plaintext
 
 POLL_S = 0.3
 

@@ -15,7 +15,7 @@ from typing import Any
 from config import Config, Source
 from worker.cli.common import EXIT_FAILURE, EXIT_USAGE
 from worker.client import DoraError, DoraFileSystem
-from worker.keys import USER_CLIENT_FALLBACK_TO_UFS
+from worker.common.client_keys import USER_CLIENT_FALLBACK_TO_UFS
 
 # What a shell reports for a command ended by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130

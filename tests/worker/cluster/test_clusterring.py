@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from worker.cluster.clientring import ClusterRing
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import RETRY_S, Registration
+from worker.common.clusterring import ClusterRing
 
 VIEW_THREAD = "dora-membership-view"
 

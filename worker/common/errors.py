@@ -19,10 +19,10 @@ This module imports no web framework and no service.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from config.errors import ConfigError
 from ufs import errors as ufs
-from worker.meta import errors as meta
 
 # -- the exceptions of the dora client (and of the worker's request checks) ----------------------
 
@@ -138,7 +138,7 @@ class WorkerBusy(RetryLater):
 
 class DeadlineExceeded(DoraError, TimeoutError):
     """The worker stopped waiting for the UFS at the deadline the request came with (504):
-    the client's own timeout, sent as ``X-Dora-Timeout-Ms`` (:mod:`worker.deadlines`). Not
+    the client's own timeout, sent as ``X-Dora-Timeout-Ms`` (:mod:`worker.common.deadlines`). Not
     retried: the time the caller gave is spent."""
 
 
@@ -229,7 +229,7 @@ CATALOGUE: tuple[ErrorKind, ...] = (
         412,
         VersionMismatch,
         _IOE,
-        (meta.VersionMismatch, ufs.UfsVersionChanged),
+        (ufs.UfsVersionChanged,),
     ),
     ErrorKind("RequestTimeout", 408, RequestTimeout, _IOE, (RequestTimeout,)),
     ErrorKind("PayloadTooLarge", 413, PayloadTooLarge, _IOE, (PayloadTooLarge, ufs.UfsTooLarge)),
@@ -263,13 +263,24 @@ INTERNAL = _BY_CODE["InternalError"]
 """The kind of an exception the catalogue does not know: a bug, answered 500."""
 
 
+class Catalogued:
+    """A mixin for an exception of the worker's own parts (which this module does not import)
+    that names the catalogue row it is answered with by its ``error_code``, as the metadata
+    tiers' ``VersionMismatch`` names ``"VersionMismatch"``."""
+
+    error_code: ClassVar[str]
+
+
 def kind_of(exc: BaseException) -> ErrorKind | None:
     """The kind of an exception raised inside the worker, or None for a bug. The most specific
-    catalogued class in the exception's MRO decides (``UfsNotFound`` before ``UfsError``)."""
+    catalogued class in the exception's MRO decides (``UfsNotFound`` before ``UfsError``); a
+    :class:`Catalogued` exception is of the kind it names."""
     for cls in type(exc).__mro__:
         kind = _BY_TYPE.get(cls)
         if kind is not None:
             return kind
+    if isinstance(exc, Catalogued):
+        return _BY_CODE[exc.error_code]
     return None
 
 

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.errors import RangeNotSatisfiable
-from worker.ranges import ByteRange, Window
+from worker.common.errors import RangeNotSatisfiable
+from worker.common.ranges import ByteRange, Window
 
 sizes = st.integers(0, 10_000)
 positions = st.integers(0, 20_000)

@@ -9,14 +9,14 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from worker.client.forksafe import ProcessLocal
-from worker.client.ring import HashRing
+from worker.common.forksafe import ProcessLocal
+from worker.common.ring import HashRing
 
 if TYPE_CHECKING:
-    from worker.cluster.credentials import Credentials
     from worker.cluster.etcd import Etcd
     from worker.cluster.members import MembershipView
-    from worker.tls.client import PemFiles
+    from worker.common.credentials import Credentials
+    from worker.common.tls import PemFiles
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.client.ring import HashRing, ring_hash
+from worker.common.ring import HashRing, ring_hash
 
 WORKERS = ["10.0.0.1:28080", "10.0.0.2:28080", "10.0.0.3:28080"]
 

@@ -10,8 +10,8 @@ from tests.worker.tls.certs import CA
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.layout import WorkerInfo
+from worker.common.tls import PlaintextRefused, is_loopback, refuse_plaintext
 from worker.keys import build_registry
-from worker.tls.client import PlaintextRefused, is_loopback, refuse_plaintext
 
 
 def config(*defines: str) -> Config:

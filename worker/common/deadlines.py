@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from worker.errors import InvalidRequest
+from worker.common.errors import InvalidRequest
 
 if TYPE_CHECKING:
     from ufs.deadline import Deadline

@@ -7,9 +7,9 @@ import pytest
 from config import ConfigError
 from ufs import errors as ufs
 from ufs.deadline import Deadline
-from worker import errors as catalogue
 from worker.api.errors import error_response
 from worker.client.errors import error_from_response
+from worker.common import errors as catalogue
 from worker.meta.errors import VersionMismatch as MetaVersionMismatch
 
 

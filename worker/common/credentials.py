@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from config import Config
-from worker.cluster import keys as cluster_keys
+from worker.common import client_keys
 
 
 @dataclass(frozen=True)
@@ -19,5 +19,5 @@ class Credentials:
     @classmethod
     def from_config(cls, config: Config) -> Credentials | None:
         """From ``dora.cluster.etcd.user`` and ``.password`` (None without a user)."""
-        user = config.get(cluster_keys.ETCD_USER)
-        return cls(user, config.get(cluster_keys.ETCD_PASSWORD) or "") if user else None
+        user = config.get(client_keys.ETCD_USER)
+        return cls(user, config.get(client_keys.ETCD_PASSWORD) or "") if user else None

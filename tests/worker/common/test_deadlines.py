@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from worker import errors as catalogue
-from worker.deadlines import header_value, request_deadline
+from worker.common import errors as catalogue
+from worker.common.deadlines import header_value, request_deadline
 
 
 class FakeClock:

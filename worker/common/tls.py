@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from config import Config, ConfigError
-from worker.errors import AccessDenied, WorkerUnavailable
-from worker.tls import keys
+from worker.common import client_keys
+from worker.common.errors import AccessDenied, WorkerUnavailable
 
 
 class WorkerNotTrusted(WorkerUnavailable):
@@ -37,7 +37,11 @@ class PemFiles:
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
-    names: tuple[str, str, str] = (keys.USER_CA.name, keys.USER_CERT.name, keys.USER_KEY.name)
+    names: tuple[str, str, str] = (
+        client_keys.USER_CA.name,
+        client_keys.USER_CERT.name,
+        client_keys.USER_KEY.name,
+    )
 
     def context(self) -> ssl.SSLContext:
         """A client context that verifies the server's certificate and host name. Raises
@@ -82,19 +86,19 @@ def user_files(
     """The client's files: each argument (a storage option) over its ``dora.user.tls.*`` key.
     Raises ValueError naming the key or option whose file cannot be used."""
     return PemFiles(
-        ca_file or config.get(keys.USER_CA),
-        cert_file or config.get(keys.USER_CERT),
-        key_file or config.get(keys.USER_KEY),
+        ca_file or config.get(client_keys.USER_CA),
+        cert_file or config.get(client_keys.USER_CERT),
+        key_file or config.get(client_keys.USER_KEY),
     ).checked()
 
 
 def etcd_files(config: Config) -> PemFiles:
     """etcd's client TLS from ``dora.cluster.etcd.tls.*``. Raises ValueError naming the key."""
     return PemFiles(
-        config.get(keys.ETCD_CA),
-        config.get(keys.ETCD_CERT),
-        config.get(keys.ETCD_KEY),
-        (keys.ETCD_CA.name, keys.ETCD_CERT.name, keys.ETCD_KEY.name),
+        config.get(client_keys.ETCD_CA),
+        config.get(client_keys.ETCD_CERT),
+        config.get(client_keys.ETCD_KEY),
+        (client_keys.ETCD_CA.name, client_keys.ETCD_CERT.name, client_keys.ETCD_KEY.name),
     ).checked()
 
 
@@ -118,7 +122,7 @@ def refuse_plaintext(url: str, worker: str, allowed: bool) -> None:
     raise PlaintextRefused(
         f"worker {worker}: not sending the token in clear over http:// beyond loopback; reach "
         f"the worker over https:// (dora.worker.tls.cert.file on the worker, https://{worker} "
-        f"in dora.user.workers), or set {keys.USER_ALLOW_PLAINTEXT.name}=true on a trusted "
+        f"in dora.user.workers), or set {client_keys.USER_ALLOW_PLAINTEXT.name}=true on a trusted "
         "network",
         worker=worker,
     )
@@ -155,7 +159,7 @@ def client_cert_refused(files: PemFiles) -> str:
     return (
         "it hung up right after the TLS handshake: it most likely refuses our client "
         f"certificate {cert_name}={files.cert_file} (not signed by the CA in the worker's "
-        f"{keys.WORKER_CLIENT_CA.name}, or expired)"
+        "dora.worker.tls.client.ca.file, or expired)"
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from worker.errors import RangeNotSatisfiable
+from worker.common.errors import RangeNotSatisfiable
 
 
 class Span(Protocol):
