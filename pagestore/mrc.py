@@ -1,0 +1,303 @@
+"""An online miss-ratio curve of the page cache: what hit ratio an LRU cache of C bytes would
+have had on the pages read so far, and the capacity a target hit ratio needs.
+
+SHARDS (Waldspurger et al., FAST '15), fixed-size variant. Each page read is reduced to a 64-bit
+key; a page is *sampled* when the key's top 24 bits (its sample value, in ``[0, P)``) are below
+a threshold ``T``, so the same pages are always sampled (spatial sampling) at rate ``R = T / P``.
+For every reference to a sampled page the model takes its stack (reuse) distance among the
+sampled pages — how many other sampled pages were referenced since its last reference — and
+scales it by ``1 / R`` into an estimate of the distance among all pages. An LRU cache of ``C``
+pages hits exactly the references at a distance below ``C``, so the histogram of distances *is*
+the hit-ratio curve of LRU. A cache with a scan-resistant policy keeps more than LRU on the same
+trace: for it the curve is a lower bound of its hit ratio (an upper bound of the capacity).
+
+Memory is bounded by the number of sampled pages tracked, :data:`MAX_SAMPLES` at most: when one
+more would exceed it, the threshold is lowered to the largest sample value tracked and the pages
+holding it are dropped (the fixed-size variant), so the rate adapts to the working set — 1 while
+it has fewer than :data:`MAX_SAMPLES` pages (the curve is then exact up to the histogram's
+binning, see :func:`_bin`), lower beyond. The distance histogram has a bounded number of bins.
+A reference is weighted by ``1 / R`` at the time it was seen, so references made before the
+rate fell keep their share.
+
+Distances among sampled pages come from a Fenwick tree over logical times (one mark at the time
+of each tracked page's last reference): the distance of a reference is the number of marks after
+the page's previous one. The tree is renumbered in place when its times run out.
+
+Capacities are pages times the page size: a store whose pages are shorter (the last page of a
+file) holds more pages per byte than the curve assumes, so the advice errs towards more space.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import heapq
+import threading
+from array import array
+from dataclasses import dataclass
+
+from pagestore.page import PageId
+
+SAMPLE_BITS = 24
+P = 1 << SAMPLE_BITS
+"""The modulus of sample values: a page is sampled when its sample value is below ``T``."""
+MAX_SAMPLES = 32768
+"""Sampled pages tracked at most. Each costs a dict entry, a heap entry and two slots of the
+Fenwick tree, about 250 bytes: some 8 MB in all, within the 16 MB the model may use
+(``tests/pagestore/test_mrc.py`` measures it)."""
+SUB_BINS = 64
+"""Bins per power of two of distances past ``2 * SUB_BINS`` pages (each bin spans 1/64 of its
+distance at most); distances below ``2 * SUB_BINS`` have a bin each, so small traces are exact."""
+
+_M64 = (1 << 64) - 1
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_seed(file_id: str, version: str) -> int:
+    """A 64-bit hash of one version of one file (cached: a read touches a few hot files)."""
+    digest = hashlib.blake2b(f"{file_id}\0{version}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def page_key(page_id: PageId) -> int:
+    """A page's 64-bit key (splitmix64 of its file's seed and its index): stable across
+    processes, so the same pages are sampled after a restart."""
+    x = (_file_seed(page_id.file_id, page_id.version) + page_id.index * 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _bin(distance: int) -> int:
+    """The histogram bin of a distance in pages: the distance itself below ``2 * SUB_BINS``,
+    else one of ``SUB_BINS`` bins per power of two."""
+    if distance < 2 * SUB_BINS:
+        return distance
+    shift = distance.bit_length() - SUB_BINS.bit_length()
+    return SUB_BINS * (shift + 1) + (distance >> shift) - SUB_BINS
+
+
+def _bin_bounds(bin_: int) -> tuple[int, int]:
+    """The distances ``[low, high)`` bin ``bin_`` holds."""
+    if bin_ < 2 * SUB_BINS:
+        return bin_, bin_ + 1
+    shift = bin_ // SUB_BINS - 1
+    low = (bin_ % SUB_BINS + SUB_BINS) << shift
+    return low, low + (1 << shift)
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    capacity_bytes: int
+    hit_ratio: float
+
+
+@dataclass(frozen=True)
+class Curve:
+    """The hit-ratio curve at one moment. Immutable.
+
+    ``bins`` are ``(low, high, weight)`` in distance order: ``weight`` estimated references at
+    a reuse distance in ``[low, high)`` pages; ``references`` counts every estimated reference,
+    first references (which miss at any capacity) included."""
+
+    page_size: int
+    rate: float
+    sampled: int
+    tracked_pages: int
+    references: float
+    bins: tuple[tuple[int, int, float], ...]
+
+    def hit_ratio(self, capacity_bytes: int) -> float:
+        """The hit ratio of an LRU cache of ``capacity_bytes`` over the references so far (0.0
+        before any). Distances within a bin are taken as spread evenly over it."""
+        if self.references <= 0:
+            return 0.0
+        pages = capacity_bytes / self.page_size
+        hits = 0.0
+        for low, high, weight in self.bins:
+            if high <= pages:
+                hits += weight
+            elif low < pages:
+                hits += weight * (pages - low) / (high - low)
+        return min(1.0, hits / self.references)
+
+    def capacity_for(self, target: float) -> int | None:
+        """The smallest capacity in bytes (whole pages) whose hit ratio reaches ``target``, or
+        None when no capacity does (the rest are first references) or nothing was read yet."""
+        if self.references <= 0:
+            return None
+        need = target * self.references
+        hits = 0.0
+        for low, high, weight in self.bins:
+            if hits + weight >= need:
+                within = 0.0 if weight <= 0 else max(0.0, need - hits) / weight
+                pages = low + within * (high - low)
+                return max(1, _ceil(pages - 1e-9)) * self.page_size
+            hits += weight
+        return None
+
+    def points(self) -> list[CurvePoint]:
+        """The curve at the upper end of every bin with references: (0 bytes, 0.0) first."""
+        if self.references <= 0:
+            return []
+        points = [CurvePoint(0, 0.0)]
+        hits = 0.0
+        for _, high, weight in self.bins:
+            hits += weight
+            points.append(CurvePoint(high * self.page_size, min(1.0, hits / self.references)))
+        return points
+
+    @property
+    def max_hit_ratio(self) -> float:
+        """The hit ratio of a cache large enough for everything referenced twice."""
+        if self.references <= 0:
+            return 0.0
+        return min(1.0, sum(weight for _, _, weight in self.bins) / self.references)
+
+
+def _adjusted(bins: list[tuple[int, float]], reuses: float) -> tuple[tuple[int, int, float], ...]:
+    """``(low, high, weight)`` of the histogram ``bins`` (``(bin, weight)``, in order), their
+    weights summing to ``reuses`` (the references seen that were not first references).
+
+    SHARDS_adj: whether a hot page happens to be sampled swings the estimated count of
+    references more than anything else, and a hot page's reuses are the shortest; so a
+    shortfall is added at distance 0 and an excess taken from the shortest distances."""
+    missing = reuses - sum(weight for _, weight in bins)
+    adjusted: list[tuple[int, int, float]] = []
+    if missing > 0:
+        adjusted.append((0, 1, missing))
+    for slot, counted in bins:
+        taken = min(counted, max(0.0, -missing))
+        missing += taken
+        kept = counted - taken
+        if kept > 0:
+            low, high = _bin_bounds(slot)
+            if adjusted and adjusted[-1][0] == low:
+                kept += adjusted.pop()[2]
+            adjusted.append((low, high, kept))
+    return tuple(adjusted)
+
+
+def _ceil(value: float) -> int:
+    whole = int(value)
+    return whole if whole >= value else whole + 1
+
+
+class MissRatioCurve:
+    """The SHARDS model of the module docstring, fed one page reference at a time.
+
+    Thread-safe: :meth:`record` decides without a lock whether a page is sampled (reading the
+    threshold, an int, is atomic; a stale one is checked again under the lock), and takes the
+    model's one lock, a leaf, only for sampled pages. :meth:`curve` takes it to copy the
+    histogram."""
+
+    def __init__(self, page_size: int, max_samples: int = MAX_SAMPLES, rate: float = 1.0) -> None:
+        if page_size <= 0 or max_samples <= 0 or not 0 < rate <= 1:
+            raise ValueError(f"bad model size: {page_size=} {max_samples=} {rate=}")
+        self.page_size = page_size
+        self._max = max_samples
+        self._threshold = int(rate * P)
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._seen: list[list[int]] = []
+        """Each thread's count of references, sampled or not (a counter each thread alone
+        writes needs no lock); one small list per thread that ever recorded."""
+        self._last: dict[int, int] = {}
+        """Tracked page key -> logical time of its last reference."""
+        self._largest: list[int] = []
+        """A max-heap (negated) of ``sample value << 64 | key`` of the tracked pages."""
+        self._tree = array("q", bytes(8 * (2 * max_samples + 1)))
+        self._now = 0
+        self._bins: dict[int, float] = {}
+        self._first = 0.0
+        self._sampled = 0
+
+    def record(self, page_id: PageId) -> None:
+        """Count one reference to ``page_id`` (a page served from the cache or stored in it)."""
+        try:
+            self._local.seen[0] += 1
+        except AttributeError:
+            self._local.seen = [1]
+            with self._lock:
+                self._seen.append(self._local.seen)
+        key = page_key(page_id)
+        if key >> (64 - SAMPLE_BITS) >= self._threshold:
+            return
+        with self._lock:
+            self._reference(key)
+
+    def curve(self) -> Curve:
+        """The curve of every reference recorded so far."""
+        with self._lock:
+            seen = sum(cell[0] for cell in self._seen)
+            bins = _adjusted(sorted(self._bins.items()), seen - self._first)
+            return Curve(
+                page_size=self.page_size,
+                rate=self._threshold / P,
+                sampled=self._sampled,
+                tracked_pages=len(self._last),
+                references=max(float(seen), self._first + sum(w for _, _, w in bins)),
+                bins=bins,
+            )
+
+    # -- under the lock -------------------------------------------------------------------------
+
+    def _reference(self, key: int) -> None:
+        value = key >> (64 - SAMPLE_BITS)
+        if value >= self._threshold:  # the threshold fell since record() looked
+            return
+        if self._now == len(self._tree) - 1:
+            self._renumber()
+        self._sampled += 1
+        weight = P / self._threshold
+        previous = self._last.get(key)
+        if previous is None:
+            self._first += weight
+            heapq.heappush(self._largest, -((value << 64) | key))
+        else:
+            later = len(self._last) - self._marks_up_to(previous)
+            self._add_mark(previous, -1)
+            distance = int(later * weight)
+            slot = _bin(distance)
+            self._bins[slot] = self._bins.get(slot, 0.0) + weight
+        self._add_mark(self._now, 1)
+        self._last[key] = self._now
+        self._now += 1
+        if len(self._last) > self._max:
+            self._lower_threshold()
+
+    def _lower_threshold(self) -> None:
+        """Drop the pages of the largest sample value tracked and sample below it from now on."""
+        top = -self._largest[0] >> 64
+        while self._largest and -self._largest[0] >> 64 == top:
+            key = -heapq.heappop(self._largest) & _M64
+            self._add_mark(self._last.pop(key), -1)
+        self._threshold = top
+
+    def _marks_up_to(self, time: int) -> int:
+        tree, index, total = self._tree, time + 1, 0
+        while index > 0:
+            total += tree[index]
+            index &= index - 1
+        return total
+
+    def _add_mark(self, time: int, delta: int) -> None:
+        tree, index, size = self._tree, time + 1, len(self._tree)
+        while index < size:
+            tree[index] += delta
+            index += index & -index
+
+    def _renumber(self) -> None:
+        """Give the tracked pages the times 0..n-1 in the order of their last references, and
+        rebuild the tree (in linear time) with one mark at each."""
+        order = sorted(self._last, key=self._last.__getitem__)
+        self._last = {key: time for time, key in enumerate(order)}
+        tree, size = self._tree, len(self._tree)
+        for index in range(size):
+            tree[index] = 0
+        for index in range(1, size):
+            tree[index] += index <= len(order)
+            parent = index + (index & -index)
+            if parent < size:
+                tree[parent] += tree[index]
+        self._now = len(order)
