@@ -19,9 +19,13 @@ binning, see :func:`_bin`), lower beyond. The distance histogram has a bounded n
 A reference is weighted by ``1 / R`` at the time it was seen, so references made before the
 rate fell keep their share.
 
-Distances among sampled pages come from a Fenwick tree over logical times (one mark at the time
-of each tracked page's last reference): the distance of a reference is the number of marks after
-the page's previous one. The tree is renumbered in place when its times run out.
+Distances among sampled pages come from logical times: each reference to a sampled page takes
+the next time, and the distance of a reference is the number of tracked pages whose last
+reference is later than this page's previous one. Every time below the clock was some page's
+last reference until that page was referenced again (or dropped); a Fenwick tree counts those
+*superseded* times, so a reference costs one prefix sum and one update, each a walk of
+``log2(4n)`` steps for ``n`` tracked pages. When the times run out the pages are renumbered
+``0..n-1`` and the tree starts empty.
 
 Capacities are pages times the page size: a store whose pages are shorter (the last page of a
 file) holds more pages per byte than the curve assumes, so the advice errs towards more space.
@@ -42,8 +46,8 @@ SAMPLE_BITS = 24
 P = 1 << SAMPLE_BITS
 """The modulus of sample values: a page is sampled when its sample value is below ``T``."""
 MAX_SAMPLES = 32768
-"""Sampled pages tracked at most. Each costs a dict entry, a heap entry and two slots of the
-Fenwick tree, about 250 bytes: some 8 MB in all, within the 16 MB the model may use
+"""Sampled pages tracked at most. Each costs a dict entry, a heap entry and up to eight slots
+of the Fenwick tree, about 250 bytes: some 8 MB in all, within the 16 MB the model may use
 (``tests/pagestore/test_mrc.py`` measures it)."""
 SUB_BINS = 64
 """Bins per power of two of distances past ``2 * SUB_BINS`` pages (each bin spans 1/64 of its
@@ -206,7 +210,7 @@ class MissRatioCurve:
         """Tracked page key -> logical time of its last reference."""
         self._largest: list[int] = []
         """A max-heap (negated) of ``sample value << 64 | key`` of the tracked pages."""
-        self._tree = array("q", bytes(8 * (2 * max_samples + 1)))
+        self._tree = _empty_tree(0)
         self._now = 0
         self._bins: dict[int, float] = {}
         self._first = 0.0
@@ -250,20 +254,30 @@ class MissRatioCurve:
             self._renumber()
         self._sampled += 1
         weight = P / self._threshold
-        previous = self._last.get(key)
+        last = self._last
+        previous = last.get(key)
         if previous is None:
             self._first += weight
             heapq.heappush(self._largest, -((value << 64) | key))
         else:
-            later = len(self._last) - self._marks_up_to(previous)
-            self._add_mark(previous, -1)
+            # Of the times up to ``previous``, the ones not superseded are pages still last
+            # referenced then (this one included); every other tracked page came later.
+            # (The tree's two walks are written out here: this is the hot path.)
+            tree, index, superseded = self._tree, previous + 1, 0
+            while index > 0:
+                superseded += tree[index]
+                index &= index - 1
+            later = len(last) - (previous + 1 - superseded)
+            index, size = previous + 1, len(tree)
+            while index < size:
+                tree[index] += 1
+                index += index & -index
             distance = int(later * weight)
-            slot = _bin(distance)
+            slot = distance if distance < 2 * SUB_BINS else _bin(distance)
             self._bins[slot] = self._bins.get(slot, 0.0) + weight
-        self._add_mark(self._now, 1)
-        self._last[key] = self._now
+        last[key] = self._now
         self._now += 1
-        if len(self._last) > self._max:
+        if len(last) > self._max:
             self._lower_threshold()
 
     def _lower_threshold(self) -> None:
@@ -271,33 +285,26 @@ class MissRatioCurve:
         top = -self._largest[0] >> 64
         while self._largest and -self._largest[0] >> 64 == top:
             key = -heapq.heappop(self._largest) & _M64
-            self._add_mark(self._last.pop(key), -1)
+            self._supersede(self._last.pop(key))
         self._threshold = top
 
-    def _marks_up_to(self, time: int) -> int:
-        tree, index, total = self._tree, time + 1, 0
-        while index > 0:
-            total += tree[index]
-            index &= index - 1
-        return total
-
-    def _add_mark(self, time: int, delta: int) -> None:
+    def _supersede(self, time: int) -> None:
         tree, index, size = self._tree, time + 1, len(self._tree)
         while index < size:
-            tree[index] += delta
+            tree[index] += 1
             index += index & -index
 
     def _renumber(self) -> None:
-        """Give the tracked pages the times 0..n-1 in the order of their last references, and
-        rebuild the tree (in linear time) with one mark at each."""
+        """Give the tracked pages the times 0..n-1 in the order of their last references, with
+        room for about 4n times in all (so the tree's walks stay short while few pages are
+        tracked, and this runs once per 3n references or so), none superseded yet."""
         order = sorted(self._last, key=self._last.__getitem__)
         self._last = {key: time for time, key in enumerate(order)}
-        tree, size = self._tree, len(self._tree)
-        for index in range(size):
-            tree[index] = 0
-        for index in range(1, size):
-            tree[index] += index <= len(order)
-            parent = index + (index & -index)
-            if parent < size:
-                tree[parent] += tree[index]
+        self._tree = _empty_tree(len(order))
         self._now = len(order)
+
+
+def _empty_tree(pages: int) -> array[int]:
+    """A Fenwick tree (slot 0 unused) with room for the times of about ``4 * pages`` references,
+    at least 256."""
+    return array("q", bytes(8 * ((1 << max(8, (4 * pages).bit_length())) + 1)))
