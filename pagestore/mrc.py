@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import heapq
+import math
 import threading
 from array import array
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ class Curve:
             if hits + weight >= need:
                 within = 0.0 if weight <= 0 else max(0.0, need - hits) / weight
                 pages = low + within * (high - low)
-                return max(1, _ceil(pages - 1e-9)) * self.page_size
+                return max(1, math.ceil(pages - 1e-9)) * self.page_size
             hits += weight
         return None
 
@@ -180,11 +181,6 @@ def _adjusted(bins: list[tuple[int, float]], reuses: float) -> tuple[tuple[int, 
                 kept += adjusted.pop()[2]
             adjusted.append((low, high, kept))
     return tuple(adjusted)
-
-
-def _ceil(value: float) -> int:
-    whole = int(value)
-    return whole if whole >= value else whole + 1
 
 
 class MissRatioCurve:
