@@ -142,12 +142,15 @@ class Curve:
         return None
 
     def points(self) -> list[CurvePoint]:
-        """The curve at the upper end of every bin with references: (0 bytes, 0.0) first."""
+        """The curve from (0 bytes, 0.0) through both ends of every bin with references, so
+        that joining the points with straight lines gives :meth:`hit_ratio` everywhere."""
         if self.references <= 0:
             return []
         points = [CurvePoint(0, 0.0)]
         hits = 0.0
-        for _, high, weight in self.bins:
+        for low, high, weight in self.bins:
+            if low * self.page_size > points[-1].capacity_bytes:  # flat up to the bin
+                points.append(CurvePoint(low * self.page_size, points[-1].hit_ratio))
             hits += weight
             points.append(CurvePoint(high * self.page_size, min(1.0, hits / self.references)))
         return points

@@ -55,6 +55,7 @@ def test_json_carries_the_curve(worker: WorkerProcess) -> None:
     assert answer["worker"] == worker.address
     assert answer["points"] == [
         {"capacity_bytes": 0, "hit_ratio": 0.0},
+        {"capacity_bytes": 2 * MB, "hit_ratio": 0.0},
         {"capacity_bytes": 3 * MB, "hit_ratio": 0.5},
     ]
 

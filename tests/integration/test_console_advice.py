@@ -34,7 +34,7 @@ def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
     work.mkdir()
     (data / "f.bin").write_bytes(os.urandom(3 * MB))
     process = WorkerProcess(work, f"dora.worker.ufs.roots=file://{data}")
-    for _ in range(2):  # 3 pages stored, then 3 served, each 2 other pages after its last read
+    for _ in range(11):  # 3 pages stored, then 30 served, each 2 pages after its last read
         assert process.http.get("/v1/read", params={"path": f"file://{data}/f.bin"}).is_success
     yield process
     process.stop()
@@ -58,13 +58,14 @@ def test_the_cache_view_plots_the_curve_and_says_what_a_target_needs(
     page.goto(f"http://{worker.address}/ui/#cache")
     summary = page.locator("#advice-summary")
     sync_api.expect(summary).to_contain_text(
-        "90.0% hit ratio needs more than any capacity (at most 50.0%: the rest are first reads)"
+        "90.0% hit ratio needs 3.0 MB; at 1.0 GB (now) LRU would hit 90.9%."
     )
-    sync_api.expect(summary).to_contain_text("at 1.0 GB (now) LRU would hit 50.0%")
-    # From (0, 0%) to (3 MB, 50%), then level to the axis' end at 3.75 MB; the capacity now
-    # (1 GB) lies beyond it and is not marked.
+    # 0% up to 2 MB, 30 of 33 reads from 3 MB on, level to the axis' end at 3.75 MB; the
+    # target is marked at 3 MB, the capacity now (1 GB) lies beyond the axis.
     curve = page.locator("#chart-advice path.curve")
-    sync_api.expect(curve).to_have_attribute("d", "M44.0,170.0L578.4,89.0L712.0,89.0")
+    d = "M44.0,170.0L400.3,170.0L578.4,22.7L712.0,22.7"
+    sync_api.expect(curve).to_have_attribute("d", d)
+    sync_api.expect(page.locator("#chart-advice text", has_text="90.0%")).to_have_count(1)
     sync_api.expect(page.locator("#chart-advice text", has_text="now")).to_have_count(0)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.locator("#chart-advice").screenshot(path=str(ARTIFACTS / "advice.png"))

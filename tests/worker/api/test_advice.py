@@ -26,6 +26,7 @@ def test_a_file_read_three_times_needs_its_pages_and_no_more(api: Api, data_dir:
     assert advice["hit_ratio_at_capacity"] == pytest.approx(8 / 12, abs=1e-6)
     assert advice["points"] == [
         {"capacity_bytes": 0, "hit_ratio": 0.0},
+        {"capacity_bytes": 3 * PAGE, "hit_ratio": 0.0},
         {"capacity_bytes": 4 * PAGE, "hit_ratio": pytest.approx(8 / 12, abs=1e-6)},
     ]
     small = api.get("/v1/cache/advice", params={"capacity": str(3 * PAGE)}).json()
