@@ -202,9 +202,11 @@ class MissRatioCurve:
         self._threshold = int(rate * P)
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._seen: list[list[int]] = []
-        """Each thread's count of references, sampled or not (a counter each thread alone
-        writes needs no lock); one small list per thread that ever recorded."""
+        self._seen: list[tuple[threading.Thread, list[int]]] = []
+        """Each recording thread's count of references, sampled or not (a counter only its
+        thread writes needs no lock); the counts of threads that ended are folded into
+        ``_seen_before`` as others start, so this holds about as many as are alive."""
+        self._seen_before = 0
         self._last: dict[int, int] = {}
         """Tracked page key -> logical time of its last reference."""
         self._largest: list[int] = []
@@ -220,9 +222,7 @@ class MissRatioCurve:
         try:
             self._local.seen[0] += 1
         except AttributeError:
-            self._local.seen = [1]
-            with self._lock:
-                self._seen.append(self._local.seen)
+            self._count_thread()
         key = page_key(page_id)
         if key >> (64 - SAMPLE_BITS) >= self._threshold:
             return
@@ -232,7 +232,7 @@ class MissRatioCurve:
     def curve(self) -> Curve:
         """The curve of every reference recorded so far."""
         with self._lock:
-            seen = sum(cell[0] for cell in self._seen)
+            seen = self._seen_before + sum(cell[0] for _, cell in self._seen)
             bins = _adjusted(sorted(self._bins.items()), seen - self._first)
             return Curve(
                 page_size=self.page_size,
@@ -242,6 +242,17 @@ class MissRatioCurve:
                 references=max(float(seen), self._first + sum(w for _, _, w in bins)),
                 bins=bins,
             )
+
+    def _count_thread(self) -> None:
+        """Give this thread its counter, holding its first reference; fold the counters of
+        threads that ended (they count no more) into one figure."""
+        self._local.seen = cell = [1]
+        with self._lock:
+            ended = [(t, c) for t, c in self._seen if not t.is_alive()]
+            if ended:
+                self._seen_before += sum(c[0] for _, c in ended)
+                self._seen = [(t, c) for t, c in self._seen if t.is_alive()]
+            self._seen.append((threading.current_thread(), cell))
 
     # -- under the lock -------------------------------------------------------------------------
 

@@ -174,3 +174,14 @@ def test_the_page_cache_feeds_the_curve_its_lru_store_follows(kind: str, tmp_pat
     assert curve.references == len(trace)
     assert 0.2 < hits / len(trace) < 0.9
     assert curve.hit_ratio(8 * PAGE) == pytest.approx(hits / len(trace), abs=1e-12)
+
+
+def test_threads_that_ended_keep_their_count_and_not_their_counter() -> None:
+    model = MissRatioCurve(PAGE)
+    for _ in range(50):  # a pool's threads come and go
+        thread = threading.Thread(target=model.record, args=(PageId(FILE, "v1", 0),))
+        thread.start()
+        thread.join()
+    model.record(PageId(FILE, "v1", 0))
+    assert model.curve().references == 51
+    assert len(model._seen) == 1  # this thread's; the ended ones are one figure
