@@ -22,10 +22,11 @@ rate fell keep their share.
 Distances among sampled pages come from logical times: each reference to a sampled page takes
 the next time, and the distance of a reference is the number of tracked pages whose last
 reference is later than this page's previous one. Every time below the clock was some page's
-last reference until that page was referenced again (or dropped); a Fenwick tree counts those
-*superseded* times, so a reference costs one prefix sum and one update, each a walk of
-``log2(4n)`` steps for ``n`` tracked pages. When the times run out the pages are renumbered
-``0..n-1`` and the tree starts empty.
+last reference until that page was referenced again (or dropped); a flag per time marks those
+*superseded*, and a Fenwick tree counts them per block of :data:`BLOCK` times, so a reference
+costs one count of flags within a block (in C) and two walks of ``log2(4n / BLOCK)`` steps for
+``n`` tracked pages. When the times run out the pages are renumbered ``0..n-1`` and nothing is
+superseded.
 
 Capacities are pages times the page size: a store whose pages are shorter (the last page of a
 file) holds more pages per byte than the curve assumes, so the advice errs towards more space.
@@ -47,12 +48,16 @@ SAMPLE_BITS = 24
 P = 1 << SAMPLE_BITS
 """The modulus of sample values: a page is sampled when its sample value is below ``T``."""
 MAX_SAMPLES = 32768
-"""Sampled pages tracked at most. Each costs a dict entry, a heap entry and up to eight slots
-of the Fenwick tree, about 250 bytes: some 8 MB in all, within the 16 MB the model may use
+"""Sampled pages tracked at most. Each costs a dict entry, a heap entry and room for up to
+eight times, about 250 bytes: some 8 MB in all, within the 16 MB the model may use
 (``tests/pagestore/test_mrc.py`` measures it)."""
 SUB_BINS = 64
 """Bins per power of two of distances past ``2 * SUB_BINS`` pages (each bin spans 1/64 of its
 distance at most); distances below ``2 * SUB_BINS`` have a bin each, so small traces are exact."""
+
+BLOCK_BITS = 8
+BLOCK = 1 << BLOCK_BITS
+"""Times per block of the tree of superseded times."""
 
 _M64 = (1 << 64) - 1
 
@@ -211,7 +216,7 @@ class MissRatioCurve:
         """Tracked page key -> logical time of its last reference."""
         self._largest: list[int] = []
         """A max-heap (negated) of ``sample value << 64 | key`` of the tracked pages."""
-        self._tree = _empty_tree(0)
+        self._flags, self._tree = _empty_times(0)
         self._now = 0
         self._bins: dict[int, float] = {}
         self._first = 0.0
@@ -260,7 +265,7 @@ class MissRatioCurve:
         value = key >> (64 - SAMPLE_BITS)
         if value >= self._threshold:  # the threshold fell since record() looked
             return
-        if self._now == len(self._tree) - 1:
+        if self._now == len(self._flags):
             self._renumber()
         self._sampled += 1
         weight = P / self._threshold
@@ -273,12 +278,15 @@ class MissRatioCurve:
             # Of the times up to ``previous``, the ones not superseded are pages still last
             # referenced then (this one included); every other tracked page came later.
             # (The tree's two walks are written out here: this is the hot path.)
-            tree, index, superseded = self._tree, previous + 1, 0
+            flags, tree, block = self._flags, self._tree, previous >> BLOCK_BITS
+            superseded = flags.count(1, block << BLOCK_BITS, previous)
+            index = block
             while index > 0:
                 superseded += tree[index]
                 index &= index - 1
             later = len(last) - (previous + 1 - superseded)
-            index, size = previous + 1, len(tree)
+            flags[previous] = 1
+            index, size = block + 1, len(tree)
             while index < size:
                 tree[index] += 1
                 index += index & -index
@@ -299,7 +307,8 @@ class MissRatioCurve:
         self._threshold = top
 
     def _supersede(self, time: int) -> None:
-        tree, index, size = self._tree, time + 1, len(self._tree)
+        self._flags[time] = 1
+        tree, index, size = self._tree, (time >> BLOCK_BITS) + 1, len(self._tree)
         while index < size:
             tree[index] += 1
             index += index & -index
@@ -310,11 +319,12 @@ class MissRatioCurve:
         tracked, and this runs once per 3n references or so), none superseded yet."""
         order = sorted(self._last, key=self._last.__getitem__)
         self._last = {key: time for time, key in enumerate(order)}
-        self._tree = _empty_tree(len(order))
+        self._flags, self._tree = _empty_times(len(order))
         self._now = len(order)
 
 
-def _empty_tree(pages: int) -> array[int]:
-    """A Fenwick tree (slot 0 unused) with room for the times of about ``4 * pages`` references,
-    at least 256."""
-    return array("q", bytes(8 * ((1 << max(8, (4 * pages).bit_length())) + 1)))
+def _empty_times(pages: int) -> tuple[bytearray, array[int]]:
+    """Room for about ``4 * pages`` times (at least 1024), none superseded: a flag per time,
+    and a Fenwick tree (slot 0 unused) of superseded times per block."""
+    times = 1 << max(10, (4 * pages).bit_length())
+    return bytearray(times), array("q", bytes(8 * ((times >> BLOCK_BITS) + 1)))
