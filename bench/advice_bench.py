@@ -17,11 +17,11 @@ trace of ``--sampled-reads`` reads over ``--sampled-pages`` pages (the same read
 the worker's reader); the prediction is the curve of the first cache, which samples about
 ``MAX_SAMPLES`` of them.
 
-Cost: in process, a page cache on disk holding ``--pages`` pages of 1 MiB; the median time of a
-warm whole-page read (``PageCache.read``, which records the page in the curve) and of a 64 KiB
-read, against the time of ``MissRatioCurve.record`` alone for a page that is sampled (every page
-is, while fewer than ``MAX_SAMPLES`` pages are tracked: the dearest case) and for one that is
-not. Medians of ``--repeat`` runs, min-max in brackets.
+Cost: in process, a page cache on disk holding ``--pages`` pages of 1 MiB; the median CPU time
+(of the calling thread) of a warm whole-page read (``PageCache.read``, which records the page in
+the curve) and of a 64 KiB read, against the time of ``MissRatioCurve.record`` alone for a
+page that is sampled (every page is, while fewer than ``MAX_SAMPLES`` pages are tracked: the
+dearest case) and for one that is not. Medians of ``--repeat`` runs, min-max in brackets.
 
 Run with ``.venv/bin/python -m bench.advice_bench`` (``--help`` for the sizes).
 """
@@ -185,11 +185,16 @@ def sampled(args: argparse.Namespace) -> None:
 
 
 def per_op(fn: Callable[[int], object], count: int) -> float:
-    """Seconds per call of ``fn(i)`` for i in range(count)."""
-    started = time.perf_counter()
-    for i in range(count):
-        fn(i)
-    return (time.perf_counter() - started) / count
+    """CPU seconds of this thread per call of ``fn(i % count)``, calls made for at least 0.2 s
+    of CPU: CPU time, since what is compared is what each costs the machine (a thread waiting
+    for a core counts nothing), and each batch long enough that every operation meets the
+    same interruptions."""
+    calls, started = 0, time.thread_time()
+    while (spent := time.thread_time() - started) < 0.2:
+        for i in range(count):
+            fn(i)
+        calls += count
+    return spent / calls
 
 
 def cost(args: argparse.Namespace) -> None:
@@ -221,7 +226,7 @@ def cost(args: argparse.Namespace) -> None:
             cache.close()
     read = statistics.median(runs["warm page read (1 MiB)"])
     small = statistics.median(runs["warm 64 KiB read"])
-    print("| operation | per call (median, min-max) | share of a warm 1 MiB read | of 64 KiB |")
+    print("| operation | CPU per call (median, min-max) | share of a warm 1 MiB read | of 64 KiB |")
     print("|---|---|---|---|")
     for name, values in runs.items():
         median = statistics.median(values)

@@ -34,7 +34,6 @@ file) holds more pages per byte than the curve assumes, so the advice errs towar
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import heapq
 import math
@@ -62,20 +61,31 @@ BLOCK = 1 << BLOCK_BITS
 _M64 = (1 << 64) - 1
 
 
-@functools.lru_cache(maxsize=4096)
+_SEEDS: dict[tuple[str, str], int] = {}
+"""The seeds of the files read lately (a read touches a few hot files); emptied past
+:data:`_SEEDS_KEPT`. Each operation on it is one dict operation, atomic: two threads that race
+compute one seed twice."""
+_SEEDS_KEPT = 4096
+
+
 def _file_seed(file_id: str, version: str) -> int:
-    """A 64-bit hash of one version of one file (cached: a read touches a few hot files)."""
+    """A 64-bit hash of one version of one file."""
     digest = hashlib.blake2b(f"{file_id}\0{version}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
+    seed = int.from_bytes(digest, "little")
+    if len(_SEEDS) >= _SEEDS_KEPT:
+        _SEEDS.clear()
+    _SEEDS[file_id, version] = seed
+    return seed
 
 
 def page_key(page_id: PageId) -> int:
-    """A page's 64-bit key (splitmix64 of its file's seed and its index): stable across
-    processes, so the same pages are sampled after a restart."""
-    x = (_file_seed(page_id.file_id, page_id.version) + page_id.index * 0x9E3779B97F4A7C15) & _M64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
-    return x ^ (x >> 31)
+    """A page's 64-bit key: Python's hash of its file's seed and its index, which mixes them
+    (xxHash's rounds) and, of integers, is the same in every process (only the hashes of
+    strings are salted), so the same pages are sampled after a restart."""
+    seed = _SEEDS.get((page_id.file_id, page_id.version))
+    if seed is None:
+        seed = _file_seed(page_id.file_id, page_id.version)
+    return hash((seed, page_id.index)) & _M64
 
 
 def _bin(distance: int) -> int:
@@ -205,6 +215,8 @@ class MissRatioCurve:
         self.page_size = page_size
         self._max = max_samples
         self._threshold = int(rate * P)
+        self._weight = P / self._threshold
+        """What one sampled reference stands for: ``1 / R``."""
         self._lock = threading.Lock()
         self._local = threading.local()
         self._seen: list[tuple[threading.Thread, list[int]]] = []
@@ -268,7 +280,7 @@ class MissRatioCurve:
         if self._now == len(self._flags):
             self._renumber()
         self._sampled += 1
-        weight = P / self._threshold
+        weight = self._weight
         last = self._last
         previous = last.get(key)
         if previous is None:
@@ -305,6 +317,7 @@ class MissRatioCurve:
             key = -heapq.heappop(self._largest) & _M64
             self._supersede(self._last.pop(key))
         self._threshold = top
+        self._weight = P / top
 
     def _supersede(self, time: int) -> None:
         self._flags[time] = 1

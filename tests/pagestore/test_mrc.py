@@ -104,18 +104,21 @@ def test_versions_are_different_pages() -> None:
     assert curve.hit_ratio(2 * PAGE) == pytest.approx(1 / 3)
 
 
-@pytest.mark.parametrize("seed", [5, 6, 7])
+@pytest.mark.parametrize("seed", [5, 6, 7, 8, 9])
 def test_sampled_the_error_stays_small(seed: int) -> None:
-    """Some 20,000 pages tracked through 2,000 samples (the fixed-size variant lowers the rate
-    to about 1/10): within 3 points of LRU at every capacity tried."""
+    """Some 19,500 pages read, 4,000 of them tracked (the fixed-size variant lowers the rate
+    to about 1/5): at each capacity tried within 4 points of LRU, within 1.5 on average.
+    (Which hot pages happen to be sampled moves the curve most at small capacities.)"""
     trace = zipf_trace(30_000, 150_000, seed)
-    curve = fed(trace, max_samples=2000).curve()
-    assert curve.rate < 0.2
-    assert curve.tracked_pages <= 2000
-    for pages in (250, 1000, 4000, 10000, 20000):
-        assert curve.hit_ratio(pages * PAGE) == pytest.approx(
-            lru_hit_ratio(trace, pages), abs=0.03
-        ), pages
+    curve = fed(trace, max_samples=4000).curve()
+    assert curve.rate < 0.25
+    assert curve.tracked_pages <= 4000
+    errors = [
+        abs(curve.hit_ratio(pages * PAGE) - lru_hit_ratio(trace, pages))
+        for pages in (250, 1000, 4000, 10000, 20000)
+    ]
+    assert max(errors) < 0.04, errors
+    assert sum(errors) / len(errors) < 0.015, errors
 
 
 def test_memory_stays_within_16_mb() -> None:
