@@ -230,7 +230,8 @@ class MissRatioCurve:
         """A max-heap (negated) of ``sample value << 64 | key`` of the tracked pages."""
         self._flags, self._tree = _empty_times(0)
         self._now = 0
-        self._bins: dict[int, float] = {}
+        self._bins = [0.0] * (_bin(max_samples * P) + 1)
+        """Estimated references by distance bin (no distance exceeds ``max_samples / R``)."""
         self._first = 0.0
         self._sampled = 0
 
@@ -250,7 +251,8 @@ class MissRatioCurve:
         """The curve of every reference recorded so far."""
         with self._lock:
             seen = self._seen_before + sum(cell[0] for _, cell in self._seen)
-            bins = _adjusted(sorted(self._bins.items()), seen - self._first)
+            counted = [(slot, weight) for slot, weight in enumerate(self._bins) if weight > 0]
+            bins = _adjusted(counted, seen - self._first)
             return Curve(
                 page_size=self.page_size,
                 rate=self._threshold / P,
@@ -279,6 +281,7 @@ class MissRatioCurve:
             return
         if self._now == len(self._flags):
             self._renumber()
+        now = self._now
         self._sampled += 1
         weight = self._weight
         last = self._last
@@ -304,9 +307,9 @@ class MissRatioCurve:
                 index += index & -index
             distance = int(later * weight)
             slot = distance if distance < 2 * SUB_BINS else _bin(distance)
-            self._bins[slot] = self._bins.get(slot, 0.0) + weight
-        last[key] = self._now
-        self._now += 1
+            self._bins[slot] += weight
+        last[key] = now
+        self._now = now + 1
         if len(last) > self._max:
             self._lower_threshold()
 
