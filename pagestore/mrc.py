@@ -8,8 +8,9 @@ For every reference to a sampled page the model takes its stack (reuse) distance
 sampled pages — how many other sampled pages were referenced since its last reference — and
 scales it by ``1 / R`` into an estimate of the distance among all pages. An LRU cache of ``C``
 pages hits exactly the references at a distance below ``C``, so the histogram of distances *is*
-the hit-ratio curve of LRU. A cache with a scan-resistant policy keeps more than LRU on the same
-trace: for it the curve is a lower bound of its hit ratio (an upper bound of the capacity).
+the hit-ratio curve of LRU. A cache with a scan-resistant policy keeps at least as much as LRU
+on most traces (not on every one): for it the curve is a bound, usually below its hit ratio (the
+capacity it names, enough or more), not a prediction.
 
 Memory is bounded by the number of sampled pages tracked, :data:`MAX_SAMPLES` at most: when one
 more would exceed it, the threshold is lowered to the largest sample value tracked and the pages
