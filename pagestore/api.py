@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pagestore.mrc import MissRatioCurve
 from pagestore.page import PageId, PageKey
 from pagestore.shortcircuit import PageLocations
 
@@ -240,6 +241,8 @@ class PageStore(Space, Protocol):
 
     page_size: int
     """Bytes in a full page; only a file's last page may be shorter."""
+    advice: MissRatioCurve
+    """The hit ratio LRU would have at any capacity, from the pages served and stored."""
 
     def read(
         self,

@@ -27,6 +27,7 @@ from pagestore.api import (
 from pagestore.counters import Count, Counters
 from pagestore.flight import FlightCall, SingleFlight
 from pagestore.invalidation import Invalidation, InvalidationLog
+from pagestore.mrc import MissRatioCurve
 from pagestore.page import PageId, PageKey, check_pages, check_range, version_key
 from pagestore.shortcircuit import PageLocations
 
@@ -37,6 +38,10 @@ Led = list[tuple[int, FlightCall[Fill]]]
 
 class PageCache:
     """Pages by :class:`PageId` over one ``store``.
+
+    Every page served from the store and every page stored in it is one reference of the
+    miss-ratio curve ``advice`` (a miss is looked up twice, by the reader and by the fill, so
+    lookups are not: what is counted is what an LRU evictor sees, a touch or an insertion).
 
     Thread-safe. Locks: the log lock guards the invalidation log and is a leaf (a store may
     take it under its own lock, through a :data:`~pagestore.api.Keep`); the single-flight and
@@ -50,6 +55,7 @@ class PageCache:
         self._invalidations = InvalidationLog()
         self._flights: SingleFlight[PageId, Fill] = SingleFlight()
         self._counters = Counters()
+        self.advice = MissRatioCurve(self.page_size)
 
     # -- lifecycle and gauges: the store's ------------------------------------------------------
 
@@ -101,6 +107,7 @@ class PageCache:
                 self._counters.add(Count.MISSES)
             return PageRead(Lookup.MISS)
         self._counters.add_hit(len(data))
+        self.advice.record(page_id)
         return PageRead(Lookup.HIT, data)
 
     def _faulted(self, page_id: PageId, fault: PageFault, fill_follows: bool) -> Lookup:
@@ -169,8 +176,10 @@ class PageCache:
             next(stored) if len(data) <= self.page_size else PutResult.TOO_LARGE
             for _, data, _ in pages
         ]
-        for (_, data, _), result in zip(pages, results, strict=True):
+        for (page_id, data, _), result in zip(pages, results, strict=True):
             self._counters.add_put(result, len(data))
+            if result is PutResult.OK:
+                self.advice.record(page_id)
         return results
 
     def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:

@@ -27,6 +27,9 @@ from pagestore.api import PageStore
 # Metadata figures that are levels, not running totals: exposed as gauges (they go down).
 _META_GAUGES = frozenset({"metastore_pending"})
 
+ADVICE_TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)
+"""The target hit ratios ``dora_cache_advice_capacity_bytes`` is given for."""
+
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
 
 
@@ -97,11 +100,33 @@ class _StateCollector(Collector):
             "Page store capacity",
             value=self._pages.capacity_bytes,
         )
+        yield from self._advice()
         yield GaugeMetricFamily(
             "dora_page_store_dirs_in_service",
             "Page directories in service (one that failed, or whose marker is damaged, is not)",
             value=stats.dirs_in_service,
         )
+
+    def _advice(self) -> Iterator[GaugeMetricFamily]:
+        """The miss-ratio curve's answers (LRU's curve, see ``/v1/cache/advice``)."""
+        curve = self._pages.advice.curve()
+        yield GaugeMetricFamily(
+            "dora_cache_advice_hit_ratio",
+            "Hit ratio an LRU page store of the configured capacity would have had on the "
+            "pages read since start (the miss-ratio curve's estimate)",
+            value=curve.hit_ratio(self._pages.capacity_bytes),
+        )
+        needed = GaugeMetricFamily(
+            "dora_cache_advice_capacity_bytes",
+            "Page store capacity an LRU cache needs for a target hit ratio on the pages read "
+            "since start (no sample: out of reach)",
+            labels=["target_hit"],
+        )
+        for target in ADVICE_TARGETS:
+            capacity = curve.capacity_for(target)
+            if capacity is not None:
+                needed.add_metric([str(target)], capacity)
+        yield needed
 
 
 class Metrics:

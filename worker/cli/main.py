@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from worker.cli import cluster, conf, fs, worker_cmd
+from worker.cli import cache, cluster, conf, fs, worker_cmd
 from worker.cli.common import run_guarded
 from worker.demo import cli as demo_cli
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     fs.add_parser(commands)
     demo_cli.add_parser(commands)
     cluster.add_parser(commands)
+    cache.add_parser(commands)
     return parser
 
 

@@ -1,4 +1,5 @@
-// A line chart in plain SVG: a few series over time, an axis with the largest value, a legend.
+// Line charts in plain SVG: a few series over time, an axis with the largest value, a legend;
+// and a curve over capacities (the miss-ratio curve's hit ratios).
 // Written here rather than vendored: the console needs lines and nothing else.
 "use strict";
 
@@ -51,4 +52,40 @@ function drawLineChart(container, series, format) {
   container.append(legend);
 }
 
+// A curve of y in [0, 1] over x (capacities) from 0 to xmax: points [[x, y], ...] joined by
+// straight lines; marks [{x, label, color}] drawn as vertical lines (the capacity now, the
+// capacity a target needs) where they fall within the axis. formatX(x) -> text.
+function drawCurveChart(container, points, marks, formatX, xmax) {
+  const width = 720, height = 190, left = 44, bottom = 20, top = 8, right = 8;
+  container.replaceChildren();
+  const svg = svgNode("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
+  container.append(svg);
+  if (points.length < 2) {
+    const note = svgNode("text", { x: left, y: height / 2, fill: "#637083" });
+    note.textContent = "no page read yet";
+    svg.append(note);
+    return;
+  }
+  const x = (v) => left + (v / xmax) * (width - left - right);
+  const y = (v) => top + (1 - v) * (height - top - bottom);
+  for (const level of [0, 0.5, 1]) {
+    svg.append(svgNode("line", { x1: left, y1: y(level), x2: width - right, y2: y(level), stroke: "#d9dee5" }));
+    const label = svgNode("text", { x: 4, y: y(level) + 4, "font-size": 11, fill: "#637083" });
+    label.textContent = `${level * 100}%`;
+    svg.append(label);
+  }
+  const end = svgNode("text", { x: width - right, y: height - 4, "font-size": 11, fill: "#637083", "text-anchor": "end" });
+  end.textContent = formatX(xmax);
+  svg.append(end);
+  for (const m of marks.filter((mark) => mark.x <= xmax)) {
+    svg.append(svgNode("line", { x1: x(m.x), y1: top, x2: x(m.x), y2: y(0), stroke: m.color, "stroke-dasharray": "4 3" }));
+    const label = svgNode("text", { x: x(m.x) + 4, y: top + 12, "font-size": 11, fill: m.color });
+    label.textContent = m.label;
+    svg.append(label);
+  }
+  const d = points.map((p, i) => `${i ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`);
+  svg.append(svgNode("path", { d: d.join(""), fill: "none", stroke: "#2b5da8", "stroke-width": 2, class: "curve" }));
+}
+
 window.drawLineChart = drawLineChart;
+window.drawCurveChart = drawCurveChart;

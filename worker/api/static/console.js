@@ -157,8 +157,27 @@ function perInterval(samples, pick) {
   return points;
 }
 
+// The miss-ratio curve: LRU's hit ratio at every capacity, from the pages read since start.
+function showAdvice(a) {
+  const target = a.capacity_needed_bytes;
+  $("advice-summary").textContent = !a.references ? "No page read yet." :
+    `${percent(a.target_hit)} hit ratio needs ${target === null ? `more than any capacity (at most ${percent(a.max_hit_ratio)}: the rest are first reads)` : bytes(target)}; ` +
+    `at ${bytes(a.capacity_bytes)} (now) LRU would hit ${percent(a.hit_ratio_at_capacity)}. ` +
+    `${a.references} page reads, sampled at ${percent(a.sample_rate)}; the evictor is ${a.evictor}, and for a scan-resistant one the curve is a bound.`;
+  const points = a.points.map((p) => [p.capacity_bytes, p.hit_ratio]);
+  // The axis spans the curve's rise and the target, with room to see it level off (the capacity
+  // now may lie far beyond: the summary says it).
+  const last = points.length ? points[points.length - 1] : [0, 0];
+  const xmax = Math.max(last[0], target || 0, 1) * 1.25;
+  if (points.length) points.push([xmax, last[1]]);
+  const marks = [{ x: a.capacity_bytes, label: "now", color: "#637083" }];
+  if (target !== null) marks.push({ x: target, label: percent(a.target_hit), color: "#2f7d4f" });
+  drawCurveChart($("chart-advice"), points, marks, bytes, xmax);
+}
+
 async function showCache() {
-  const [o, h] = await Promise.all([api("/v1/overview"), api("/v1/history")]);
+  const [o, h, a] = await Promise.all([api("/v1/overview"), api("/v1/history"), api("/v1/cache/advice")]);
+  showAdvice(a);
   identify(o);
   const s = o.stats, p = o.page_store;
   cards("cache-cards", [

@@ -8,43 +8,11 @@ import sys
 import time
 from typing import Any
 
-import httpx
-
 from worker.cli.fs.progress import progress_line
 from worker.cli.fs.session import Session, uri
-from worker.client.errors import WorkerUnavailable, error_from_response
-from worker.client.options import ClientOptions
-from worker.common.tls import refuse_plaintext
+from worker.cli.rest import WorkerCalls
 
 POLL_S = 0.3
-
-
-class LoadJobs:
-    """The ``/v1/load`` REST calls on one worker, with the client's token and timeout. Not
-    thread-safe (one command at a time)."""
-
-    def __init__(self, session: Session, worker: str) -> None:
-        options = ClientOptions.resolve(session.config, workers=[worker])
-        headers = {"Authorization": f"Bearer {options.token}"} if options.token else {}
-        self.worker = worker
-        if options.token:
-            refuse_plaintext(options.workers[0], worker, options.allow_plaintext)
-        self.http = httpx.Client(
-            base_url=options.workers[0],
-            headers=headers,
-            timeout=options.timeout_s,
-            verify=options.tls.context(),
-        )
-
-    def call(self, method: str, route: str, params: dict[str, str] | None = None) -> Any:
-        """The JSON answer; DoraError for an error answer or an unreachable worker."""
-        try:
-            response = self.http.request(method, route, params=params)
-        except httpx.TransportError as exc:
-            raise WorkerUnavailable(f"{method} {route}: worker {self.worker}: {exc}") from exc
-        if response.is_error:
-            raise error_from_response(response, self.worker, f"{method} {route}")
-        return response.json()
 
 
 def load_path(session: Session, args: argparse.Namespace) -> int:
@@ -56,7 +24,7 @@ def load_path(session: Session, args: argparse.Namespace) -> int:
         params["include"] = ",".join(args.include)
     if args.exclude:
         params["exclude"] = ",".join(args.exclude)
-    jobs = LoadJobs(session, session.fs.worker_for(path))
+    jobs = WorkerCalls(session.config, session.fs.worker_for(path))
     started, redraw = time.monotonic(), sys.stderr.isatty()
     try:
         job = jobs.call("POST", "/v1/load", params)
@@ -66,7 +34,7 @@ def load_path(session: Session, args: argparse.Namespace) -> int:
             time.sleep(POLL_S)
             job = jobs.call("GET", f"/v1/load/{job['id']}")
     finally:
-        jobs.http.close()
+        jobs.close()
     _show(job, time.monotonic() - started, redraw=redraw)
     if redraw:
         print(file=sys.stderr)
