@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from pagestore.flight import SingleFlight
-from ufs import uri as uris
 from ufs.deadline import Deadline
 from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus
@@ -75,10 +74,6 @@ class MetadataReads:
             return _answer(uri, entry, version)
         if entry is not None and serve_stale and self._served_stale(uri, entry, version):
             return _answer(uri, entry, version)
-        absent = version is None and (entry is None or entry.status is None)
-        if absent and self._listed_absent(uri, interval):
-            self._tiers.counters.add("listing_negatives")
-            raise UfsNotFound(f"{uri!r} does not exist")
         return _answer(uri, self._sync(uri, entry, call), version)
 
     def cached_status(
@@ -210,22 +205,6 @@ class MetadataReads:
         if entry.loaded_at <= self._tiers.fresh_after:
             return False
         return not needs_sync(entry.loaded_at, interval, self._tiers.clock())
-
-    def _listed_absent(self, uri: str, interval: int) -> bool:
-        """Whether a listing of ``uri``'s parent, usable under ``interval`` as a status is,
-        leaves it out: then the listing answers "not found", as fresh as a negative entry of
-        the same age would be (a write through the worker and a feed event drop the parent's
-        listing). A warm job's probes of paths that do not exist (Spark's for
-        ``_spark_metadata`` beside every table it reads) then stay off the UFS for as long as
-        the listing lives, not only for the short life of a negative entry."""
-        parent = uris.parent(uri)
-        listing = None if parent is None else self._tiers.listings.get(parent)
-        return (
-            listing is not None
-            and listing.loaded_at > self._tiers.fresh_after
-            and not needs_sync(listing.loaded_at, interval, self._tiers.clock())
-            and uri not in listing.versions
-        )
 
     def _lookup(self, uri: str) -> MetaEntry | None:
         entry = self._tiers.statuses.get(uri)
