@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from pagestore.evict.base import Evictor, K
 from pagestore.evict.lfu import LfuEvictor
 from pagestore.evict.lru import LruEvictor
+from pagestore.evict.s3fifo import S3FifoEvictor
+from pagestore.evict.slru import SlruEvictor
+from pagestore.evict.tinylfu import TinyLfuEvictor
 
-EVICTORS = ("lru", "lfu")
+_POLICIES: dict[str, Callable[[], Evictor[Any]]] = {
+    "lru": LruEvictor,
+    "lfu": LfuEvictor,
+    "s3fifo": S3FifoEvictor,
+    "slru": SlruEvictor,
+    "tinylfu": TinyLfuEvictor,
+}
+EVICTORS = tuple(_POLICIES)
+"""The names of the policies, as ``dora.worker.page.store.evictor`` accepts them."""
 
 
 def make_evictor(name: str) -> Evictor[K]:
-    """A new, empty evictor for the policy ``name`` (``lru`` or ``lfu``); ValueError otherwise."""
-    if name == "lru":
-        return LruEvictor()
-    if name == "lfu":
-        return LfuEvictor()
-    raise ValueError(f"unknown evictor {name!r}; expected one of {', '.join(EVICTORS)}")
+    """A new, empty evictor for the policy ``name`` (one of :data:`EVICTORS`); ValueError
+    otherwise."""
+    policy = _POLICIES.get(name)
+    if policy is None:
+        raise ValueError(f"unknown evictor {name!r}; expected one of {', '.join(EVICTORS)}")
+    return policy()
 
 
-__all__ = ["EVICTORS", "Evictor", "LfuEvictor", "LruEvictor", "make_evictor"]
+__all__ = [
+    "EVICTORS",
+    "Evictor",
+    "LfuEvictor",
+    "LruEvictor",
+    "S3FifoEvictor",
+    "SlruEvictor",
+    "TinyLfuEvictor",
+    "make_evictor",
+]
