@@ -70,7 +70,8 @@ class S3FifoEvictor(Generic[K]):
             return
         if self._small.pop(key, False) is None and key == self._named:
             self._ghost[key] = None
-            while len(self._ghost) > len(self._uses):
+            # As many ids as pages once the page this one makes room for is stored.
+            while len(self._ghost) > len(self._uses) + 1:
                 self._ghost.popitem(last=False)
         self._main.pop(key, None)
         if key == self._named:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 ROWS = 4
+MIN_WIDTH = 1 << 10
+"""Counters a row at first (4 KB in all): few enough ids share one that a small store's hot
+pages are not outcounted by a scan's through collisions."""
 MAX_COUNT = 15
 """Counts saturate here (four bits, as in Caffeine's sketch): enough to tell hot from cold."""
 
@@ -20,19 +23,27 @@ class FrequencySketch:
     """Estimates, for any id, how many times it was counted lately (an overestimate, never an
     underestimate, up to :data:`MAX_COUNT`), in ``4 * width`` bytes however many ids pass.
 
-    ``width`` grows (a power of two, at least twice the ids the caller tracks: see
-    :meth:`ensure`), which forgets the counts so far. O(1) per call; the halving that ages the
-    counts is O(width) once every ``10 * width`` increments. Not thread-safe: its owner's caller
-    serializes calls.
+    ``width`` (counters a row, a power of two) doubles whenever the caller tracks more than a
+    quarter of it (see :meth:`ensure`); a row's counter is picked by the top bits of a hash, so
+    each counter splits in two that keep its count, and no count is lost. O(1) per call; the
+    doubling, and the halving that ages the counts once every ``10 * width`` increments, are
+    O(width), so O(1) amortized. Not thread-safe: its owner's caller serializes calls.
     """
 
-    def __init__(self, width: int = 64) -> None:
-        self._resize(width)
+    def __init__(self) -> None:
+        self._width = MIN_WIDTH
+        self._shift = 64 - (MIN_WIDTH.bit_length() - 1)
+        self._table = bytearray(ROWS * self._width)
+        self._added = 0
 
     def ensure(self, tracked: int) -> None:
-        """Make room to estimate ``tracked`` ids well: at least twice as many counters a row."""
-        if 2 * tracked > self._width:
-            self._resize(self._width * 2)
+        """Make room to estimate ``tracked`` ids well: at least four counters a row for each."""
+        if 4 * tracked > self._width:
+            doubled = bytearray(2 * len(self._table))
+            doubled[0::2] = doubled[1::2] = self._table
+            self._table = doubled
+            self._width *= 2
+            self._shift -= 1
 
     def increment(self, key: Hashable) -> None:
         table = self._table
@@ -55,9 +66,3 @@ class FrequencySketch:
         return [
             row * width + (((spread * seed) & _MASK64) >> shift) for row, seed in enumerate(_SEEDS)
         ]
-
-    def _resize(self, width: int) -> None:
-        self._width = 1 << max(4, (width - 1).bit_length())
-        self._shift = 64 - self._width.bit_length() + 1
-        self._table = bytearray(ROWS * self._width)
-        self._added = 0

@@ -77,12 +77,16 @@ class TinyLfuEvictor(Generic[K]):
             candidate, _ = self._window.popitem(last=False)
             self._probation[candidate] = None
         victim = next(iter(self._probation or self._protected or self._window), None)
-        # The page just moved to the main space stays only if it is the more popular.
+        # The page just moved to the main space stays only if it is the more popular. A victim
+        # that wins goes to the back of probation, so one popular page does not turn away every
+        # candidate on its own (the next one faces the next page of probation).
         if (
             candidate is not None
+            and victim is not None
             and candidate != victim
             and self._sketch.estimate(candidate) <= self._sketch.estimate(victim)
         ):
+            self._probation.move_to_end(victim)
             victim = candidate
         self._named = victim
         return victim

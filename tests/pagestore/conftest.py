@@ -9,6 +9,7 @@ import pytest
 
 from pagestore.api import PageStore
 from pagestore.cache import PageCache
+from pagestore.evict import EVICTORS
 from pagestore.factory import in_memory
 from pagestore.options import PageStoreOptions
 from tests.pagestore.support import PAGE_SIZE, StoreFactory, make_options, open_local
@@ -28,7 +29,7 @@ def local_stores() -> Iterator[Callable[[PageStoreOptions], PageCache]]:
         store.close()
 
 
-KINDS = [("local", "lru"), ("local", "lfu"), ("memory", "lru"), ("memory", "lfu")]
+KINDS = [(kind, policy) for kind in ("local", "memory") for policy in EVICTORS]
 """Each store under the page cache (``local``: the disk store), with each evictor."""
 
 
