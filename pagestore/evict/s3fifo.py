@@ -53,7 +53,7 @@ class S3FifoEvictor(Generic[K]):
             self.on_get(key)
             return
         self._uses[key] = 0
-        if self._ghost.pop(key, False) is None:
+        if self._ghost.pop(key, False) is None:  # evicted unread lately: read twice after all
             self._main[key] = None
         else:
             self._small[key] = None

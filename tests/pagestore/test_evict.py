@@ -195,7 +195,7 @@ def test_lfu_matches_a_counting_model(ops: list[tuple[int, int]]) -> None:
 # The worker measurement in ids: 48 pages of capacity, 32 hot read twice, 256 scanned.
 
 
-@pytest.mark.parametrize("policy", ["s3fifo", DEFAULT_EVICTOR])
+@pytest.mark.parametrize("policy", sorted({"s3fifo", DEFAULT_EVICTOR}))
 def test_the_hot_set_survives_a_scan_and_a_new_one_is_cached(policy: str) -> None:
     result = scan_then_shift(policy, capacity=480, hot=320)
     assert result.hot_after_scan >= 0.9
