@@ -14,7 +14,8 @@ Every section runs the real evictor classes (``pagestore/evict/``), each policy 
   (the scans are misses for every policy). Median over ``--repeats`` seeds.
 - ``cost``: a policy tracking 100,000 pages: admissions (evict, delete the victim, put a new
   page) and reads (``on_get`` of a tracked page) per second, in one thread. Median of
-  ``--repeats`` rounds, the order of the policies rotating each round.
+  ``--repeats`` rounds, the order of the policies rotating each round; and the policy's own
+  memory per tracked page (tracemalloc, the page ids excluded, a ghost queue full).
 - ``worker``: ``tests/integration/test_eviction_worker.py``'s scenario on a real worker per
   policy (48 MB store of 1 MB pages, 32 MB hot set read twice, 256 MB scan, new 32 MB hot set
   read three times), shares from ``/v1/status``'s ``cached_bytes``.
@@ -28,6 +29,7 @@ import random
 import statistics
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 
@@ -134,6 +136,24 @@ def cost_round(policy: str, tracked: int, ops: int) -> tuple[float, float]:
     return ops / admitting, ops / timed(read)
 
 
+def bytes_per_page(policy: str, tracked: int) -> float:
+    """The policy's own memory per tracked page (the ids excluded), after as many admissions as
+    pages, so a ghost queue is full."""
+    keys = [PageKey("f" * 64, "v" * 32, n) for n in range(2 * tracked)]
+    tracemalloc.start()
+    evictor: Evictor[PageKey] = make_evictor(policy)
+    for key in keys[:tracked]:
+        evictor.on_put(key)
+    for key in keys[tracked:]:
+        victim = evictor.evict()
+        assert victim is not None
+        evictor.on_delete(victim)
+        evictor.on_put(key)
+    used, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return used / tracked
+
+
 def cost_table(repeats: int) -> None:
     admits: dict[str, list[float]] = {p: [] for p in EVICTORS}
     reads: dict[str, list[float]] = {p: [] for p in EVICTORS}
@@ -143,14 +163,17 @@ def cost_table(repeats: int) -> None:
             admits[policy].append(admit)
             reads[policy].append(read)
     lru_read = 1e9 / median_of(reads["lru"])
-    print("| policy | admissions+evictions/s | reads/s | ns per read | per read vs LRU |")
-    print("|---|---|---|---|---|")
+    print(
+        "| policy | admissions+evictions/s | reads/s | ns per read | per read vs LRU "
+        "| bytes per page |"
+    )
+    print("|---|---|---|---|---|---|")
     for policy in EVICTORS:
         ns = 1e9 / median_of(reads[policy])
         print(
             f"| {name(policy)} | {2 * median_of(admits[policy]):,.0f} "
             f"| {median_of(reads[policy]):,.0f} | {ns:.0f} | {ns / lru_read:.2f}x "
-            f"(+{ns - lru_read:.0f} ns) |"
+            f"(+{ns - lru_read:.0f} ns) | {bytes_per_page(policy, 100_000):.0f} |"
         )
 
 

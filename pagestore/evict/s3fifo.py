@@ -32,71 +32,65 @@ MAX_USES = 3
 
 
 class S3FifoEvictor(Generic[K]):
-    """S3-FIFO over three ordered dicts. Every call is O(1), :meth:`evict` amortized: each page
-    it moves from the small to the main queue, or back to the tail of the main queue, was paid
-    for by the store or read that put it there or raised its count. Not thread-safe (see
-    Evictor).
+    """S3-FIFO over three ordered dicts (the queues keep each page's use count). Every call is
+    O(1), :meth:`evict` amortized: each page it moves from the small to the main queue, or back
+    to the tail of the main queue, was paid for by the store or read that put it there or raised
+    its count. Not thread-safe (see Evictor).
     """
 
     def __init__(self) -> None:
-        self._small: OrderedDict[K, None] = OrderedDict()
-        self._main: OrderedDict[K, None] = OrderedDict()
+        self._small: OrderedDict[K, int] = OrderedDict()
+        self._main: OrderedDict[K, int] = OrderedDict()
         self._ghost: OrderedDict[K, None] = OrderedDict()
-        self._uses: dict[K, int] = {}
         # The small queue's head last named by evict(): if it is deleted next, it was evicted
         # unread, and its id goes to the ghost queue (a page dropped for any other reason does
         # not, so invalidating a file does not promote it when it is read again).
         self._named: K | None = None
 
     def on_put(self, key: K) -> None:
-        if key in self._uses:
+        if key in self._small or key in self._main:
             self.on_get(key)
-            return
-        self._uses[key] = 0
-        if self._ghost.pop(key, False) is None:  # evicted unread lately: read twice after all
-            self._main[key] = None
+        elif self._ghost.pop(key, False) is None:  # evicted unread lately: read twice after all
+            self._main[key] = 0
         else:
-            self._small[key] = None
+            self._small[key] = 0
 
     def on_get(self, key: K) -> None:
-        uses = self._uses.get(key)
+        queue = self._main if key in self._main else self._small
+        uses = queue.get(key)
         if uses is not None and uses < MAX_USES:
-            self._uses[key] = uses + 1
+            queue[key] = uses + 1
         if key == self._named:
             self._named = None  # read after all: the next evict() moves it to the main queue
 
     def on_delete(self, key: K) -> None:
-        if self._uses.pop(key, None) is None:
-            return
-        if self._small.pop(key, False) is None and key == self._named:
+        if self._small.pop(key, None) is None:
+            self._main.pop(key, None)
+        elif key == self._named:
             self._ghost[key] = None
             # As many ids as pages once the page this one makes room for is stored.
-            while len(self._ghost) > len(self._uses) + 1:
+            while len(self._ghost) > len(self) + 1:
                 self._ghost.popitem(last=False)
-        self._main.pop(key, None)
         if key == self._named:
             self._named = None
 
     def evict(self) -> K | None:
-        while self._small or self._main:
-            if self._small and (
-                not self._main or len(self._small) >= SMALL_SHARE * len(self._uses)
-            ):
-                key = next(iter(self._small))
-                if self._uses[key] == 0:
+        small, main = self._small, self._main
+        while small or main:
+            if small and (not main or len(small) >= SMALL_SHARE * len(self)):
+                key, uses = next(iter(small.items()))
+                if uses == 0:
                     self._named = key
                     return key
-                del self._small[key]
-                self._uses[key] = 0
-                self._main[key] = None
+                del small[key]
+                main[key] = 0
             else:
-                key = next(iter(self._main))
-                uses = self._uses[key]
+                key, uses = next(iter(main.items()))
                 if uses == 0:
                     return key
-                self._uses[key] = uses - 1
-                self._main.move_to_end(key)
+                main[key] = uses - 1
+                main.move_to_end(key)
         return None
 
     def __len__(self) -> int:
-        return len(self._uses)
+        return len(self._small) + len(self._main)
