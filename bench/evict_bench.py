@@ -1,7 +1,7 @@
 """Eviction policies side by side: scan resistance and following the work, hit ratio on a Zipf
 trace with periodic scans, the policies' own cost, and the scan scenario on a real worker.
 
-    .venv/bin/python -m bench.evict_bench [--repeats 3] [--no-worker]
+    .venv/bin/python -m bench.evict_bench [--repeats 3] [--sections shift,zipf,cost,worker]
 
 Every section runs the real evictor classes (``pagestore/evict/``), each policy in the same run.
 
@@ -196,17 +196,21 @@ def name(policy: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-worker", action="store_true", help="skip the real worker section")
+    parser.add_argument(
+        "--sections",
+        default="shift,zipf,cost,worker",
+        help="which sections to run, comma separated (default: all)",
+    )
     args = parser.parse_args()
-    sections = [
-        ("shift: a 5x scan, then the work moves (ids)", lambda: shift_table(args.repeats)),
-        ("zipf: Zipf(1.0) with periodic scans", lambda: zipf_table(args.repeats)),
-        ("cost: one thread, 100,000 tracked pages", lambda: cost_table(args.repeats)),
-    ]
-    if not args.no_worker:
-        sections.append(("worker: a real worker, 48 MB of 1 MB pages", worker_table))
-    for title, section in sections:
-        print(f"\n### {title}\n", flush=True)
+    sections = {
+        "shift": ("a 5x scan, then the work moves (ids)", lambda: shift_table(args.repeats)),
+        "zipf": ("Zipf(1.0) with periodic scans", lambda: zipf_table(args.repeats)),
+        "cost": ("one thread, 100,000 tracked pages", lambda: cost_table(args.repeats)),
+        "worker": ("a real worker, 48 MB of 1 MB pages", worker_table),
+    }
+    for key in args.sections.split(","):
+        title, section = sections[key]
+        print(f"\n### {key}: {title}\n", flush=True)
         section()
 
 
