@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pagestore.evict import (
@@ -237,3 +237,69 @@ def test_s3fifo_does_not_promote_a_page_deleted_for_another_reason() -> None:
     assert s3fifo.evict() == "b"
     s3fifo.on_delete("b")
     assert s3fifo.evict() == "c"
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 29)), min_size=50, max_size=400))
+def test_s3fifo_matches_a_list_model(ops: list[tuple[int, int]]) -> None:
+    """The paper's algorithm on plain lists: a new page joins the small queue (the main queue if
+    its id is a ghost); a victim is sought in the small queue while it holds a tenth of the
+    pages, where a page read since it came moves to the main queue and an unread one is the
+    victim (a ghost once deleted); in the main queue a read page goes round again, one use
+    fewer."""
+    s3fifo: S3FifoEvictor[int] = S3FifoEvictor()
+    small: list[int] = []
+    main: list[int] = []
+    ghost: list[int] = []
+    uses: dict[int, int] = {}
+    named: int | None = None
+
+    def victim() -> int | None:
+        while small or main:
+            if small and (not main or len(small) >= 0.1 * len(uses)):
+                if uses[small[0]] == 0:
+                    return small[0]
+                uses[small[0]] = 0
+                main.append(small.pop(0))
+            else:
+                if uses[main[0]] == 0:
+                    return main[0]
+                uses[main[0]] -= 1
+                main.append(main.pop(0))
+        return None
+
+    def delete(key: int) -> None:
+        nonlocal named
+        s3fifo.on_delete(key)
+        if key in uses:
+            del uses[key]
+            if key in small and key == named:
+                ghost.append(key)
+                del ghost[: max(0, len(ghost) - len(uses) - 1)]
+            (small if key in small else main).remove(key)
+            named = None if named == key else named
+
+    for kind, key in ops:
+        if (kind == 0 and key in uses) or kind == 1:  # a read, or storing a tracked page
+            if kind == 0:
+                s3fifo.on_put(key)
+            else:
+                s3fifo.on_get(key)
+            if key in uses:
+                uses[key] = min(uses[key] + 1, 3)
+                named = None if named == key else named
+        elif kind == 0:
+            s3fifo.on_put(key)
+            uses[key] = 0
+            (main if key in ghost else small).append(key)
+            if key in ghost:
+                ghost.remove(key)
+        elif kind == 2:
+            delete(key)
+        else:
+            expected = victim()
+            named = expected if expected in small else named
+            assert s3fifo.evict() == expected
+            if expected is not None and key % 2:  # evicted: the store deletes it
+                delete(expected)
+        assert len(s3fifo) == len(uses)
