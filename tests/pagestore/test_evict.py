@@ -18,6 +18,7 @@ from pagestore.evict import (
     S3FifoEvictor,
     make_evictor,
 )
+from pagestore.evict.sketch import MIN_WIDTH, SAMPLE_FACTOR, FrequencySketch
 from tests.pagestore.evict_support import IdCache, scan_then_shift
 
 
@@ -303,3 +304,18 @@ def test_s3fifo_matches_a_list_model(ops: list[tuple[int, int]]) -> None:
             if expected is not None and key % 2:  # evicted: the store deletes it
                 delete(expected)
         assert len(s3fifo) == len(uses)
+
+
+def test_the_frequency_sketch_keeps_counts_as_it_grows_and_halves_them_as_they_age() -> None:
+    sketch = FrequencySketch()
+    for key in range(200):
+        for _ in range(key % 5):
+            sketch.increment(key)
+    sketch.ensure(MIN_WIDTH)  # fewer than four counters a row per id: the rows double
+    assert all(sketch.estimate(key) >= key % 5 for key in range(200))  # never below
+    assert sum(sketch.estimate(key) for key in range(200)) <= sum(k % 5 for k in range(200)) + 20
+    # A halving comes after ten increments per counter of a row (now twice as wide): these
+    # age the counts at least twice (4 -> 1).
+    for _ in range(4 * SAMPLE_FACTOR * MIN_WIDTH):
+        sketch.increment("other")
+    assert max(sketch.estimate(key) for key in range(200)) <= 1
