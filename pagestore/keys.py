@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from config.keys import KeyType, PropertyKey
+from pagestore.evict import DEFAULT_EVICTOR, EVICTORS
 
 PAGE_SIZE: PropertyKey[int] = PropertyKey(
     "dora.worker.page.store.page.size",
@@ -31,9 +32,11 @@ SIZES: PropertyKey[list[int]] = PropertyKey(
 EVICTOR: PropertyKey[str] = PropertyKey(
     "dora.worker.page.store.evictor",
     KeyType.STRING,
-    "lru",
-    "Page eviction policy.",
-    choices=("lru", "lfu"),
+    DEFAULT_EVICTOR,
+    "Page eviction policy, one evictor per page directory: s3fifo (a one-pass scan leaves the "
+    "hot set cached, a new hot set read twice is cached), tinylfu (W-TinyLFU), slru, lru, lfu "
+    "(counts never age).",
+    choices=EVICTORS,
 )
 
 PACK_LIMIT: PropertyKey[int] = PropertyKey(

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from pagestore.api import Keep, PutResult, StoreStats
-from pagestore.evict import Evictor, make_evictor
+from pagestore.evict import DEFAULT_EVICTOR, Evictor, make_evictor
 from pagestore.files import uri_under
 from pagestore.page import PageId, PageKey, slice_page, version_key
 from pagestore.shortcircuit import PageLocations
@@ -20,7 +20,7 @@ class MemoryStore:
     Thread-safe: one lock guards the pages, the URIs and the evictor; no I/O is done.
     """
 
-    def __init__(self, page_size: int, capacity: int, evictor: str = "lru") -> None:
+    def __init__(self, page_size: int, capacity: int, evictor: str = DEFAULT_EVICTOR) -> None:
         self.page_size = page_size
         self._capacity = capacity
         self._lock = threading.Lock()

@@ -8,7 +8,7 @@ from pathlib import Path
 from config import Config, ConfigError
 from config.core_keys import WORK_DIR
 from pagestore import keys
-from pagestore.evict import EVICTORS
+from pagestore.evict import DEFAULT_EVICTOR, EVICTORS
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class PageStoreOptions:
 
     dirs: tuple[PageDirOptions, ...]
     page_size: int = 1 << 20
-    evictor: str = "lru"
+    evictor: str = DEFAULT_EVICTOR
     pack_limit: int = 64 << 10
 
     def __post_init__(self) -> None:

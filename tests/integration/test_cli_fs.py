@@ -137,6 +137,30 @@ def test_commands_on_a_local_directory(worker: WorkerProcess, root: Path, tmp_pa
     assert (tmp_path / "back.txt").read_text() == "hello"
 
 
+def test_free_drops_cached_pages_and_keeps_the_store(worker: WorkerProcess, root: Path) -> None:
+    (root / "d").mkdir()
+    files = {root / "d" / "a.bin": os.urandom(3 << 20), root / "d" / "b.bin": os.urandom(3 << 20),
+             root / "c.bin": os.urandom(3 << 20)}  # fmt: skip
+    for path, content in files.items():
+        path.write_bytes(content)
+        read = worker.http.get("/v1/read", params={"path": f"file://{path}"})
+        assert read.content == content
+
+    def cached() -> list[int]:
+        statuses = [worker.http.get("/v1/status", params={"path": f"file://{p}"}) for p in files]
+        return [int(status.json()["cached_bytes"]) for status in statuses]
+
+    assert cached() == [3 << 20] * 3
+    freed = ok("fs", "free", f"file://{root}/c.bin", worker=worker)
+    assert freed == f"freed file://{root}/c.bin: 1 cached statuses dropped\n"
+    assert cached() == [3 << 20, 3 << 20, 0]
+    assert ok("fs", "free", "-R", f"file://{root}/d", worker=worker).startswith("freed ")
+    assert cached() == [0, 0, 0]
+    for path, content in files.items():  # the store is untouched: every file reads back whole
+        assert path.read_bytes() == content
+        assert worker.http.get("/v1/read", params={"path": f"file://{path}"}).content == content
+
+
 def test_put_a_directory_needs_r_and_then_uploads_the_tree(
     worker: WorkerProcess, root: Path, tmp_path: Path
 ) -> None:

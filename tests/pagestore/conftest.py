@@ -9,6 +9,7 @@ import pytest
 
 from pagestore.api import PageStore
 from pagestore.cache import PageCache
+from pagestore.evict import EVICTORS
 from pagestore.factory import in_memory
 from pagestore.options import PageStoreOptions
 from tests.pagestore.support import (
@@ -34,12 +35,9 @@ def local_stores() -> Iterator[Callable[[PageStoreOptions], PageCache]]:
         store.close()
 
 
-KINDS = [
-    ("local", "lru"),
-    ("local", "lfu"),
-    ("memory", "lru"),
-    ("memory", "lfu"),
+KINDS = [(kind, policy) for kind in ("local", "memory") for policy in EVICTORS] + [
     ("tiered", "lru"),
+    ("tiered", "s3fifo"),
 ]
 """Each store under the page cache (``local``: the disk store; ``tiered``: a memory tier of half
 its size over it), with each evictor."""

@@ -96,17 +96,21 @@ def test_usage_stays_within_capacity_by_evicting(make_store: StoreFactory) -> No
     assert store.used_bytes <= store.capacity_bytes == 4 * PAGE_SIZE
     assert store.page_count == 4
     assert store.stats().evictions == 6
-    assert [i for i in range(10) if store.has_page(page(i))] == [6, 7, 8, 9]
+    # Which older pages stay is the policy's business (tests/pagestore/test_evict.py): W-TinyLFU
+    # may keep an older page over a newer one read as often.
+    assert store.has_page(page(9))
 
 
 def test_the_policy_keeps_the_page_that_was_read(make_store: StoreFactory) -> None:
-    # Both LRU (read most recently) and LFU (read most often) keep page 0 here.
+    # Every policy keeps page 0 here: LRU (read most recently), LFU and W-TinyLFU (read most
+    # often), SLRU (read again), S3-FIFO (read since it was stored).
     store = make_store(pages=4)
     fill_with(store, [page(i) for i in range(4)])
     assert store.get(page(0)) is not None
     fill_with(store, [page(4)])
     assert store.has_page(page(0))
-    assert not store.has_page(page(1))
+    assert store.has_page(page(4))
+    assert store.page_count == 4
 
 
 def test_deleting_a_file_drops_every_version(store: PageStore) -> None:

@@ -24,7 +24,7 @@ def test_defaults_put_pages_under_the_work_dir() -> None:
     options = PageStoreOptions.from_config(configure())
     home = Path("~").expanduser()
     assert options.dirs == (PageDirOptions(home / ".cache/doracache/pages", 1 << 30),)
-    assert (options.page_size, options.evictor) == (1 << 20, "lru")
+    assert (options.page_size, options.evictor) == (1 << 20, "s3fifo")
 
 
 def test_one_size_applies_to_every_dir(tmp_path: Path) -> None:

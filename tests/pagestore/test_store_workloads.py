@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pagestore.api import PageStore, PutResult
+from pagestore.evict import EVICTORS
 from pagestore.factory import in_memory
 from pagestore.page import PageId, PageKey
 from tests.pagestore.support import content, make_options, open_local, stored_pages, uri
@@ -135,7 +136,7 @@ def pages_on_disk(root: Path) -> set[PageKey]:
 
 
 @slow
-@given(workloads, st.sampled_from(["lru", "lfu"]), st.sampled_from(["local", "packed"]))
+@given(workloads, st.sampled_from(EVICTORS), st.sampled_from(["local", "packed"]))
 def test_after_a_restart_the_index_is_the_pages_on_disk(
     ops: list[tuple[object, ...]], evictor: str, kind: str
 ) -> None:

@@ -1,5 +1,5 @@
-"""``dora fs rm``, ``mv``, ``mkdir``, ``touch`` and ``invalidate``: changes made through the
-workers, so every worker's cache reflects them at once."""
+"""``dora fs rm``, ``mv``, ``mkdir``, ``touch``, ``invalidate`` and ``free``: changes made
+through the workers, so every worker's cache reflects them at once."""
 
 from __future__ import annotations
 
@@ -44,4 +44,13 @@ def invalidate(session: Session, args: argparse.Namespace) -> int:
     """Drop a path (with ``-R`` everything below it) from every worker's cache."""
     dropped = session.fs.invalidate_cache(args.path, recursive=args.recursive)
     print(f"invalidated {dropped} entries")
+    return 0
+
+
+def free(session: Session, args: argparse.Namespace) -> int:
+    """Alluxio's ``free``: drop a path's (with ``-R`` everything below it) cached pages and
+    metadata from every worker, leaving the store as it is. That is what ``invalidate`` does
+    (``POST /v1/invalidate``); this is the name Alluxio users look for."""
+    dropped = session.fs.invalidate_cache(args.path, recursive=args.recursive)
+    print(f"freed {args.path}: {dropped} cached statuses dropped")
     return 0
