@@ -15,6 +15,7 @@ from worker.cluster import keys as cluster_keys
 from worker.feeds import keys as feed_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
+from worker.procs import keys as procs_keys
 from worker.tls import keys as tls_keys
 
 BIND_HOST: PropertyKey[str] = PropertyKey(
@@ -177,6 +178,7 @@ def build_registry() -> Registry:
         feed_keys.KEYS,
         alluxio_keys.KEYS,
         tls_keys.KEYS,
+        procs_keys.KEYS,
     ):
         registry.extend(component)
     return (
