@@ -207,20 +207,32 @@ class FrontApp:
                    (b"content-length", str(end - offset).encode()),
                    (b"x-dora-version", version.encode()), (b"accept-ranges", b"bytes")]  # fmt: skip
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        at = offset + len(first)
-        await send({"type": "http.response.body", "body": first, "more_body": at < end})
-        while at < end:
-            # A failure now cuts the body short of its length (the exception ends the
-            # connection), as the primary cuts a read whose file changed mid-stream.
-            chunk = await self._chunk(scope, local.reader, status["uri"], version, at, end)
+        at, chunk = offset + len(first), first
+        while True:
+            # The next chunk is read while this one is sent. A failure now cuts the body short
+            # of its length (the exception ends the connection), as the primary cuts a read
+            # whose file changed mid-stream.
+            ahead = None
+            if at < end:
+                ahead = asyncio.ensure_future(
+                    self._chunk(scope, local.reader, status["uri"], version, at, end)
+                )
+            try:
+                await send({"type": "http.response.body", "body": chunk, "more_body": at < end})
+            except BaseException:
+                if ahead is not None:
+                    ahead.cancel()
+                raise
+            if ahead is None:
+                break
+            chunk = await ahead
             at += len(chunk)
-            await send({"type": "http.response.body", "body": chunk, "more_body": at < end})
         self.metrics.bytes_served.inc(end - offset)
         return True
 
     async def _chunk(
         self, scope: Scope, reader: ShortCircuitReader, uri: str, version: str, at: int, end: int
-    ) -> bytes:
+    ) -> bytes | bytearray:
         """The bytes of ``uri`` at ``version`` from ``at``, one chunk at most, before ``end``."""
         length = min(CHUNK, end - at)
         small = reader.read_small(uri, version, at, length)
@@ -239,7 +251,7 @@ class FrontApp:
             buffer[where - at : where - at + size] = await self._fetch(
                 scope, uri, version, where, size
             )
-        return bytes(buffer)
+        return buffer  # sent as it is: a copy of a MiB costs more than the call
 
     async def _locate(
         self, scope: Scope, uri: str, version: str, offset: int, length: int
