@@ -171,10 +171,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
     # The front processes (dora.worker.processes > 1) share the port and pass calls on to the
     # primary's private socket; the primary drains them before it stops.
     fronts = Fronts.start(config, actual_port, GRACEFUL_SECONDS)
-    if fronts is not None:
-        service.metrics.combine = fronts.summed
-        listeners.append(fronts.primary_socket)
-    server = uvicorn.Server(served) if fronts is None else fronts.server(served)
+    server = _server(served, service, listeners, fronts)
     log.info("worker listening on %s://%s:%d (roots: %s)", scheme(tls), host, actual_port,
              ", ".join(service.roots.roots) or "none")  # fmt: skip
     warn_plaintext(config, host, tls, keys.TOKEN.name)
@@ -201,6 +198,21 @@ def serve(config: Config, options: ProcessOptions) -> int:
             listener.close()
     log.info("worker stopped")
     return 0
+
+
+def _server(
+    served: uvicorn.Config,
+    service: WorkerService,
+    listeners: list[socket.socket],
+    fronts: Fronts | None,
+) -> uvicorn.Server:
+    """The primary's server; with fronts, one that drains them first when it stops, also
+    listening on their private socket, and whose metrics add theirs."""
+    if fronts is None:
+        return uvicorn.Server(served)
+    service.metrics.combine = fronts.summed
+    listeners.append(fronts.primary_socket)
+    return fronts.server(served)
 
 
 def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | None, WorkerService]:

@@ -69,11 +69,11 @@ class MultiWorker:
         return code
 
 
-def on_socket(path: str) -> httpx.Client:
-    """An HTTP client of one process's private unix socket."""
-    return httpx.Client(
-        transport=httpx.HTTPTransport(uds=path), base_url="http://worker", timeout=30
-    )
+def on_socket(path: str, token: str | None = None) -> httpx.Client:
+    """An HTTP client of one process's private unix socket (sending ``token``, if any)."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    transport = httpx.HTTPTransport(uds=path)
+    return httpx.Client(transport=transport, base_url="http://worker", timeout=30, headers=headers)
 
 
 def children(pid: int) -> list[int]:

@@ -11,6 +11,8 @@ import pytest
 from .procs_support import MultiWorker, alive, on_socket, wait_for
 
 pytestmark = pytest.mark.integration
+TOKEN = "procs-token"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
@@ -23,7 +25,9 @@ def data(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def worker(tmp_path: Path, data: Path) -> Iterator[MultiWorker]:
-    process = MultiWorker(tmp_path, 2, f"dora.worker.ufs.roots=file://{data}")
+    process = MultiWorker(
+        tmp_path, 2, f"dora.worker.ufs.roots=file://{data}", f"dora.worker.security.token={TOKEN}"
+    )
     yield process
     if process.process.poll() is None:
         process.stop()
@@ -32,7 +36,7 @@ def worker(tmp_path: Path, data: Path) -> Iterator[MultiWorker]:
 def test_each_process_serves_status_reads_and_writes(worker: MultiWorker, data: Path) -> None:
     uri, new = f"file://{data}/a.bin", f"file://{data}/new.bin"
     whole = (data / "a.bin").read_bytes()
-    primary, front = (on_socket(path) for path in worker.sockets())
+    primary, front = (on_socket(path, TOKEN) for path in worker.sockets())
     for process in (front, primary, front):  # the front's second status is its near-cache's
         status = process.get("/v1/status", params={"path": uri})
         assert status.status_code == 200 and status.json()["size"] == len(whole)
@@ -56,9 +60,14 @@ def test_each_process_serves_status_reads_and_writes(worker: MultiWorker, data: 
         assert past.status_code == 416
     # The public port: whichever process the kernel picks answers the same.
     for _ in range(10):
-        assert worker.http.get("/v1/read", params={"path": new}).content == b"y" * 7
+        answer = worker.http.get("/v1/read", params={"path": new}, headers=BEARER)
+        assert answer.content == b"y" * 7
+    # A call without the token is refused by every process, in the primary's words.
+    for socket in worker.sockets():
+        refused = on_socket(socket).get("/v1/status", params={"path": uri})
+        assert refused.status_code == 401 and refused.json()["error"] == "Unauthorized"
     # The primary's metrics count what the front served too.
-    metrics = worker.http.get("/metrics").text
+    metrics = worker.http.get("/metrics", headers=BEARER).text
     assert 'dora_front_near_cache_hits_total{kind="status"}' in metrics
     assert 'dora_bytes_served_total{source="front"}' in metrics
 
@@ -70,7 +79,7 @@ def test_a_killed_front_is_restarted_and_a_graceful_stop_ends_all(
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: set(worker.fronts().values()) - {pid}, what="the front was not restarted")
     wait_for(lambda: os.path.exists(socket), what="the new front does not listen")
-    status = on_socket(socket).get("/v1/status", params={"path": f"file://{data}/a.bin"})
+    status = on_socket(socket, TOKEN).get("/v1/status", params={"path": f"file://{data}/a.bin"})
     assert status.status_code == 200
     (restarted,) = worker.fronts().values()
     assert worker.stop() == 0

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from config import Config
+from config import Config, ConfigError
 from config.loader import Source
 from worker import keys
 from worker.procs import keys as procs_keys
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 METRICS_PATH = "/_front/metrics"  # worker.procs.frontproc answers it on its private socket
 FRONT_MODULE = "worker.procs.frontproc"
 CHECK_SECONDS = 0.5
+RESTART_SECONDS = 5.0
 START_SECONDS = 60.0
 SCRAPE_SECONDS = 2.0
 
@@ -66,6 +67,7 @@ class Fronts:
         self._stopping = False
         self.restarts = 0
         self._procs = [self._spawn(i) for i in range(count)]
+        self._started = [time.monotonic()] * count
         threading.Thread(target=self._monitor, name="dora-fronts", daemon=True).start()
 
     @classmethod
@@ -78,7 +80,11 @@ class Fronts:
         # httpx logs every call at INFO: here, each scrape of a front's metrics.
         logging.getLogger("httpx").setLevel(logging.WARNING)
         fronts = cls(config, port, count, grace)
-        fronts.wait_listening()
+        try:
+            fronts.wait_listening()
+        except BaseException:
+            fronts.close()
+            raise
         log.info("worker serving with %d front processes: %s", count, fronts.pids())
         return fronts
 
@@ -92,12 +98,16 @@ class Fronts:
 
     def wait_listening(self) -> None:
         """Wait until every front listens on its private socket (it binds its public one
-        first). Raises RuntimeError if one does not within START_SECONDS."""
+        first). Raises ConfigError if one exits first (its error is in the worker's output)
+        or does not listen within START_SECONDS."""
         deadline = time.monotonic() + START_SECONDS
-        for index in range(len(self._procs)):
+        for index, proc in enumerate(self._procs):
             while not os.path.exists(self.socket_of(index)):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"front process {index} did not start listening")
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise ConfigError(
+                        f"front process {index} of {procs_keys.PROCESSES.name} did not start "
+                        f"(exit status {proc.returncode}; its error is logged above)"
+                    )
                 time.sleep(0.05)
 
     def server(self, config: uvicorn.Config) -> uvicorn.Server:
@@ -155,12 +165,16 @@ class Fronts:
             with self._lock:
                 if self._stopping:
                     return
+                now = time.monotonic()
                 for index, proc in enumerate(self._procs):
-                    if proc.poll() is not None:
-                        log.warning("front process %d exited (%s): restarting it", proc.pid,
-                                    proc.returncode)  # fmt: skip
-                        self.restarts += 1
-                        self._procs[index] = self._spawn(index)
+                    # One that dies young waits RESTART_SECONDS: no tight loop of crashes.
+                    if proc.poll() is None or now - self._started[index] < RESTART_SECONDS:
+                        continue
+                    log.warning("front process %d exited (%s): restarting it", proc.pid,
+                                proc.returncode)  # fmt: skip
+                    self.restarts += 1
+                    self._procs[index] = self._spawn(index)
+                    self._started[index] = now
 
 
 class _DrainingServer(uvicorn.Server):
