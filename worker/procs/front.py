@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from worker.meta.generations import GenerationView
 from worker.procs.frontmetrics import FrontMetrics
 from worker.procs.proxy import forward
 
+log = logging.getLogger(__name__)
 # A read is sent in pieces of this size, each read while the last is sent.
 CHUNK = 1 << 20
 ASKED = "_front_asked"  # where a kept answer remembers when it was asked (monotonic seconds)
@@ -71,6 +73,7 @@ class FrontApp:
         self.metrics = metrics
         self._local: SameHost | None = None
         self._local_lock = asyncio.Lock()
+        self._no_local = False
         self._routes: dict[str, Callable[[Scope, dict[str, str]], Awaitable[Answer | None]]] = {
             "/v1/status": self._status,
             "/v1/list": self._list,
@@ -109,16 +112,21 @@ class FrontApp:
         return not self._token or hmac.compare_digest(given, self._token)
 
     async def same_host(self, scope: Scope) -> SameHost | None:
-        """The near-cache and reader, asking the primary's ``/v1/local`` once; None while it
-        cannot be had (the primary not answering yet, or no generation file)."""
-        if self._local is not None:
+        """The near-cache and reader, asking the primary's ``/v1/local`` until it answers;
+        None while it has not, and for good once it said it keeps no generation file (then
+        every call is passed on: nothing would tell this process of a change)."""
+        if self._local is not None or self._no_local:
             return self._local
         async with self._local_lock:
-            if self._local is None:
+            if self._local is None and not self._no_local:
                 answer = await self.primary.get("/v1/local", headers=_kept(scope))
-                if answer.status_code != 200 or not answer.json().get("generations"):
+                if answer.status_code != 200:
                     return None
                 facts = answer.json()
+                if not facts.get("generations"):
+                    log.warning("the primary keeps no generation file: every call is passed on")
+                    self._no_local = True
+                    return None
                 near = NearCache(GenerationView(facts["generations"]), facts["sync_interval_ms"])
                 self._local = SameHost(near, ShortCircuitReader(facts["page_size"]))
         return self._local
