@@ -1,11 +1,12 @@
 """One worker process against two (``dora.worker.processes``), side by side, driven by ``wrk``.
 
 Run with ``.venv/bin/python -m bench.procs_bench`` (``--repeats``, ``--seconds``,
-``--connections``, ``--profile``). Starts a worker of each kind over one local directory (a
-64 MiB file for random reads, a 16 MiB one read whole), warms both (every page cached, every
-front's near-cache and page locations filled), then, in each repeat, runs every workload
-against each worker in turn for ``--seconds`` with ``wrk -t1 -c<connections>`` (one wrk
-thread: the load generator shares the machine's cores with the worker, so it must cost little):
+``--connections``, ``--threads``, ``--profile``). Starts a worker of each kind over one local
+directory (a 64 MiB file for random reads, a 16 MiB one read whole), warms both (every page
+cached, every front's near-cache and page locations filled), then, in each repeat, runs every
+workload against each worker in turn for ``--seconds`` with ``wrk -t<threads> -c<connections>`` (one
+thread by default: the load generator shares the machine's cores with the worker, so it must
+cost little):
 
 - ``status``: ``GET /v1/status`` of one file (calls/s);
 - ``read-64k``: ``GET /v1/read`` of 64 KiB at a random 64 KiB-aligned offset (reads/s);
@@ -71,8 +72,9 @@ def start_worker(base: Path, data: Path, processes: int) -> tuple[subprocess.Pop
     return worker, int(json.loads(state.read_text())["port"])
 
 
-def wrk(port: int, target: str, script: Path | None, seconds: float, connections: int) -> str:
-    args = [WRK, "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s"]
+def wrk(port: int, target: str, script: Path | None, options: argparse.Namespace) -> str:
+    args = [WRK, f"-t{options.threads}", f"-c{options.connections}", f"-d{options.seconds}s",
+            "--timeout", "10s"]  # fmt: skip
     if script is not None:
         args += ["-s", str(script)]
     url = f"http://127.0.0.1:{port}{target}"
@@ -91,11 +93,11 @@ def run(
     workload: str, port: int, paths: dict[str, str], scripts: Path, args: argparse.Namespace
 ) -> float:
     if workload == "status":
-        out = wrk(port, f"/v1/status?path={paths['random']}", None, args.seconds, args.connections)
+        out = wrk(port, f"/v1/status?path={paths['random']}", None, args)
     elif workload == "read-64k":
-        out = wrk(port, "/", scripts / "random.lua", args.seconds, args.connections)
+        out = wrk(port, "/", scripts / "random.lua", args)
     else:
-        out = wrk(port, f"/v1/read?path={paths['whole']}", None, args.seconds, args.connections)
+        out = wrk(port, f"/v1/read?path={paths['whole']}", None, args)
     return figure(out, workload)
 
 
@@ -129,6 +131,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1, help="wrk's threads")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="procs-bench-") as tmp:
@@ -150,13 +153,21 @@ def main() -> None:
                 workers[processes] = start_worker(base / f"w{processes}", data, processes)
                 warm(workers[processes][1], paths, scripts, args)
             results: dict[tuple[str, int], list[float]] = {}
+            shares: dict[str, list[float]] = {}
             for repeat in range(args.repeats):
                 for workload in WORKLOADS:
                     order = (1, 2) if repeat % 2 == 0 else (2, 1)
                     for processes in order:
-                        value = run(workload, workers[processes][1], paths, scripts, args)
+                        port = workers[processes][1]
+                        before = counts(port)
+                        value = run(workload, port, paths, scripts, args)
                         results.setdefault((workload, processes), []).append(value)
+                        if processes == 2:
+                            shares.setdefault(workload, []).append(
+                                share(workload, before, counts(port))
+                            )
             report(results, args)
+            model(results, shares)
             if args.profile:
                 show_profiles(workers[2], paths, scripts, args, base)
         finally:
@@ -165,9 +176,46 @@ def main() -> None:
                 worker.wait(timeout=90)
 
 
+def counts(port: int) -> dict[str, float]:
+    """The worker's counters that tell what its front answered: calls by route (summed over
+    the processes), the front's status hits and bytes."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+    wanted = {
+        "status": r'dora_request_seconds_count\{route="/v1/status"\} (\S+)',
+        "read": r'dora_request_seconds_count\{route="/v1/read"\} (\S+)',
+        "front_status": r'dora_front_near_cache_hits_total\{kind="status"\} (\S+)',
+        "front_bytes": r'dora_bytes_served_total\{source="front"\} (\S+)',
+    }
+    found = {name: re.search(pattern, text) for name, pattern in wanted.items()}
+    return {name: float(match.group(1)) if match else 0.0 for name, match in found.items()}
+
+
+def share(workload: str, before: dict[str, float], after: dict[str, float]) -> float:
+    """The share of a run's calls that the front answered itself."""
+    delta = {name: after[name] - before[name] for name in after}
+    if workload == "status":
+        return delta["front_status"] / max(delta["status"], 1)
+    size = SMALL if workload == "read-64k" else WHOLE_FILE
+    return delta["front_bytes"] / size / max(delta["read"], 1)
+
+
+def model(results: dict[tuple[str, int], list[float]], shares: dict[str, list[float]]) -> None:
+    """Per process, from the two-process runs: the front's and the primary's rates (each ran
+    on about one core, with wrk and the other beside them), and a 16-core host's figure as 15
+    fronts and the primary, each at its rate here."""
+    print("\n| workload | front answered | front /s | primary /s | 16 processes (model) |")
+    print("|---|---|---|---|---|")
+    for workload in WORKLOADS:
+        total, part = statistics.median(results[(workload, 2)]), statistics.median(shares[workload])
+        front, primary = total * part, total * (1 - part)
+        unit = " GB/s" if workload == "read-16m" else ""
+        print(f"| {workload} | {part:.0%} | {front:,.2f}{unit} | {primary:,.2f}{unit} | "
+              f"{15 * front + primary:,.2f}{unit} |")  # fmt: skip
+
+
 def report(results: dict[tuple[str, int], list[float]], args: argparse.Namespace) -> None:
-    print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, medians of {args.repeats} (min-max); "
-          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"wrk -t{args.threads} -c{args.connections} -d{args.seconds}s, medians of "
+          f"{args.repeats} (min-max); load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     print("| workload | 1 process | 2 processes | ratio |")
     print("|---|---|---|---|")
     for workload in WORKLOADS:
@@ -194,9 +242,9 @@ def show_profiles(
     pids = {"primary": process.pid}
     pids.update({f"front {i}": pid for i, pid in enumerate(children(process.pid))})
     for name, pid in pids.items():
-        load = subprocess.Popen([WRK, "-t1", f"-c{args.connections}", f"-d{args.seconds + 2}s",
-                                 "-s", str(scripts / "random.lua"), f"http://127.0.0.1:{port}/"],
-                                stdout=subprocess.DEVNULL)  # fmt: skip
+        command = [WRK, f"-t{args.threads}", f"-c{args.connections}", f"-d{args.seconds + 2}s",
+                   "-s", str(scripts / "random.lua"), f"http://127.0.0.1:{port}/"]  # fmt: skip
+        load = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         time.sleep(1)
         summary = profile(pid, args.seconds, base / f"{pid}.raw")
         load.wait()
