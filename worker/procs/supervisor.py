@@ -65,7 +65,6 @@ class Fronts:
         self._grace = grace
         self._lock = threading.Lock()
         self._stopping = False
-        self.restarts = 0
         self._procs = [self._spawn(i) for i in range(count)]
         self._started = [time.monotonic()] * count
         threading.Thread(target=self._monitor, name="dora-fronts", daemon=True).start()
@@ -172,7 +171,6 @@ class Fronts:
                         continue
                     log.warning("front process %d exited (%s): restarting it", proc.pid,
                                 proc.returncode)  # fmt: skip
-                    self.restarts += 1
                     self._procs[index] = self._spawn(index)
                     self._started[index] = now
 
