@@ -3,6 +3,7 @@ port. Each process is called on purpose on its private socket, and the public po
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,3 +93,22 @@ def test_the_fronts_stop_when_the_primary_is_killed(worker: MultiWorker) -> None
     worker.process.kill()
     worker.process.wait()
     wait_for(lambda: not alive(front), what="the front outlived its primary")
+
+
+def test_a_graceful_stop_lets_a_fronts_read_in_flight_finish(
+    worker: MultiWorker, data: Path
+) -> None:
+    content = os.urandom(32 << 20)
+    (data / "big.bin").write_bytes(content)
+    uri = f"file://{data}/big.bin"
+    (front,) = worker.fronts()
+    with on_socket(front, TOKEN).stream("GET", "/v1/read", params={"path": uri}) as answer:
+        chunks = answer.iter_raw(1 << 16)
+        received = [next(chunks)]
+        # The front drains this read while the primary, stopping, still fills its pages.
+        worker.process.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        received += list(chunks)
+    assert b"".join(received) == content
+    assert worker.process.wait(timeout=90) == 0
+    worker.log.close()
