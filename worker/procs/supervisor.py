@@ -22,7 +22,7 @@ import uvicorn
 
 from config import Config, ConfigError
 from config.loader import Source
-from worker import keys
+from worker import keys, logs
 from worker.procs import keys as procs_keys
 from worker.procs.summed import summed
 
@@ -191,10 +191,13 @@ class _DrainingServer(uvicorn.Server):
 def _environment(config: Config, port: int) -> dict[str, str]:
     """The environment of a front: this process's, plus every setting not at its default as
     its ``DORA_*`` variable (the environment outranks a site file, so each front runs with the
-    primary's values), and the port the primary listens on."""
+    primary's values), the port the primary listens on and the primary's log format."""
     env = dict(os.environ)
     for setting in config.settings():
         if setting.source is not Source.DEFAULT and setting.text is not None:
             env[setting.key.env_name] = setting.text
     env[keys.BIND_PORT.env_name] = str(port)
+    # `dora worker start --log-format` outranks the key and reaches only the root logger.
+    if any(isinstance(h.formatter, logs.JsonFormatter) for h in logging.getLogger().handlers):
+        env[logs.LOG_FORMAT.env_name] = "json"
     return env
