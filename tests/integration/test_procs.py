@@ -90,9 +90,11 @@ def test_a_killed_front_is_restarted_and_a_graceful_stop_ends_all(
 
 def test_the_fronts_stop_when_the_primary_is_killed(worker: MultiWorker) -> None:
     (front,) = worker.fronts().values()
+    private = Path(worker.primary_socket()).parent
     worker.process.kill()
     worker.process.wait()
     wait_for(lambda: not alive(front), what="the front outlived its primary")
+    assert not private.exists()  # the front removed what the primary could not
 
 
 def test_a_graceful_stop_lets_a_fronts_read_in_flight_finish(

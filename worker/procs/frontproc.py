@@ -10,11 +10,13 @@ metrics), and exits, gracefully, on SIGTERM or once the primary is gone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import uvicorn
 from starlette.types import Receive, Scope, Send
@@ -100,9 +102,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         public.close()
         private.close()
-        if os.path.exists(args.socket):
-            os.unlink(args.socket)
+        Path(args.socket).unlink(missing_ok=True)
+        if os.getppid() != args.primary_pid:
+            _clean_after(Path(args.primary_socket))
     return 0
+
+
+def _clean_after(primary_socket: Path) -> None:
+    """Remove what a killed primary left: its socket and, once the last front has removed its
+    own, their directory."""
+    primary_socket.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # a sibling's socket is still there: it removes it
+        primary_socket.parent.rmdir()
 
 
 def _watch_primary(server: uvicorn.Server, primary: int) -> None:
