@@ -48,6 +48,7 @@ def test_each_process_serves_status_reads_and_writes(worker: MultiWorker, data: 
     # A write through the front is passed to the primary; every process sees it at once.
     written = front.put("/v1/write", params={"path": new}, content=b"x" * 100)
     assert written.status_code == 201
+    assert len(written.headers.get_list("date")) == 1  # the front's, not the primary's too
     for process in (primary, front):
         assert process.get("/v1/status", params={"path": new}).json()["size"] == 100
     primary.put("/v1/write", params={"path": new}, content=b"y" * 7)

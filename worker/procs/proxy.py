@@ -22,6 +22,8 @@ _HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
+# The front's server writes its own Date and Server headers.
+_NOT_PASSED_BACK = _HOP_BY_HOP | {b"date", b"server"}
 _BODY_HEADERS = frozenset({b"content-length", b"transfer-encoding"})
 # No deadline of its own: the primary's deadlines (X-Dora-Timeout-Ms, slow clients) govern;
 # only a primary that does not take the connection at all fails fast.
@@ -72,7 +74,7 @@ async def forward(primary: httpx.AsyncClient, scope: Scope, receive: Receive, se
         await _plain(send, 502, text.encode())
         return
     try:
-        headers = [(k, v) for k, v in answer.headers.raw if k.lower() not in _HOP_BY_HOP]
+        headers = [(k, v) for k, v in answer.headers.raw if k.lower() not in _NOT_PASSED_BACK]
         await send({"type": "http.response.start", "status": answer.status_code,
                     "headers": headers})  # fmt: skip
         async for chunk in answer.aiter_raw():
