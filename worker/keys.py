@@ -18,6 +18,7 @@ from worker.common import client_keys
 from worker.feeds import keys as feed_keys
 from worker.load import keys as load_keys
 from worker.meta import keys as meta_keys
+from worker.procs import keys as procs_keys
 from worker.rules import keys as rules_keys
 from worker.tls import keys as tls_keys
 
@@ -81,6 +82,7 @@ def build_registry() -> Registry:
         tls_keys.KEYS,
         rules_keys.KEYS,
         client_keys.KEYS,
+        procs_keys.KEYS,
     ):
         registry.extend(component)
     return registry.extend(KEYS).extend(api_keys.LIMITS)

@@ -187,6 +187,9 @@ class Metrics:
             "Reads that fell back to the UFS because the page store failed",
             registry=self.registry,
         )
+        self.combine: Callable[[bytes], bytes] | None = None
+        """Set by the multi-process worker (``dora.worker.processes``): what adds the front
+        processes' counters to this process's rendered text."""
         self.last_errors: dict[str, tuple[float, str]] = {}
         """The last error answered per catalogue code: when (epoch s) and its message. Each
         assignment replaces one entry whole, so readers on other threads see a pair or none."""
@@ -237,4 +240,5 @@ class Metrics:
         self.registry.register(_StateCollector(meta_counters, pages, load_progress))
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        text = generate_latest(self.registry)
+        return text if self.combine is None else self.combine(text)

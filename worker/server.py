@@ -31,6 +31,8 @@ from worker.cluster.node import ClusterNode
 from worker.feeds.runner import Feeds
 from worker.hangup import Hangups
 from worker.httpproto import SlowClientPolicy, protocol_class
+from worker.procs import keys as procs_keys
+from worker.procs.supervisor import Fronts
 from worker.service import WorkerService
 from worker.tls.server import ServerTls, reloading, warn_plaintext
 
@@ -56,14 +58,18 @@ class ProcessOptions:
     owners_dir: Path | None = None
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket; port 0 picks a free one. Raises OSError."""
+def bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """A listening socket; port 0 picks a free one. With ``reuse_port``, other sockets with
+    it may listen on the same port and the kernel spreads connections over them (the worker's
+    processes, ``dora.worker.processes``). Raises OSError."""
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
     # and without it a keep-alive answer written in two parts waits out a delayed ACK (40 ms).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         # Accepted connections inherit a bounded send buffer: a client that reads a little of
         # an open-ended stream and hangs up (WebHDFS OPEN) then leaves ~one page read, not the
         # several MB an autotuned buffer absorbs (and the read-ahead that fills behind it).
@@ -77,11 +83,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def listen(host: str, port: int, *names: str) -> socket.socket:
+def listen(host: str, port: int, *names: str, reuse_port: bool = False) -> socket.socket:
     """A socket listening on ``host:port``, which the property keys ``names`` set. Raises
     ConfigError naming them when it cannot be had (port taken, address not local)."""
     try:
-        return bind(host, port)
+        return bind(host, port, reuse_port)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ConfigError(
@@ -163,9 +169,11 @@ def serve(config: Config, options: ProcessOptions) -> int:
     app: ASGIApp = create_app(service)
     if s3_port := config.get(alluxio_keys.S3_PORT):
         app = alluxio.objects_on_port(app, s3_port)
-    server = uvicorn.Server(
-        uvicorn_config(app if node is None else node.wrap(app), config, service, tls)
-    )
+    served = uvicorn_config(app if node is None else node.wrap(app), config, service, tls)
+    # The front processes (dora.worker.processes > 1) share the port and pass calls on to the
+    # primary's private socket; the primary drains them before it stops.
+    fronts = Fronts.start(config, actual_port, GRACEFUL_SECONDS)
+    server = _server(served, service, listeners, fronts)
     log.info("worker listening on %s://%s:%d (roots: %s)", scheme(tls), host, actual_port,
              ", ".join(service.roots.roots) or "none")  # fmt: skip
     warn_plaintext(config, host, tls, keys.TOKEN.name)
@@ -182,6 +190,8 @@ def serve(config: Config, options: ProcessOptions) -> int:
             server.run(sockets=listeners)
     finally:
         log.info("worker stopping: flushing the metastore and page store")
+        if fronts is not None:
+            fronts.close()
         if feeds is not None:
             feeds.close()
         if node is not None:
@@ -195,10 +205,27 @@ def serve(config: Config, options: ProcessOptions) -> int:
     return 0
 
 
+def _server(
+    served: uvicorn.Config,
+    service: WorkerService,
+    listeners: list[socket.socket],
+    fronts: Fronts | None,
+) -> uvicorn.Server:
+    """The primary's server; with fronts, one that drains them first when it stops, also
+    listening on their private socket, and whose metrics add theirs."""
+    if fronts is None:
+        return uvicorn.Server(served)
+    service.metrics.combine = fronts.summed
+    listeners.append(fronts.primary_socket)
+    return fronts.server(served)
+
+
 def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | None, WorkerService]:
     """The listening sockets (the worker's port first, then the Alluxio S3 port if set), the
     TLS settings and the service; on any failure, closes what it opened and raises."""
-    listeners = [listen(host, config.get(keys.BIND_PORT), keys.BIND_HOST.name, keys.BIND_PORT.name)]
+    shared = config.get(procs_keys.PROCESSES) > 1
+    listeners = [listen(host, config.get(keys.BIND_PORT), keys.BIND_HOST.name,
+                        keys.BIND_PORT.name, reuse_port=shared)]  # fmt: skip
     try:
         if s3_port := config.get(alluxio_keys.S3_PORT):
             listeners.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))

@@ -1,0 +1,54 @@
+"""A front process's metrics, named as the primary's where they count the same thing
+(``dora_request_seconds``, ``dora_bytes_served``), so the primary's ``/metrics`` sums them
+(:mod:`worker.procs.summed`); the rest are the front's own (``dora_front_*``)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.process_collector import ProcessCollector
+
+from worker.metrics import LATENCY_BUCKETS
+
+
+class FrontMetrics:
+    """The counters of one front process. Thread-safe (prometheus_client collectors are)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)  # CPU seconds, summed over the processes
+        self.request_latency = Histogram(
+            "dora_request_seconds",
+            "REST request latency by route",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.bytes_served = Counter(
+            "dora_bytes_served",
+            "Bytes served to readers, by where they came from",
+            ["source"],
+            registry=self.registry,
+        ).labels("front")
+        self.near_hits = Counter(
+            "dora_front_near_cache_hits",
+            "Statuses and listings a front process answered from its near-cache",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.idle_timeouts = Counter(
+            "dora_http_idle_timeouts",
+            "Connections ended by a deadline (head, body, linger)",
+            ["phase"],
+            registry=self.registry,
+        )
+        self.passed_on = Counter(
+            "dora_front_passed_on",
+            "Requests a front process passed to the primary",
+            registry=self.registry,
+        )
+
+    def served(self, route: str, seconds: float) -> None:
+        self.request_latency.labels(route).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,21 @@
+"""Property keys owned by the multi-process worker (:mod:`worker.procs`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.keys import KeyType, PropertyKey
+
+PROCESSES: PropertyKey[int] = PropertyKey(
+    "dora.worker.processes",
+    KeyType.INT,
+    "1",
+    "Processes serving the worker's port (SO_REUSEPORT spreads connections over them): the "
+    "primary, which owns the metastore, the page index, feeds, load jobs and the console, and "
+    "N-1 front processes that answer REST v1 status, list and read from the near-cache and "
+    "the page files and pass every other call to the primary. 1: the primary alone.",
+    minimum=1,
+    maximum=256,
+)
+
+KEYS: list[PropertyKey[Any]] = [PROCESSES]
