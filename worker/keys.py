@@ -11,6 +11,7 @@ from config.keys import KeyType, PropertyKey, Registry
 from worker import logs, pathconf, pathrules
 from worker.api import alluxio_keys
 from worker.api import keys as api_keys
+from worker.api.s3 import keys as s3_keys
 from worker.cluster import keys as cluster_keys
 from worker.feeds import keys as feed_keys
 from worker.load import keys as load_keys
@@ -176,6 +177,7 @@ def build_registry() -> Registry:
         cluster_keys.KEYS,
         feed_keys.KEYS,
         alluxio_keys.KEYS,
+        s3_keys.KEYS,
         tls_keys.KEYS,
     ):
         registry.extend(component)
