@@ -142,9 +142,12 @@ def _token(key: str) -> str:
 
 def _untoken(token: str) -> str:
     try:
-        return base64.urlsafe_b64decode(token.encode()).decode()
+        key = base64.b64decode(token.encode(), altchars=b"-_", validate=True).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise invalid_argument("the continuation token is not one this endpoint gave") from None
+        key = ""
+    if not key:
+        raise invalid_argument("the continuation token is not one this endpoint gave")
+    return key
 
 
 async def list_objects_v2(call: S3Call) -> Response:
