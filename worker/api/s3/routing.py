@@ -186,8 +186,9 @@ def _s3_error(exc: Exception) -> S3Error:
     return from_kind(kind, str(exc), catalogue.headers_for(exc))
 
 
+# Not in the worker's OpenAPI document: S3's API is documented by S3, and served on its port.
 ROUTES = tuple(
-    Route(method, path, serve)
+    Route(method, path, serve, {"include_in_schema": False})
     for method in ("GET", "HEAD", "PUT", "POST", "DELETE")
     for path in (PREFIX + "/", PREFIX + "/{path:path}")
 )
