@@ -1,0 +1,183 @@
+"""Real S3 clients through a real worker's S3 endpoint over SeaweedFS: boto3 at its default
+settings (its checksums and aws-chunked bodies included) and the aws CLI (``awscli`` from
+PyPI), unchanged. What they write is in the store, what they read is the store's, with the
+store's ETags."""
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from boto3.s3.transfer import TransferConfig
+from botocore.exceptions import ClientError
+
+from worker.locals3 import LocalS3
+
+from .conftest import BUCKET
+from .s3_endpoint_support import Endpoint, start_worker, stop_worker, store_client
+from .test_worker_process import WorkerProcess
+
+pytestmark = pytest.mark.integration
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def endpoint_worker(
+    tmp_path_factory: pytest.TempPathFactory, seaweedfs: LocalS3
+) -> Iterator[tuple[WorkerProcess, str]]:
+    work = tmp_path_factory.mktemp("s3-endpoint-worker")
+    worker, url = start_worker(work, seaweedfs)
+    yield worker, url
+    stop_worker(worker, work)
+
+
+@pytest.fixture
+def endpoint(endpoint_worker: tuple[WorkerProcess, str], s3_root: str) -> Endpoint:
+    worker, url = endpoint_worker
+    return Endpoint(worker, url, s3_root.removeprefix(f"s3://{BUCKET}/"))
+
+
+def test_put_get_head_delete(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
+    s3, store = endpoint.client(), store_client(seaweedfs)
+    key = f"{endpoint.prefix}/hello.txt"
+    put = s3.put_object(Bucket=BUCKET, Key=key, Body=b"hello through the cache")
+    stored = store.head_object(Bucket=BUCKET, Key=key)
+    assert put["ETag"] == stored["ETag"]
+    got = s3.get_object(Bucket=BUCKET, Key=key)
+    assert got["Body"].read() == b"hello through the cache"
+    assert got["ETag"] == stored["ETag"]
+    assert got["LastModified"] == stored["LastModified"]
+    head = s3.head_object(Bucket=BUCKET, Key=key)
+    assert head["ContentLength"] == len(b"hello through the cache")
+    ranged = s3.get_object(Bucket=BUCKET, Key=key, Range="bytes=6-12")
+    assert ranged["Body"].read() == b"through" and ranged["ContentRange"].endswith("/23")
+    assert s3.get_object(Bucket=BUCKET, Key=key, Range="bytes=-5")["Body"].read() == b"cache"
+    s3.delete_object(Bucket=BUCKET, Key=key)
+    with pytest.raises(ClientError) as gone:
+        s3.get_object(Bucket=BUCKET, Key=key)
+    assert gone.value.response["Error"]["Code"] == "NoSuchKey"
+    with pytest.raises(ClientError):
+        store.head_object(Bucket=BUCKET, Key=key)
+
+
+def test_reads_what_others_wrote_with_the_stores_etag(
+    endpoint: Endpoint, seaweedfs: LocalS3
+) -> None:
+    s3, store = endpoint.client(), store_client(seaweedfs)
+    key, data = f"{endpoint.prefix}/outside.bin", os.urandom(3 * MIB + 17)
+    store.put_object(Bucket=BUCKET, Key=key, Body=data)
+    for _ in range(2):  # cold, then warm
+        got = s3.get_object(Bucket=BUCKET, Key=key)
+        assert got["Body"].read() == data
+        assert got["ETag"] == store.head_object(Bucket=BUCKET, Key=key)["ETag"]
+    tag = got["ETag"]
+    with pytest.raises(ClientError) as moved:
+        s3.get_object(Bucket=BUCKET, Key=key, IfMatch='"other"')
+    assert moved.value.response["Error"]["Code"] in ("PreconditionFailed", "412")
+    assert s3.get_object(Bucket=BUCKET, Key=key, IfMatch=tag)["Body"].read() == data
+
+
+def test_listing_and_paging(endpoint: Endpoint) -> None:
+    s3 = endpoint.client()
+    keys = [f"{endpoint.prefix}/list/{name}" for name in ("a-c", "a/b", "a/c/d", "b", "z")]
+    for key in keys:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=key.encode())
+    pages = s3.get_paginator("list_objects_v2").paginate(
+        Bucket=BUCKET, Prefix=f"{endpoint.prefix}/list/", PaginationConfig={"PageSize": 2}
+    )
+    listed = [item["Key"] for page in pages for item in page.get("Contents", [])]
+    assert listed == sorted(keys)
+    top = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{endpoint.prefix}/list/", Delimiter="/")
+    assert [p["Prefix"] for p in top["CommonPrefixes"]] == [f"{endpoint.prefix}/list/a/"]
+    assert [c["Key"] for c in top["Contents"]] == [keys[0], keys[3], keys[4]]
+    v1 = s3.list_objects(Bucket=BUCKET, Prefix=f"{endpoint.prefix}/list/", Marker=keys[3])
+    assert [c["Key"] for c in v1["Contents"]] == [keys[4]]
+    deleted = s3.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": k} for k in keys],
+                                                       "Quiet": True})  # fmt: skip
+    assert not deleted.get("Errors")
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{endpoint.prefix}/list/")["KeyCount"] == 0
+
+
+def test_multipart_upload_and_download(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
+    s3, store = endpoint.client(), store_client(seaweedfs)
+    key, data = f"{endpoint.prefix}/multi.bin", os.urandom(12 * MIB + 5)
+    config = TransferConfig(multipart_threshold=5 * MIB, multipart_chunksize=5 * MIB)
+    s3.upload_fileobj(io.BytesIO(data), BUCKET, key, Config=config)
+    assert store.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data
+    out = io.BytesIO()
+    s3.download_fileobj(BUCKET, key, out, Config=config)  # ranged GETs in parallel
+    assert out.getvalue() == data
+    assert s3.head_object(Bucket=BUCKET, Key=key)["ETag"] == store.head_object(
+        Bucket=BUCKET, Key=key)["ETag"]  # fmt: skip
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=f"{key}.aborted")["UploadId"]
+    s3.upload_part(Bucket=BUCKET, Key=f"{key}.aborted", UploadId=upload, PartNumber=1, Body=b"x")
+    assert [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=BUCKET)["Uploads"]] == [upload]
+    s3.abort_multipart_upload(Bucket=BUCKET, Key=f"{key}.aborted", UploadId=upload)
+    with pytest.raises(ClientError) as gone:
+        s3.list_parts(Bucket=BUCKET, Key=f"{key}.aborted", UploadId=upload)
+    assert gone.value.response["Error"]["Code"] == "NoSuchUpload"
+
+
+def test_copy(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
+    s3, store = endpoint.client(), store_client(seaweedfs)
+    source, target = f"{endpoint.prefix}/src", f"{endpoint.prefix}/dst"
+    s3.put_object(Bucket=BUCKET, Key=source, Body=b"copied")
+    copied = s3.copy_object(Bucket=BUCKET, Key=target, CopySource={"Bucket": BUCKET, "Key": source})
+    assert (
+        copied["CopyObjectResult"]["ETag"] == store.head_object(Bucket=BUCKET, Key=target)["ETag"]
+    )
+    assert store.get_object(Bucket=BUCKET, Key=target)["Body"].read() == b"copied"
+    # Across buckets: a local directory's bucket.
+    s3.copy_object(Bucket="scratch", Key="from-s3", CopySource={"Bucket": BUCKET, "Key": source})
+    assert s3.get_object(Bucket="scratch", Key="from-s3")["Body"].read() == b"copied"
+
+
+def test_buckets_and_errors(endpoint: Endpoint) -> None:
+    s3 = endpoint.client()
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == [BUCKET, "scratch"]
+    s3.head_bucket(Bucket=BUCKET)
+    assert s3.get_bucket_location(Bucket=BUCKET).get("LocationConstraint") is None
+    with pytest.raises(ClientError) as missing:
+        s3.list_objects_v2(Bucket="nobucket")
+    assert missing.value.response["Error"]["Code"] == "NoSuchBucket"
+    with pytest.raises(ClientError) as unknown:
+        s3.get_bucket_versioning(Bucket=BUCKET)
+    assert unknown.value.response["Error"]["Code"] == "NotImplemented"
+    assert unknown.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+
+
+# -- the aws CLI --------------------------------------------------------------------------------
+
+
+def test_cp_ls_rm(endpoint: Endpoint, seaweedfs: LocalS3, tmp_path: Path) -> None:
+    big, small = os.urandom(9 << 20), b"small file\n"
+    (tmp_path / "up").mkdir()
+    (tmp_path / "up" / "big.bin").write_bytes(big)
+    (tmp_path / "up" / "small.txt").write_bytes(small)
+    target = f"s3://{BUCKET}/{endpoint.prefix}/cli"
+    sent = endpoint.aws("s3", "cp", "--recursive", str(tmp_path / "up"), target)
+    assert sent.returncode == 0, sent.stderr
+    store = store_client(seaweedfs)
+    stored = store.get_object(Bucket=BUCKET, Key=f"{endpoint.prefix}/cli/big.bin")
+    assert stored["Body"].read() == big
+    listed = endpoint.aws("s3", "ls", f"{target}/")
+    assert listed.returncode == 0, listed.stderr
+    assert b"big.bin" in listed.stdout and b"small.txt" in listed.stdout
+    got = endpoint.aws("s3", "cp", "--recursive", target, str(tmp_path / "down"))
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "down" / "big.bin").read_bytes() == big
+    assert endpoint.aws("s3", "cp", f"{target}/small.txt", "-").stdout == small
+    head = endpoint.aws("s3api", "head-object", "--bucket", BUCKET,
+                        "--key", f"{endpoint.prefix}/cli/big.bin")  # fmt: skip
+    assert json.loads(head.stdout)["ETag"] == stored["ETag"]
+    removed = endpoint.aws("s3", "rm", "--recursive", f"{target}/")
+    assert removed.returncode == 0, removed.stderr
+    assert endpoint.aws("s3", "ls", f"{target}/").stdout == b""
+
+
+def test_missing_key_is_an_error(endpoint: Endpoint) -> None:
+    missing = endpoint.aws("s3", "cp", f"s3://{BUCKET}/{endpoint.prefix}/none", "-")
+    assert missing.returncode != 0
+    assert b"404" in missing.stderr or b"Not Found" in missing.stderr
