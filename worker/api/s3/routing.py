@@ -10,7 +10,7 @@ Each request is verified (``worker.api.s3auth``) before anything else; then its 
 address (bucket, key) and its query name one operation (:func:`operation`); anything S3 has
 that this endpoint does not is 501 NotImplemented naming it. Errors are S3's XML
 (``worker.api.s3.errors``), the catalogue's mapped once; each operation's count and latency
-go into ``dora_http_request_seconds{route="s3:<Operation>"}``."""
+go into ``dora_request_seconds{route="s3:<Operation>"}``."""
 
 from __future__ import annotations
 
