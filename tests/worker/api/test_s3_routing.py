@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 import pytest
 
 from config import ConfigError
-from tests.worker.api.s3_support import BUCKET, PORT, S3Api
+from tests.worker.api.s3_support import BUCKET, PORT, S3Api, presigned, signed
 from tests.worker.conftest import Api, open_service
 from ufs.errors import UfsUnavailable
 from worker import errors as catalogue
@@ -159,3 +159,29 @@ def test_request_metrics_per_operation(s3: S3Api, s3_service: WorkerService) -> 
     s3.get("/data/none")
     metrics = s3_service.metrics.render().decode()
     assert 'route="s3:ListObjectsV2"' in metrics and 'route="s3:GetObject"' in metrics
+
+
+def test_access_log_names_the_key_never_the_signature(
+    make_service: Callable[..., WorkerService], data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = make_service(
+        f"dora.worker.s3.buckets=data=file://{data_dir}", "dora.worker.http.access.log=true",
+        "dora.worker.s3.access.key.id=first,second",
+        "dora.worker.s3.secret.access.key=secret-one,secret-two",
+    )  # fmt: skip
+    (data_dir / "k").write_bytes(b"signed")
+    client = S3Api(service)
+    caplog.set_level("INFO", logger="worker.access")
+    try:
+        headers = signed("GET", "/data/k", "second", "secret-two")
+        assert client.get("/data/k", headers=headers).content == b"signed"
+        url = presigned("/data/k", "first", "secret-one")
+        assert "X-Amz-Signature" in url
+        assert client.get(url).content == b"signed"
+    finally:
+        client.close()
+    lines = [r for r in caplog.records if r.name == "worker.access"]
+    assert [vars(r)["caller"] for r in lines] == ["second", "first"]
+    assert " caller=second " in lines[0].getMessage()
+    for record in lines:
+        assert "Signature" not in record.getMessage() and "signature" not in record.getMessage()

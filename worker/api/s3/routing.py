@@ -29,6 +29,7 @@ from worker.api.s3.call import Endpoint, S3Call
 from worker.api.s3.errors import S3Error, answer, from_kind, not_implemented, render, request_id
 from worker.api.s3auth import S3AuthError
 from worker.api.surface import Route, Surface
+from worker.request import UNKNOWN_CALLER, exchange
 
 PREFIX = "/_s3"
 """Where the S3 port's requests are routed in the worker's app."""
@@ -160,6 +161,7 @@ async def serve(endpoint: Endpoint, request: Request) -> Response:
             {name.lower(): value for name, value in request.headers.items()},
             arrival.host,
         )
+        exchange(request.scope).caller = verified.principal.access_key_id or UNKNOWN_CALLER
         bucket, key = _address(request.scope["path"])
         name, handler = operation(request.method, bucket, key, request.query_params,
                                   request.headers)  # fmt: skip
