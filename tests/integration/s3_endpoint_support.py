@@ -28,13 +28,13 @@ class Endpoint:
     url: str
     prefix: str
 
-    def client(self, **config: Any) -> Any:
+    def client(self, key_id: str = KEY_ID, secret: str = SECRET, **config: Any) -> Any:
         """A boto3 S3 client of this endpoint, at boto3's defaults."""
         return boto3.client(
             "s3",
             endpoint_url=self.url,
-            aws_access_key_id=KEY_ID,
-            aws_secret_access_key=SECRET,
+            aws_access_key_id=key_id,
+            aws_secret_access_key=secret,
             region_name="us-east-1",
             **config,
         )

@@ -3,6 +3,7 @@ settings (its checksums and aws-chunked bodies included) and the aws CLI (``awsc
 PyPI), unchanged. What they write is in the store, what they read is the store's, with the
 store's ETags."""
 
+import base64
 import io
 import json
 import os
@@ -153,6 +154,24 @@ def test_buckets_and_errors(endpoint: Endpoint) -> None:
         s3.get_bucket_versioning(Bucket=BUCKET)
     assert unknown.value.response["Error"]["Code"] == "NotImplemented"
     assert unknown.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+
+
+def test_refused_requests_write_nothing(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
+    """A body whose digest does not match, and a request signed with a wrong secret or an
+    unknown key, are refused with S3's code, and the store never sees the object."""
+    store, key = store_client(seaweedfs), f"{endpoint.prefix}/refused"
+    cases = [
+        (endpoint.client(), {"ContentMD5": base64.b64encode(b"0" * 16).decode()}, "BadDigest"),
+        (endpoint.client(), {"ChecksumSHA256": base64.b64encode(bytes(32)).decode()}, "BadDigest"),
+    ]
+    wrong, unknown = endpoint.client(secret="not-the-secret"), endpoint.client(key_id="nobody")
+    cases += [(wrong, {}, "SignatureDoesNotMatch"), (unknown, {}, "InvalidAccessKeyId")]
+    for client, extra, expected in cases:
+        with pytest.raises(ClientError) as refused:
+            client.put_object(Bucket=BUCKET, Key=key, Body=b"must not land", **extra)
+        assert refused.value.response["Error"]["Code"] == expected
+        with pytest.raises(ClientError):
+            store.head_object(Bucket=BUCKET, Key=key)
 
 
 # -- the aws CLI --------------------------------------------------------------------------------
