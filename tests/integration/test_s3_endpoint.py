@@ -12,19 +12,23 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from boto3.s3.transfer import TransferConfig
-from botocore.exceptions import ClientError
+from botocore.config import Config
+from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 
-from worker.locals3 import LocalS3
+from tests.worker.tls.certs import CA
+from worker.locals3 import LocalS3, free_port
 
 from .conftest import BUCKET
 from .s3_endpoint_support import KEY_ID, SECRET, Endpoint, start_worker, stop_worker, store_client
 from .test_worker_process import WorkerProcess
+from .tls_support import TlsWorker, tls_defines
 
 pytestmark = pytest.mark.integration
 MIB = 1 << 20
@@ -280,3 +284,32 @@ def test_s5cmd(endpoint: Endpoint, seaweedfs: LocalS3, tmp_path: Path) -> None:
     )
     assert s5cmd("rm", f"{target}/*").returncode == 0
     assert s5cmd("ls", f"{target}/*").returncode != 0  # nothing left to list
+
+
+# -- TLS ----------------------------------------------------------------------------------------
+
+
+def test_https_when_the_workers_tls_is_on(tls_ca: CA, tmp_path: Path) -> None:
+    data, port = tmp_path / "data", free_port()
+    data.mkdir()
+    worker = TlsWorker(tmp_path / "work", *tls_defines(tls_ca.issue("server")),
+                       f"dora.worker.ufs.roots=file://{data}", f"dora.worker.s3.port={port}",
+                       f"dora.worker.s3.buckets=local=file://{data}",
+                       f"dora.worker.s3.access.key.id={KEY_ID}",
+                       f"dora.worker.s3.secret.access.key={SECRET}")  # fmt: skip
+    try:
+        s3 = boto3.client("s3", endpoint_url=f"https://127.0.0.1:{port}", verify=str(tls_ca.file),
+                          aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET,
+                          region_name="us-east-1")  # fmt: skip
+        s3.put_object(Bucket="local", Key="k", Body=b"over tls")
+        assert s3.get_object(Bucket="local", Key="k")["Body"].read() == b"over tls"
+        assert (data / "k").read_bytes() == b"over tls"
+        plain = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}",
+                             aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET,
+                             region_name="us-east-1",
+                             config=Config(retries={"max_attempts": 1}))  # fmt: skip
+        with pytest.raises((ClientError, EndpointConnectionError, ConnectionClosedError)):
+            plain.get_object(Bucket="local", Key="k")
+    finally:
+        worker.stop()
+    assert "Traceback" not in worker.log()
