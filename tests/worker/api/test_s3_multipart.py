@@ -1,13 +1,18 @@
 """Multipart uploads through the S3 endpoint over a real service on a local directory: parts
 kept on the worker's disk, the object written whole on completion, S3's checks and errors."""
 
+import asyncio
 import hashlib
 import os
 import re
+import time
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
 from tests.worker.api.s3_support import S3Api
+from worker.api.s3 import keepalive
 from worker.service import WorkerService
 
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -124,3 +129,37 @@ def test_part_over_the_write_limit(make_service: object, data_dir: Path) -> None
         assert not (data_dir / "k").exists()
     finally:
         client.close()
+
+
+def test_a_write_failing_after_the_answer_started_is_an_error_in_it(
+    s3: S3Api, data_dir: Path
+) -> None:
+    """CompleteMultipartUpload answers 200 at once and writes while it keeps the connection
+    busy; a write that fails then is an <Error> in that answer, as S3 gives it (boto3 raises)."""
+    (data_dir / "file").write_bytes(b"a file where the key needs a directory")
+    upload = create(s3, "file/under")
+    tag = s3.put(f"/data/file/under?partNumber=1&uploadId={upload}", b"x").headers["etag"]
+    answer = s3.request(
+        "POST", f"/data/file/under?uploadId={upload}", content=complete_body([(1, tag)])
+    )
+    assert answer.status_code == 200
+    root = ElementTree.fromstring(answer.content)
+    assert root.tag == "Error" and root.findtext("Code") not in (None, "InternalError")
+    assert (data_dir / "file").read_bytes().startswith(b"a file")
+
+
+def test_spaces_go_out_while_the_work_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keepalive, "INTERVAL_S", 0.01)
+
+    def work() -> str:
+        time.sleep(0.2)
+        return "done"
+
+    answer = keepalive.answered_while_working(work, lambda r: f"<R>{r}</R>", "/b/k")
+
+    async def drain() -> bytes:
+        return b"".join([chunk async for chunk in answer.body_iterator])  # type: ignore[misc]
+
+    body = asyncio.run(drain())
+    assert body.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n  ')
+    assert body.endswith(b"<R>done</R>") and ElementTree.fromstring(body).text == "done"

@@ -8,7 +8,9 @@ import secrets
 
 from starlette.responses import Response
 
+from worker import errors as catalogue
 from worker.api.s3 import xmlbody
+from worker.api.s3auth import S3AuthError
 from worker.errors import ErrorKind
 
 
@@ -85,6 +87,19 @@ def from_kind(kind: ErrorKind, message: str, headers: dict[str, str]) -> S3Error
     if kind.code == "InvalidPath":
         message = "the key is not one this endpoint serves: empty, '.' and '..' segments are not"
     return S3Error(code, status, FIXED_MESSAGES.get(code, message), headers)
+
+
+def translated(exc: Exception) -> S3Error:
+    """``exc`` as the S3 error it is answered with; ``exc`` itself, raised again, when it is
+    a bug (no catalogued error: the app logs it and answers InternalError)."""
+    if isinstance(exc, S3Error):
+        return exc
+    if isinstance(exc, S3AuthError):
+        return S3Error(exc.code, exc.status, exc.message)
+    kind = catalogue.kind_of(exc)
+    if kind is None:
+        raise exc
+    return from_kind(kind, str(exc), catalogue.headers_for(exc))
 
 
 def request_id() -> str:

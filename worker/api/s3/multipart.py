@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
@@ -34,6 +35,7 @@ from worker.api.s3 import xmlbody
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag
 from worker.api.s3.errors import S3Error, invalid_argument
+from worker.api.s3.keepalive import answered_while_working
 from worker.api.s3.objects import pinned_chunks, source_status
 from worker.api.s3.xmlbody import el
 
@@ -217,6 +219,9 @@ def _concatenated(parts: list[StoredPart]) -> Iterator[bytes]:
 
 
 async def complete(call: S3Call) -> Response:
+    """The parts named, checked, written through as the object; the answer is under way while
+    the write runs (``worker.api.s3.keepalive``), since an object of many parts takes longer
+    to write than a client waits for a first byte."""
     upload = _upload(call)
     body = await call.small(COMPLETE_BODY_LIMIT)
     try:
@@ -225,22 +230,21 @@ async def complete(call: S3Call) -> Response:
         raise S3Error("MalformedXML", 400, str(exc)) from None
     target = call.context(call.uri()).renewed()
     limit = call.service.config.get(worker_keys.MAX_WRITE_SIZE)
+    chosen = await run_in_threadpool(_chosen, upload, asked, limit)
+    host = call.request.headers.get("host", "")
+    location = f"{call.request.url.scheme}://{host}/{upload.bucket}/{quote(upload.key)}"
 
     def work() -> UfsStatus:
-        chosen = _chosen(upload, asked, limit)
         status, _ = call.service.write(target, _concatenated(chosen))
         shutil.rmtree(upload.directory, ignore_errors=True)
         return status
 
-    status = await run_in_threadpool(work)
-    answer = xmlbody.document(
-        "CompleteMultipartUploadResult",
-        el("Location", str(call.request.url).split("?")[0]),
-        el("Bucket", upload.bucket),
-        el("Key", upload.key),
-        el("ETag", etag(status)),
-    )
-    return Response(answer, 200, media_type=xmlbody.MEDIA_TYPE)
+    def render(status: UfsStatus) -> str:
+        return xmlbody.root("CompleteMultipartUploadResult", el("Location", location),
+                            el("Bucket", upload.bucket), el("Key", upload.key),
+                            el("ETag", etag(status)))  # fmt: skip
+
+    return answered_while_working(work, render, f"/{upload.bucket}/{upload.key}")
 
 
 async def abort(call: S3Call) -> Response:

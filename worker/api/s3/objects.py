@@ -18,14 +18,13 @@ from starlette.responses import Response
 
 from ufs.errors import UfsIsADirectory, UfsNotFound
 from ufs.status import UfsStatus
-from worker import errors as catalogue
 from worker import keys as worker_keys
 from worker.api.body import file_chunks, read_body
 from worker.api.params import byte_range, header_number
 from worker.api.s3 import xmlbody
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag, failed, precondition_failed
-from worker.api.s3.errors import S3Error, from_kind, invalid_argument
+from worker.api.s3.errors import S3Error, invalid_argument, translated
 from worker.errors import IsADirectory
 from worker.ranges import ByteRange, Span, Window
 from worker.reader import ReadResult
@@ -189,12 +188,7 @@ async def delete_objects(call: S3Call) -> Response:
 
 
 def _code_of(exc: Exception) -> str:
-    if isinstance(exc, S3Error):
-        return exc.code
-    kind = catalogue.kind_of(exc)
-    if kind is None:
-        raise exc
-    return from_kind(kind, "", {}).code
+    return translated(exc).code
 
 
 # -- copy ---------------------------------------------------------------------------------------

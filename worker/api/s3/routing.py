@@ -26,8 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from worker import errors as catalogue
 from worker.api.s3 import bucketops, listing, multipart, objects
 from worker.api.s3.call import Endpoint, S3Call
-from worker.api.s3.errors import S3Error, answer, from_kind, not_implemented, render, request_id
-from worker.api.s3auth import S3AuthError
+from worker.api.s3.errors import answer, not_implemented, render, request_id, translated
 from worker.api.surface import Route, Surface
 from worker.request import UNKNOWN_CALLER, exchange
 
@@ -168,24 +167,13 @@ async def serve(endpoint: Endpoint, request: Request) -> Response:
         call = S3Call(endpoint, request, bucket, key, verified.principal, verified.body)
         response = await handler(call)
     except Exception as exc:  # noqa: BLE001 — each error becomes S3's answer; bugs go on up
-        error = _s3_error(exc)
+        error = translated(exc)
         endpoint.service.metrics.error_answered(error.code, str(exc))
         response = answer(error, resource, head, rid)
     response.headers["x-amz-request-id"] = rid
     latency = endpoint.service.metrics.request_latency.labels(f"s3:{name}")
     latency.observe(time.perf_counter() - started)
     return response
-
-
-def _s3_error(exc: Exception) -> S3Error:
-    if isinstance(exc, S3Error):
-        return exc
-    if isinstance(exc, S3AuthError):
-        return S3Error(exc.code, exc.status, exc.message)
-    kind = catalogue.kind_of(exc)
-    if kind is None:
-        raise exc  # a bug: the app logs it and answers InternalError in S3's shape
-    return from_kind(kind, str(exc), catalogue.headers_for(exc))
 
 
 # Not in the worker's OpenAPI document: S3's API is documented by S3, and served on its port.

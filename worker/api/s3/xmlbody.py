@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 
 MEDIA_TYPE = "application/xml"
 NAMESPACE = "http://s3.amazonaws.com/doc/2006-03-01/"
-_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
+HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
 
 
 def el(tag: str, value: object) -> str:
@@ -24,7 +24,12 @@ def el(tag: str, value: object) -> str:
 
 def document(tag: str, *parts: str) -> bytes:
     """A whole answer: root element ``tag`` in S3's namespace around ``parts``."""
-    return f'{_HEAD}<{tag} xmlns="{NAMESPACE}">{"".join(parts)}</{tag}>'.encode()
+    return (HEAD + root(tag, *parts)).encode()
+
+
+def root(tag: str, *parts: str) -> str:
+    """Root element ``tag`` in S3's namespace around ``parts``, without the XML declaration."""
+    return f'<{tag} xmlns="{NAMESPACE}">{"".join(parts)}</{tag}>'
 
 
 def iso_time(mtime_ns: int) -> str:
@@ -39,8 +44,12 @@ def http_time(mtime_ns: int) -> str:
 
 
 def error(code: str, message: str, resource: str, request_id: str) -> bytes:
+    return (HEAD + error_element(code, message, resource, request_id)).encode()
+
+
+def error_element(code: str, message: str, resource: str, request_id: str) -> str:
     body = el("Code", code) + el("Message", message) + el("Resource", resource)
-    return (_HEAD + f"<Error>{body}{el('RequestId', request_id)}</Error>").encode()
+    return f"<Error>{body}{el('RequestId', request_id)}</Error>"
 
 
 OWNER = el("ID", "doracache") + el("DisplayName", "doracache")
@@ -58,7 +67,7 @@ def list_buckets(names: Iterable[str], created_ns: int) -> bytes:
 
 def location() -> bytes:
     """GetBucketLocation: empty, which S3 clients read as us-east-1 (any region signs here)."""
-    return f'{_HEAD}<LocationConstraint xmlns="{NAMESPACE}"/>'.encode()
+    return f'{HEAD}<LocationConstraint xmlns="{NAMESPACE}"/>'.encode()
 
 
 def copy_result(tag: str, etag: str, mtime_ns: int) -> bytes:
