@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConn
 from tests.worker.tls.certs import CA
 from worker.locals3 import LocalS3, free_port
 
+from . import duckdb_support
 from .conftest import BUCKET
 from .s3_endpoint_support import KEY_ID, SECRET, Endpoint, start_worker, stop_worker, store_client
 from .test_worker_process import WorkerProcess
@@ -239,10 +240,19 @@ def test_pyarrow_s3filesystem(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
     assert sorted(info.base_name for info in infos) == ["part-0.parquet", "part-1.parquet"]
 
 
+def _polars(endpoint: Endpoint) -> dict[str, str]:
+    """Polars' (object_store's) settings for the endpoint."""
+    return {
+        "aws_endpoint_url": endpoint.url,
+        "aws_access_key_id": KEY_ID,
+        "aws_secret_access_key": SECRET,
+        "aws_region": "us-east-1",
+        "aws_allow_http": "true",
+    }
+
+
 def test_polars_native_s3(endpoint: Endpoint) -> None:
-    options = {"aws_endpoint_url": endpoint.url, "aws_access_key_id": KEY_ID,
-               "aws_secret_access_key": SECRET, "aws_region": "us-east-1",
-               "aws_allow_http": "true"}  # fmt: skip
+    options = _polars(endpoint)
     base = f"s3://{BUCKET}/{endpoint.prefix}/polars"
     frame = pl.from_arrow(_table())
     assert isinstance(frame, pl.DataFrame)
@@ -313,3 +323,23 @@ def test_https_when_the_workers_tls_is_on(tls_ca: CA, tmp_path: Path) -> None:
     finally:
         worker.stop()
     assert "Traceback" not in worker.log()
+
+
+# -- DuckDB's httpfs (its own interpreter: tests/integration/duckdb_support.py) -----------------
+
+
+def test_duckdb_httpfs(endpoint: Endpoint) -> None:
+    base = f"s3://{BUCKET}/{endpoint.prefix}/duck"
+    host = endpoint.url.removeprefix("http://")
+    rows = duckdb_support.query(host, KEY_ID, SECRET, [
+        f"COPY (SELECT range AS n, 'row ' || range AS s FROM range(100000)) "
+        f"TO '{base}/a.parquet' (FORMAT parquet)",
+        f"COPY (SELECT range AS n, 'row ' || range AS s FROM range(10)) "
+        f"TO '{base}/b.parquet' (FORMAT parquet)",
+        f"SELECT count(*), sum(n) FROM read_parquet('{base}/*.parquet')",
+        f"SELECT count(*) FROM read_parquet('{base}/a.parquet') WHERE n >= 99990",
+    ])  # fmt: skip
+    assert rows[2] == [[100010, sum(range(100000)) + sum(range(10))]]
+    assert rows[3] == [[10]]
+    pl_rows = pl.read_parquet(f"{base}/a.parquet", storage_options=_polars(endpoint)).height
+    assert pl_rows == 100000
