@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
+import obstore
 import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -21,6 +22,7 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
+from obstore.store import S3Store
 
 from tests.worker.tls.certs import CA
 from worker.locals3 import LocalS3, free_port
@@ -343,3 +345,26 @@ def test_duckdb_httpfs(endpoint: Endpoint) -> None:
     assert rows[3] == [[10]]
     pl_rows = pl.read_parquet(f"{base}/a.parquet", storage_options=_polars(endpoint)).height
     assert pl_rows == 100000
+
+
+# -- obstore (object_store, the Rust crate Polars and others build on) ---------------------------
+
+
+def test_obstore(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
+    store = S3Store(BUCKET, endpoint=endpoint.url, access_key_id=KEY_ID,
+                    secret_access_key=SECRET, region="us-east-1",
+                    client_options={"allow_http": True})  # fmt: skip
+    base, data = f"{endpoint.prefix}/obstore", os.urandom(12 * MIB + 3)
+    obstore.put(store, f"{base}/big.bin", data)  # multipart past its chunk size
+    obstore.put(store, f"{base}/small.txt", b"small")
+    assert bytes(obstore.get(store, f"{base}/big.bin").bytes()) == data
+    assert bytes(obstore.get_range(store, f"{base}/big.bin", start=MIB, end=MIB + 10)) == (
+        data[MIB : MIB + 10])  # fmt: skip
+    listed = sorted(meta["path"] for batch in obstore.list(store, prefix=base) for meta in batch)
+    assert listed == [f"{base}/big.bin", f"{base}/small.txt"]
+    head = obstore.head(store, f"{base}/big.bin")
+    stored = store_client(seaweedfs).head_object(Bucket=BUCKET, Key=f"{base}/big.bin")
+    assert head["size"] == len(data) and head["e_tag"] == stored["ETag"]
+    obstore.delete(store, f"{base}/small.txt")
+    with pytest.raises(FileNotFoundError):
+        obstore.head(store, f"{base}/small.txt")
