@@ -70,7 +70,8 @@ class Endpoint:
 @dataclass(frozen=True)
 class S3Call:
     """One S3 request, once its signature is verified: ``bucket`` and ``key`` (None: none
-    in its address), the ``principal`` that signed it, its ``body`` check."""
+    in its address), the ``principal`` that signed it, its ``body`` check. Used by the one
+    request it is for (its body check is stateful)."""
 
     endpoint: Endpoint
     request: Request

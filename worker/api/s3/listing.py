@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -105,18 +105,17 @@ def _max_keys(call: S3Call) -> int:
     return min(int(text), MAX_KEYS)
 
 
-def _encoder(call: S3Call) -> tuple[str, object]:
+def _encoder(call: S3Call) -> tuple[str, Callable[[str], str]]:
     """The ``EncodingType`` element (or nothing) and how keys are written in the answer."""
     encoding = call.request.query_params.get("encoding-type")
     if encoding is None:
-        return "", lambda key: key
+        return "", str
     if encoding != "url":
         raise invalid_argument(f"encoding-type={encoding!r}: expected url")
     return el("EncodingType", "url"), lambda key: quote(key, safe="/")
 
 
-def _contents(entries: list[Entry], encode: object, owner: bool) -> str:
-    assert callable(encode)
+def _contents(entries: list[Entry], encode: Callable[[str], str], owner: bool) -> str:
     parts = []
     for entry in entries:
         if entry.status is None:
@@ -159,7 +158,6 @@ async def list_objects_v2(call: S3Call) -> Response:
     after = _untoken(token) if token else start_after
     owner = query.get("fetch-owner", "false").lower() == "true"
     found = await run_in_threadpool(page, call, prefix, delimiter, after, max_keys)
-    assert callable(encode)
     parts = [
         el("Name", bucket),
         el("Prefix", encode(prefix)),
@@ -186,7 +184,6 @@ async def list_objects(call: S3Call) -> Response:
     max_keys, (encoding, encode) = _max_keys(call), _encoder(call)
     marker = query.get("marker", "")
     found = await run_in_threadpool(page, call, prefix, delimiter, marker, max_keys)
-    assert callable(encode)
     parts = [
         el("Name", bucket),
         el("Prefix", encode(prefix)),

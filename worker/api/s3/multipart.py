@@ -51,6 +51,8 @@ _META = "upload.json"
 
 @dataclass(frozen=True)
 class StoredPart:
+    """A part on disk: its number, ETag (the MD5 of its bytes, as S3's), size and time."""
+
     number: int
     etag: str
     size: int
@@ -60,7 +62,8 @@ class StoredPart:
 
 @dataclass(frozen=True)
 class Upload:
-    """One upload's directory and what it is for."""
+    """One upload's directory and what it is for. Immutable; its parts are read from the
+    directory each time (:meth:`parts`), so concurrent requests see each other's parts."""
 
     id: str
     directory: Path
