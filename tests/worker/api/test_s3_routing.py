@@ -185,3 +185,26 @@ def test_access_log_names_the_key_never_the_signature(
     assert " caller=second " in lines[0].getMessage()
     for record in lines:
         assert "Signature" not in record.getMessage() and "signature" not in record.getMessage()
+
+
+def test_audit_log_names_the_access_key(
+    make_service: Callable[..., WorkerService], data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = make_service(
+        f"dora.worker.s3.buckets=data=file://{data_dir}", "dora.worker.audit.log=true",
+        "dora.worker.s3.access.key.id=writer", "dora.worker.s3.secret.access.key=w-secret",
+    )  # fmt: skip
+    client = S3Api(service)
+    caplog.set_level("INFO", logger="worker.audit")
+    try:
+        body = b"audited"
+        answer = client.put("/data/a", body, headers=signed("PUT", "/data/a", "writer",
+                                                            "w-secret", body))  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        headers = signed("DELETE", "/data/a", "writer", "w-secret")
+        assert client.request("DELETE", "/data/a", headers=headers).status_code == 204
+    finally:
+        client.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "worker.audit"]
+    assert [line.split("\t")[1] for line in lines] == ["ugi=writer", "ugi=writer"]
+    assert ["cmd=create" in lines[0], "cmd=delete" in lines[1]] == [True, True]
