@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import replace
 from urllib.parse import unquote
 
 from starlette.concurrency import run_in_threadpool
@@ -60,10 +61,21 @@ def object_headers(call: S3Call, status: UfsStatus) -> dict[str, str]:
 
 async def _status(call: S3Call) -> UfsStatus:
     """The object's status, as fresh as the request asks; NoSuchKey for a prefix."""
-    status = await run_in_threadpool(call.service.status, call.context(call.uri()))
+    return _file(await run_in_threadpool(call.service.status, call.context(call.uri())))
+
+
+def _file(status: UfsStatus) -> UfsStatus:
     if status.is_dir:
-        raise IsADirectory(f"{call.key!r} is a prefix, not a key")
+        raise IsADirectory(f"{status.uri!r} is a prefix, not a key")
     return status
+
+
+class _NotModified(Exception):
+    """A GET's ``If-None-Match`` or ``If-Modified-Since`` says the client has the object."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__("not modified")
+        self.headers = headers
 
 
 def _span(call: S3Call) -> tuple[Span | None, bool]:
@@ -81,27 +93,37 @@ def _span(call: S3Call) -> tuple[Span | None, bool]:
 
 
 async def get_object(call: S3Call) -> Response:
-    status = await _status(call)
-    headers = object_headers(call, status)
-    refused = failed(call.request.headers, status)
-    if refused == 412:
-        raise precondition_failed()
-    if refused == 304:
-        return Response(b"", 304, {k: headers[k] for k in ("ETag", "Last-Modified")})
+    """The object, or the range asked, read through the page cache pinned to the version whose
+    ETag the conditions were checked against; status, conditions and the first bytes in one
+    thread-pool hop."""
     span, part = _span(call)
-    pinned = call.context(status.uri, status.version)
-    if part:
-        headers["x-amz-mp-parts-count"] = "1"
+    context = call.context(call.uri())
+
+    def start() -> ReadResult:
+        status = _file(call.service.status(context))
+        refused = failed(call.request.headers, status)
+        if refused == 412:
+            raise precondition_failed()
+        if refused == 304:
+            shown = object_headers(call, status)
+            raise _NotModified({k: shown[k] for k in ("ETag", "Last-Modified")})
+        pinned = replace(context, version=status.version)
+        return call.service.read_span(pinned, Window() if span is None else span)
 
     def answer(result: ReadResult) -> tuple[int, dict[str, str]]:
+        headers = object_headers(call, result.status)
+        if part:
+            headers["x-amz-mp-parts-count"] = "1"
         if span is None and not part:
             return 200, headers
         last = result.offset + result.length - 1
         headers["Content-Range"] = f"bytes {result.offset}-{last}/{result.status.size}"
         return 206, headers
 
-    read = Window() if span is None else span
-    return await read_body(lambda: call.service.read_span(pinned, read), answer)
+    try:
+        return await read_body(start, answer)
+    except _NotModified as exc:
+        return Response(b"", 304, exc.headers)
 
 
 async def head_object(call: S3Call) -> Response:
@@ -211,9 +233,7 @@ async def source_status(call: S3Call) -> tuple[str, UfsStatus]:
     """The copy source's URI and status; 412 when an ``x-amz-copy-source-if-*`` fails."""
     bucket, key = copy_source(call)
     uri = call.endpoint.buckets.uri(bucket, key)
-    status = await run_in_threadpool(call.service.status, call.context(uri))
-    if status.is_dir:
-        raise IsADirectory(f"{key!r} is a prefix, not a key")
+    status = _file(await run_in_threadpool(call.service.status, call.context(uri)))
     if failed(call.request.headers, status, "x-amz-copy-source-") is not None:
         raise precondition_failed()
     return uri, status

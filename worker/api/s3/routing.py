@@ -24,6 +24,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker import errors as catalogue
+from worker.api.params import Lean
 from worker.api.s3 import bucketops, listing, multipart, objects
 from worker.api.s3.call import Endpoint, S3Call
 from worker.api.s3.errors import answer, not_implemented, render, request_id, translated
@@ -177,8 +178,9 @@ async def serve(endpoint: Endpoint, request: Request) -> Response:
 
 
 # Not in the worker's OpenAPI document: S3's API is documented by S3, and served on its port.
+# Lean: served without FastAPI's per-request dependency solving (the handler reads the request).
 ROUTES = tuple(
-    Route(method, path, serve, {"include_in_schema": False})
+    Route(method, path, serve, {"include_in_schema": False}, Lean(request=True))
     for method in ("GET", "HEAD", "PUT", "POST", "DELETE")
     for path in (PREFIX + "/", PREFIX + "/{path:path}")
 )
