@@ -26,6 +26,7 @@ from worker import keys
 from worker.api import alluxio, alluxio_keys
 from worker.api import keys as api_keys
 from worker.api.app import create_app
+from worker.api.s3 import call as s3_call
 from worker.api.s3 import keys as s3_keys
 from worker.api.s3 import routing as s3
 from worker.cluster.node import ClusterNode
@@ -205,6 +206,7 @@ def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | N
             listeners.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))
         if s3_api_port := config.get(s3_keys.PORT):
             listeners.append(listen(host, s3_api_port, keys.BIND_HOST.name, s3_keys.PORT.name))
+        s3_call.check(config)  # the app binds the S3 endpoint after the service is open
         tls = ServerTls.from_config(config)
         tune_gc()
         return listeners, tls, WorkerService.from_config(config)

@@ -24,7 +24,7 @@ from worker.api.s3.errors import S3Error
 from worker.api.s3auth import BodyCheck, Credentials, Principal, Verifier
 from worker.deadlines import TIMEOUT_HEADER, request_deadline
 from worker.request import UNKNOWN_CALLER, RequestContext, exchange
-from worker.service import WorkerService
+from worker.service import WorkerService, mount_roots
 
 SYNC_HEADER = "x-dora-sync-interval"
 """The per-call sync interval of an S3 request (the other surfaces' ``sync_interval``)."""
@@ -43,6 +43,13 @@ def credentials(config: Config) -> list[Credentials]:
             f"{keys.SECRET_ACCESS_KEY.name}; expected one secret per id, in the same order",
         )
     return [Credentials(key, secret) for key, secret in zip(ids, secrets, strict=True)]
+
+
+def check(config: Config) -> None:
+    """Raise the ConfigError :meth:`Endpoint.bind` would, before anything is opened: a bucket
+    or key pair that cannot be used."""
+    credentials(config)
+    Buckets.from_config(config, mount_roots(config))
 
 
 @dataclass(frozen=True)
