@@ -28,7 +28,7 @@ from tests.worker.tls.certs import CA
 from worker.locals3 import LocalS3, free_port
 
 from . import duckdb_support
-from .conftest import BUCKET
+from .conftest import BUCKET, frozen
 from .s3_endpoint_support import KEY_ID, SECRET, Endpoint, start_worker, stop_worker, store_client
 from .test_worker_process import WorkerProcess
 from .tls_support import TlsWorker, tls_defines
@@ -368,3 +368,38 @@ def test_obstore(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
     obstore.delete(store, f"{base}/small.txt")
     with pytest.raises(FileNotFoundError):
         obstore.head(store, f"{base}/small.txt")
+
+
+# -- a store that stops answering -----------------------------------------------------------------
+
+
+def test_store_down_is_slow_down_and_cached_objects_are_served(
+    private_s3: LocalS3, tmp_path: Path
+) -> None:
+    """With the store frozen (SIGSTOP), a cached object is still served, and one that is not
+    is answered 503 SlowDown with Retry-After at the UFS call's deadline, not a hang."""
+    raw = private_s3.client()
+    raw.pipe_file("private/cached.bin", b"cached before")
+    raw.pipe_file("private/cold.bin", b"never read")
+    port = free_port()
+    worker = WorkerProcess(tmp_path, "dora.worker.ufs.roots=s3://private",
+                           "dora.ufs.call.deadline=3s", *private_s3.storage_defines(),
+                           f"dora.worker.s3.port={port}", f"dora.worker.s3.access.key.id={KEY_ID}",
+                           f"dora.worker.s3.secret.access.key={SECRET}")  # fmt: skip
+    try:
+        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                          aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET,
+                          config=Config(retries={"max_attempts": 1}, read_timeout=60))  # fmt: skip
+        assert s3.get_object(Bucket="private", Key="cached.bin")["Body"].read() == b"cached before"
+        with frozen(private_s3):
+            assert s3.get_object(Bucket="private", Key="cached.bin")["Body"].read() == (
+                b"cached before")  # fmt: skip
+            with pytest.raises(ClientError) as down:
+                s3.get_object(Bucket="private", Key="cold.bin")
+        error = down.value.response
+        assert (error["Error"]["Code"], error["ResponseMetadata"]["HTTPStatusCode"]) == (
+            "SlowDown", 503)  # fmt: skip
+        assert error["ResponseMetadata"]["HTTPHeaders"]["retry-after"] == "3"
+        assert s3.get_object(Bucket="private", Key="cold.bin")["Body"].read() == b"never read"
+    finally:
+        stop_worker(worker, tmp_path)
