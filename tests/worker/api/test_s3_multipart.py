@@ -3,6 +3,7 @@ kept on the worker's disk, the object written whole on completion, S3's checks a
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import time
@@ -163,3 +164,15 @@ def test_spaces_go_out_while_the_work_runs(monkeypatch: pytest.MonkeyPatch) -> N
     body = asyncio.run(drain())
     assert body.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n  ')
     assert body.endswith(b"<R>done</R>") and ElementTree.fromstring(body).text == "done"
+
+
+def test_abandoned_uploads_expire(s3: S3Api, tmp_path: Path) -> None:
+    old, recent = create(s3, "old"), create(s3, "recent")
+    uploads = tmp_path / "work" / "s3-uploads"
+    record = uploads / old / "upload.json"
+    meta = json.loads(record.read_text())
+    meta["initiated_ns"] -= 8 * 24 * 3600 * 10**9  # past the default expiry of 7 days
+    record.write_text(json.dumps(meta))
+    create(s3, "next")  # a new upload sweeps the abandoned ones
+    assert not (uploads / old).exists() and (uploads / recent).exists()
+    assert text(s3.put(f"/data/old?partNumber=1&uploadId={old}", b"x"), "Code") == "NoSuchUpload"

@@ -53,4 +53,15 @@ ANONYMOUS: PropertyKey[bool] = PropertyKey(
     "signed with a configured key pair are served.",
 )
 
-KEYS: list[PropertyKey[Any]] = [PORT, BUCKETS, DOMAIN, ACCESS_KEY_ID, SECRET_ACCESS_KEY, ANONYMOUS]
+UPLOAD_EXPIRY: PropertyKey[int] = PropertyKey(
+    "dora.worker.s3.multipart.expiry",
+    KeyType.DURATION,
+    "7d",
+    "A multipart upload neither completed nor aborted this long after it began is removed "
+    "with its parts (kept on the worker's disk until then), when the next upload begins.",
+    minimum=1,
+)
+
+KEYS: list[PropertyKey[Any]] = [
+    PORT, BUCKETS, DOMAIN, ACCESS_KEY_ID, SECRET_ACCESS_KEY, ANONYMOUS, UPLOAD_EXPIRY
+]  # fmt: skip

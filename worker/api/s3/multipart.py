@@ -31,6 +31,7 @@ from ufs.status import UfsStatus
 from worker import keys as worker_keys
 from worker.api.body import COPY_CHUNK
 from worker.api.params import byte_range, header_number
+from worker.api.s3 import keys as s3_keys
 from worker.api.s3 import xmlbody
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag
@@ -108,13 +109,31 @@ def _upload(call: S3Call) -> Upload:
     return upload
 
 
+def _expire(uploads: Path, expiry_ms: int) -> None:
+    """Remove the uploads that began more than ``expiry_ms`` ago (abandoned: their parts would
+    hold the disk for ever); an upload whose record cannot be read is left alone."""
+    oldest = time.time_ns() - expiry_ms * 1_000_000
+    for entry in uploads.iterdir() if uploads.is_dir() else ():
+        if _ID.fullmatch(entry.name) is None:
+            continue
+        try:
+            upload = _load(uploads, entry.name)
+        except S3Error:
+            continue
+        if upload.initiated_ns < oldest:
+            shutil.rmtree(upload.directory, ignore_errors=True)
+
+
 async def create(call: S3Call) -> Response:
+    """A new upload; the abandoned ones (``dora.worker.s3.multipart.expiry``) go first."""
     bucket, key = call.named_bucket(), call.key or ""
     target = call.context(call.uri())
     await run_in_threadpool(call.service.admit, target, "create")
     upload_id = secrets.token_hex(16)
+    expiry = call.service.config.get(s3_keys.UPLOAD_EXPIRY)
 
     def work() -> None:
+        _expire(call.endpoint.uploads, expiry)
         directory = call.endpoint.uploads / upload_id
         modes.make_dirs(directory, modes.PRIVATE_DIR)
         meta = {"bucket": bucket, "key": key, "initiated_ns": time.time_ns(),
