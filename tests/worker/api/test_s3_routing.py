@@ -43,7 +43,9 @@ def test_errors_are_s3_xml(s3: S3Api) -> None:
     [("GET", "/data/k?tagging", "GetObjectTagging"),
      ("PUT", "/data?versioning", "PutBucketVersioning"),
      ("PUT", "/newbucket", "PutBucket"), ("DELETE", "/data", "DeleteBucket"),
-     ("POST", "/data/k", "PostObject"), ("GET", "/data?versions", "GetBucketVersions")],
+     ("POST", "/data/k", "PostObject"), ("GET", "/data?versions", "GetBucketVersions"),
+     ("GET", "/data/k?versionId=3", "GetObjectVersion"),
+     ("DELETE", "/data/k?versionId=3", "DeleteObjectVersion")],
 )  # fmt: skip
 def test_other_operations_are_not_implemented(
     s3: S3Api, method: str, path: str, operation: str

@@ -52,6 +52,8 @@ _SUBRESOURCES = {
     "metrics": "MetricsConfiguration", "ownershipControls": "OwnershipControls",
     "publicAccessBlock": "PublicAccessBlock", "requestPayment": "RequestPayment",
     "intelligent-tiering": "IntelligentTieringConfiguration", "attributes": "Attributes",
+    # The stores' versions are not served: a request naming one must not get the current.
+    "versionId": "Version",
     "uploads": "Uploads", "delete": "Delete", "location": "Location",
 }  # fmt: skip
 _VERBS = {"GET": "Get", "HEAD": "Head", "PUT": "Put", "POST": "Post", "DELETE": "Delete"}
