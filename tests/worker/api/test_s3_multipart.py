@@ -176,3 +176,19 @@ def test_abandoned_uploads_expire(s3: S3Api, tmp_path: Path) -> None:
     create(s3, "next")  # a new upload sweeps the abandoned ones
     assert not (uploads / old).exists() and (uploads / recent).exists()
     assert text(s3.put(f"/data/old?partNumber=1&uploadId={old}", b"x"), "Code") == "NoSuchUpload"
+
+
+def test_list_uploads_in_pages(s3: S3Api) -> None:
+    made = [(key, create(s3, key)) for key in ("a", "b", "b", "c")]
+    seen: list[str] = []
+    params = {"uploads": "", "max-uploads": "1"}
+    while True:
+        answer = s3.get("/data", params=params)
+        assert answer.status_code == 200, answer.text
+        seen += re.findall(r"<UploadId>(\w+)</UploadId>", answer.text)
+        if text(answer, "IsTruncated") == "false":
+            break
+        params = {"uploads": "", "max-uploads": "1", "key-marker": text(answer, "NextKeyMarker"),
+                  "upload-id-marker": text(answer, "NextUploadIdMarker")}  # fmt: skip
+    assert sorted(seen) == sorted(upload for _, upload in made) and len(seen) == 4
+    assert text(s3.get("/data?uploads&max-uploads=x"), "Code") == "InvalidArgument"

@@ -323,26 +323,43 @@ def _uploads_of(call: S3Call, bucket: str, prefix: str) -> list[Upload]:
 
 
 async def list_uploads(call: S3Call) -> Response:
-    """The bucket's uploads in progress (the ``prefix``; at most 1,000, not paged further)."""
+    """The bucket's uploads in progress under ``prefix``, by key then start, a page of
+    ``max-uploads`` (at most 1,000) after ``key-marker`` / ``upload-id-marker``."""
     bucket = call.named_bucket()
     call.endpoint.buckets.root(bucket)
-    prefix = call.request.query_params.get("prefix", "")
+    query = call.request.query_params
+    prefix, key_marker = query.get("prefix", ""), query.get("key-marker", "")
+    id_marker, most_text = query.get("upload-id-marker", ""), query.get("max-uploads", "1000")
+    if not most_text.isdigit():
+        raise invalid_argument(f"max-uploads={most_text!r}: expected a non-negative integer")
+    most = min(int(most_text), 1000)
     uploads = await run_in_threadpool(_uploads_of, call, bucket, prefix)
+    if key_marker:
+        # After the marker's key; with an upload id too, after that upload of the same key.
+        ids = [u.id for u in uploads if u.key == key_marker]
+        skip_same = ids.index(id_marker) + 1 if id_marker in ids else len(ids)
+        same = [u for u in uploads if u.key == key_marker][skip_same:]
+        uploads = same + [u for u in uploads if u.key > key_marker]
+    shown, truncated = uploads[:most], len(uploads) > most
     body = "".join(
         f"<Upload>{el('Key', upload.key)}{el('UploadId', upload.id)}"
         f"<Initiator>{xmlbody.OWNER}</Initiator><Owner>{xmlbody.OWNER}</Owner>"
         f"{el('StorageClass', 'STANDARD')}"
         f"{el('Initiated', xmlbody.iso_time(upload.initiated_ns))}</Upload>"
-        for upload in uploads[:1000]
+        for upload in shown
     )
+    following = ""
+    if truncated and shown:
+        following = el("NextKeyMarker", shown[-1].key) + el("NextUploadIdMarker", shown[-1].id)
     answer = xmlbody.document(
         "ListMultipartUploadsResult",
         el("Bucket", bucket),
-        el("KeyMarker", ""),
-        el("UploadIdMarker", ""),
+        el("KeyMarker", key_marker),
+        el("UploadIdMarker", id_marker),
+        following,
         el("Prefix", prefix),
-        el("MaxUploads", 1000),
-        el("IsTruncated", len(uploads) > 1000),
+        el("MaxUploads", most),
+        el("IsTruncated", truncated),
         body,
     )
     return Response(answer, 200, media_type=xmlbody.MEDIA_TYPE)
