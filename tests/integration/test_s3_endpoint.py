@@ -403,3 +403,19 @@ def test_store_down_is_slow_down_and_cached_objects_are_served(
         assert s3.get_object(Bucket="private", Key="cold.bin")["Body"].read() == b"never read"
     finally:
         stop_worker(worker, tmp_path)
+
+
+def test_folder_markers_list_once(endpoint: Endpoint, seaweedfs: LocalS3) -> None:
+    """A 0-byte ``dir/`` object (what consoles and Hadoop write for a folder) beside objects
+    under it is one common prefix. It is not listed as a key of its own, as S3 would list it:
+    the cache takes a name ending in ``/`` for a directory (``ufs.generic``)."""
+    store, base = store_client(seaweedfs), f"{endpoint.prefix}/markers"
+    store.put_object(Bucket=BUCKET, Key=f"{base}/dir/", Body=b"")
+    store.put_object(Bucket=BUCKET, Key=f"{base}/dir/file", Body=b"x")
+    store.put_object(Bucket=BUCKET, Key=f"{base}/top", Body=b"y")
+    s3 = endpoint.client()
+    top = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{base}/", Delimiter="/")
+    assert [p["Prefix"] for p in top.get("CommonPrefixes", [])] == [f"{base}/dir/"]
+    assert [c["Key"] for c in top["Contents"]] == [f"{base}/top"]
+    everything = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{base}/")
+    assert [c["Key"] for c in everything["Contents"]] == [f"{base}/dir/file", f"{base}/top"]
