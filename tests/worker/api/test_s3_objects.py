@@ -1,6 +1,7 @@
 """The S3 endpoint's object operations over a real service on a local directory."""
 
 import time
+from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
 from pathlib import Path
 from xml.etree import ElementTree
@@ -8,6 +9,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.worker.api.s3_support import S3Api
+from worker.service import WorkerService
 
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
@@ -169,3 +171,34 @@ def test_copy(s3: S3Api, data_dir: Path, obj: bytes) -> None:
                                           "x-amz-copy-source-if-match": '"nope"'})  # fmt: skip
     assert refused.status_code == 412 and not (data_dir / "c2").exists()
     assert code(s3.put("/data/c3", headers={"x-amz-copy-source": "data/none"})) == "NoSuchKey"
+
+
+def test_put_streams_a_large_body_through(s3: S3Api, data_dir: Path) -> None:
+    body = bytes(range(256)) * (12 << 12)  # 12 MiB: many pieces of the request stream
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 1 << 16):
+            yield body[start : start + (1 << 16)]
+
+    assert s3.put("/data/large.bin", pieces()).status_code == 200  # chunked: no length
+    assert (data_dir / "large.bin").read_bytes() == body
+
+
+def test_a_body_past_the_limit_midstream_writes_nothing(
+    make_service: Callable[..., WorkerService], data_dir: Path
+) -> None:
+    service = make_service(f"dora.worker.s3.buckets=data=file://{data_dir}",
+                           "dora.worker.s3.anonymous=true",
+                           "dora.worker.http.max.write.size=1MB")  # fmt: skip
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for _ in range(3):
+            yield b"x" * (1 << 19)
+
+    client = S3Api(service)
+    try:
+        answer = client.put("/data/big", pieces())  # no declared length
+        assert answer.status_code == 400 and code(answer) == "EntityTooLarge"
+        assert not (data_dir / "big").exists()
+    finally:
+        client.close()

@@ -1,22 +1,23 @@
 """What every S3 operation starts from: the endpoint's state built once over the service
 (:class:`Endpoint`), and one request's :class:`S3Call`: its bucket and key, its verified
 caller, the request context of each URI it touches, and its body, checked as it streams
-(``worker.api.s3auth``'s :class:`BodyCheck`) and complete before anything is written."""
+(``worker.api.s3auth``'s :class:`BodyCheck`) into a write that commits only once the check
+has passed."""
 
 from __future__ import annotations
 
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import TypeVar
 
+from anyio import from_thread
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from config import Config
 from config.core_keys import WORK_DIR
-from worker.api.body import SPOOL_IN_MEMORY
 from worker.api.params import interval
 from worker.api.s3 import keys
 from worker.api.s3.buckets import Buckets
@@ -29,6 +30,7 @@ from worker.service import WorkerService, mount_roots
 SYNC_HEADER = "x-dora-sync-interval"
 """The per-call sync interval of an S3 request (the other surfaces' ``sync_interval``)."""
 UPLOADS_DIR = "s3-uploads"
+T = TypeVar("T")
 
 
 def credentials(config: Config) -> list[Credentials]:
@@ -141,17 +143,55 @@ class S3Call:
         self.body.finish()
         return received
 
-    async def spool(self, limit: int) -> IO[bytes]:
-        """The checked body in a spooled temp file (memory, then disk), at its start. The
-        caller closes it."""
-        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 — caller closes
-        try:
-            await self.receive(spool.write, limit)
-        except BaseException:
-            spool.close()
-            raise
-        spool.seek(0)
-        return spool
+    async def written(self, write: Callable[[Iterator[bytes]], T], limit: int) -> T:
+        """``write(chunks)`` run in a thread over the body as it arrives, decoded and checked
+        (refused past ``limit``): the chunks end only once the whole body has passed the check
+        (:meth:`BodyCheck.finish`), and raise its error instead when it fails. Every UFS write
+        commits only after its last chunk and aborts on an error (``ufs.adapter.Ufs.write``),
+        so a body that does not match writes nothing, and no body is held whole anywhere."""
+        declared = self.body.decoded_length
+        if declared is not None and declared > limit:
+            raise _too_large(limit)
+        pieces = self.request.stream()
+        refused: list[Exception] = []
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                yield from self._checked(pieces, limit)
+            except Exception as exc:
+                refused.append(exc)
+                raise
+
+        def work() -> T:
+            try:
+                return write(chunks())
+            except Exception:
+                if refused:
+                    # The body's own error, not what the UFS layer made of it mid-write.
+                    raise refused[0] from None
+                raise
+
+        return await run_in_threadpool(work)
+
+    def _checked(self, pieces: AsyncIterator[bytes], limit: int) -> Iterator[bytes]:
+        """The body's decoded bytes, pulled from the event loop by a worker thread."""
+
+        async def next_piece() -> bytes:
+            return await anext(pieces)
+
+        received = 0
+        while True:
+            try:
+                piece = from_thread.run(next_piece)
+            except StopAsyncIteration:
+                break
+            data = self.body.feed(piece)
+            received += len(data)
+            if received > limit:
+                raise _too_large(limit)
+            if data:
+                yield data
+        self.body.finish()
 
     async def small(self, limit: int) -> bytes:
         """The checked body in memory (an XML request), refused past ``limit``."""

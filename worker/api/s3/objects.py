@@ -2,9 +2,9 @@
 overrides, ``partNumber``), PutObject, CopyObject, DeleteObject and DeleteObjects.
 
 Reads go through the page cache by the one streamer (``worker.api.body.read_body``), pinned to
-the version whose ETag the answer names, so a read never mixes versions. A write's body is
-checked whole (signature, payload hash, checksums) before the store sees a byte, and a copy
-streams the source's pinned version into the write, so a source that changes mid-copy fails
+the version whose ETag the answer names, so a read never mixes versions. A write's body
+streams through its check (signature, payload hash, checksums) into the store's write, which
+commits only once the whole body has passed (a failed check aborts it), and a copy streams the source's pinned version into the write, so a source that changes mid-copy fails
 the copy instead of writing a mix."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from starlette.responses import Response
 from ufs.errors import UfsIsADirectory, UfsNotFound
 from ufs.status import UfsStatus
 from worker import keys as worker_keys
-from worker.api.body import file_chunks, read_body
+from worker.api.body import read_body
 from worker.api.params import byte_range, header_number
 from worker.api.s3 import xmlbody
 from worker.api.s3.call import S3Call
@@ -142,23 +142,28 @@ async def head_object(call: S3Call) -> Response:
     return Response(b"", code, headers)
 
 
+FOLDER_BODY_LIMIT = 0
+"""A folder's body is empty."""
+
+
 async def put_object(call: S3Call) -> Response:
-    """The body, checked whole, written through; a key ending in ``/`` with an empty body
-    is a folder (a directory where the store has them)."""
-    uri = call.uri()
-    target = call.context(uri)
+    """The body streamed through to the store as it arrives, committed only once it has
+    passed its check (:meth:`S3Call.written`); a key ending in ``/`` with an empty body is a
+    folder (a directory where the store has them)."""
+    target = call.context(call.uri())
     service = call.service
     await run_in_threadpool(service.admit, target, "create")
-    spool = await call.spool(service.config.get(worker_keys.MAX_WRITE_SIZE))
-    try:
-        if (call.key or "").endswith("/"):
-            if spool.read(1):
-                raise invalid_argument("a key ending in '/' names a folder: its body must be empty")
-            status = await run_in_threadpool(service.mkdir, target.renewed())
-        else:
-            status, _ = await run_in_threadpool(service.write, target.renewed(), file_chunks(spool))
-    finally:
-        spool.close()
+    if (call.key or "").endswith("/"):
+        try:
+            await call.small(FOLDER_BODY_LIMIT)
+        except S3Error as exc:
+            raise invalid_argument(
+                "a key ending in '/' names a folder: its body must be empty"
+            ) from exc
+        status = await run_in_threadpool(service.mkdir, target.renewed())
+    else:
+        limit = service.config.get(worker_keys.MAX_WRITE_SIZE)
+        status, _ = await call.written(lambda chunks: service.write(target, chunks), limit)
     return Response(b"", 200, {"ETag": etag(status)})
 
 
