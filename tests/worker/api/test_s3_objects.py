@@ -1,5 +1,6 @@
 """The S3 endpoint's object operations over a real service on a local directory."""
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
@@ -7,6 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from anyio import to_thread
 
 from tests.worker.api.s3_support import S3Api
 from worker.service import WorkerService
@@ -202,3 +204,28 @@ def test_a_body_past_the_limit_midstream_writes_nothing(
         assert not (data_dir / "big").exists()
     finally:
         client.close()
+
+
+def test_a_stalled_upload_takes_no_thread_from_the_shared_pool(s3: S3Api, data_dir: Path) -> None:
+    """A PutObject streams its body in a thread of the endpoint's own upload pool: a client
+    that sends slowly holds none of the threads every other request runs in."""
+    more = asyncio.Event()
+
+    async def pieces() -> AsyncIterator[bytes]:
+        yield b"first "
+        await more.wait()
+        yield b"last"
+
+    async def scenario() -> tuple[int, int]:
+        put = asyncio.ensure_future(s3.client.put("/data/slow", content=pieces()))
+        for _ in range(200):  # until the write is under way in its thread
+            await asyncio.sleep(0.01)
+            if any(data_dir.glob("*slow*")) or put.done():
+                break
+        borrowed = int(to_thread.current_default_thread_limiter().borrowed_tokens)
+        more.set()
+        return borrowed, (await put).status_code
+
+    borrowed, status = s3.loop.run_until_complete(scenario())
+    assert status == 200 and (data_dir / "slow").read_bytes() == b"first last"
+    assert borrowed == 0

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from anyio import from_thread
-from starlette.concurrency import run_in_threadpool
+from anyio import CapacityLimiter, from_thread, to_thread
 from starlette.requests import Request
 
 from config import Config
 from config.core_keys import WORK_DIR
+from worker.api.keys import MAX_UPLOADS
 from worker.api.params import interval
 from worker.api.s3 import keys
 from worker.api.s3.buckets import Buckets
@@ -64,6 +64,10 @@ class Endpoint:
     verifier: Verifier
     uploads: Path
     started_ns: int
+    upload_threads: CapacityLimiter
+    """The threads PutObjects stream their bodies in, one per upload the worker takes at once
+    (``dora.worker.http.max.concurrent.uploads``): apart from the thread pool every other
+    request uses, so slow uploaders never starve reads of threads."""
 
     @classmethod
     def bind(cls, service: WorkerService) -> Endpoint:
@@ -73,7 +77,8 @@ class Endpoint:
         verifier = Verifier(credentials(config), config.get(keys.ANONYMOUS))
         uploads = Path(config.get(WORK_DIR)).expanduser() / UPLOADS_DIR
         buckets = Buckets.from_config(config, service.roots)
-        return cls(service, buckets, verifier, uploads, time.time_ns())
+        threads = CapacityLimiter(config.get(MAX_UPLOADS))
+        return cls(service, buckets, verifier, uploads, time.time_ns(), threads)
 
 
 @dataclass(frozen=True)
@@ -171,7 +176,7 @@ class S3Call:
                     raise refused[0] from None
                 raise
 
-        return await run_in_threadpool(work)
+        return await to_thread.run_sync(work, limiter=self.endpoint.upload_threads)
 
     def _checked(self, pieces: AsyncIterator[bytes], limit: int) -> Iterator[bytes]:
         """The body's decoded bytes, pulled from the event loop by a worker thread."""

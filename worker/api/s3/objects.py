@@ -4,8 +4,9 @@ overrides, ``partNumber``), PutObject, CopyObject, DeleteObject and DeleteObject
 Reads go through the page cache by the one streamer (``worker.api.body.read_body``), pinned to
 the version whose ETag the answer names, so a read never mixes versions. A write's body
 streams through its check (signature, payload hash, checksums) into the store's write, which
-commits only once the whole body has passed (a failed check aborts it), and a copy streams the source's pinned version into the write, so a source that changes mid-copy fails
-the copy instead of writing a mix."""
+commits only once the whole body has passed (a failed check aborts it), and a copy streams
+the source's pinned version into the write, so a source that changes mid-copy fails the copy
+instead of writing a mix."""
 
 from __future__ import annotations
 
