@@ -13,6 +13,7 @@ from config.keys import KeyType, PropertyKey, Registry
 from worker import logs
 from worker.api import alluxio_keys
 from worker.api import keys as api_keys
+from worker.api.s3 import keys as s3_keys
 from worker.cluster import keys as cluster_keys
 from worker.common import client_keys
 from worker.feeds import keys as feed_keys
@@ -79,6 +80,7 @@ def build_registry() -> Registry:
         cluster_keys.KEYS,
         feed_keys.KEYS,
         alluxio_keys.KEYS,
+        s3_keys.KEYS,
         tls_keys.KEYS,
         rules_keys.KEYS,
         client_keys.KEYS,

@@ -37,13 +37,16 @@ class Exchange:
     client named in time, so this request re-checks the UFS); ``revision`` the request's work
     through :meth:`RequestContext.observed` (the newest feed revision the answer depends on:
     of a change it made, or one a sync of it found); ``served`` the reader (bytes served by
-    source, ``cache`` or ``ufs``, for the access log). ``client`` is the address the request
-    came from (empty: unknown), set when the exchange is made."""
+    source, ``cache`` or ``ufs``, for the access log); ``caller`` the surface, once it has
+    verified who made the request (the S3 endpoint: the access key id that signed it; ``-``:
+    unknown), for the access log. ``client`` is the address the request came from (empty:
+    unknown), set when the exchange is made."""
 
     must_sync: bool = False
     revision: int = 0
     served: dict[str, int] = field(default_factory=dict)
     client: str = ""
+    caller: str = UNKNOWN_CALLER
 
     def count(self, source: str, n: int) -> None:
         self.served[source] = self.served.get(source, 0) + n

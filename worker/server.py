@@ -27,6 +27,9 @@ from worker import keys
 from worker.api import alluxio, alluxio_keys
 from worker.api import keys as api_keys
 from worker.api.app import create_app
+from worker.api.s3 import call as s3_call
+from worker.api.s3 import keys as s3_keys
+from worker.api.s3 import routing as s3
 from worker.cluster.node import ClusterNode
 from worker.feeds.runner import Feeds
 from worker.hangup import Hangups
@@ -169,6 +172,9 @@ def serve(config: Config, options: ProcessOptions) -> int:
     app: ASGIApp = create_app(service)
     if s3_port := config.get(alluxio_keys.S3_PORT):
         app = alluxio.objects_on_port(app, s3_port)
+    if s3_api_port := config.get(s3_keys.PORT):
+        app = s3.on_port(app, s3_api_port, config.get(s3_keys.DOMAIN))
+        log.info("S3 endpoint on %s://%s:%d", scheme(tls), host, s3_api_port)
     served = uvicorn_config(app if node is None else node.wrap(app), config, service, tls)
     # The front processes (dora.worker.processes > 1) share the port and pass calls on to the
     # primary's private socket; the primary drains them before it stops.
@@ -221,14 +227,18 @@ def _server(
 
 
 def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | None, WorkerService]:
-    """The listening sockets (the worker's port first, then the Alluxio S3 port if set), the
-    TLS settings and the service; on any failure, closes what it opened and raises."""
+    """The listening sockets (the worker's port first, then the Alluxio S3 port and the S3
+    endpoint's port if set), the TLS settings and the service; on any failure, closes what it
+    opened and raises."""
     shared = config.get(procs_keys.PROCESSES) > 1
     listeners = [listen(host, config.get(keys.BIND_PORT), keys.BIND_HOST.name,
                         keys.BIND_PORT.name, reuse_port=shared)]  # fmt: skip
     try:
         if s3_port := config.get(alluxio_keys.S3_PORT):
             listeners.append(listen(host, s3_port, keys.BIND_HOST.name, alluxio_keys.S3_PORT.name))
+        if s3_api_port := config.get(s3_keys.PORT):
+            listeners.append(listen(host, s3_api_port, keys.BIND_HOST.name, s3_keys.PORT.name))
+        s3_call.check(config)  # the app binds the S3 endpoint after the service is open
         tls = ServerTls.from_config(config)
         tune_gc()
         return listeners, tls, WorkerService.from_config(config)

@@ -1,6 +1,7 @@
 """The access log: one line per request, written when the answer is complete, to the
 ``worker.access`` logger: method, path (with query; credentials left out), status, body bytes
-sent, duration, and for a read the cache outcome (``hit``: every byte from the page store,
+sent, duration, the caller where the surface verified one (the S3 endpoint's access key id;
+never a signature), and for a read the cache outcome (``hit``: every byte from the page store,
 ``miss``: every byte from the UFS, ``partial``: both; ``-``: no file bytes). The caller's
 address is a field of the record (a key of the JSON line), so bytes served can be split by the
 host they went to. Switched by :data:`worker.api.keys.ACCESS_LOG`."""
@@ -20,7 +21,10 @@ log = logging.getLogger("worker.access")
 # Query parameters that carry a credential in some client's protocol, in lower case: never
 # logged in any capitalisation or percent-encoding, since the surfaces' credential readers
 # (``worker.api.webhdfs_errors.credential``) decode names the same way and ignore their case.
-SECRET_PARAMS = frozenset({"token", "delegation", "access_token"})
+# S3's presigned URLs carry their signature and session token in the query.
+SECRET_PARAMS = frozenset(
+    {"token", "delegation", "access_token", "x-amz-signature", "x-amz-security-token"}
+)
 
 
 def loggable_path(scope: Scope) -> str:
@@ -47,7 +51,8 @@ class AccessLog:
             return
         started = time.perf_counter()
         status, sent = 0, 0
-        served = exchange(scope).served
+        record = exchange(scope)
+        served = record.served
 
         async def counting(message: Message) -> None:
             nonlocal status, sent
@@ -64,12 +69,13 @@ class AccessLog:
             path = loggable_path(scope)
             cache = outcome(served)
             log.info(
-                "%s %s %d %dB %.1fms cache=%s",
+                "%s %s %d %dB %.1fms caller=%s cache=%s",
                 scope["method"],
                 path,
                 status,
                 sent,
                 millis,
+                record.caller,
                 cache,
                 extra={
                     "method": scope["method"],
@@ -78,6 +84,7 @@ class AccessLog:
                     "bytes": sent,
                     "duration_ms": round(millis, 3),
                     "cache": cache,
+                    "caller": record.caller,
                     "client": (scope.get("client") or ("-",))[0],
                 },
             )

@@ -39,6 +39,7 @@ from worker.api.contract import UNAUTHORIZED
 from worker.api.keys import ACCESS_LOG, BODY_IDLE_TIMEOUT, MAX_UPLOADS
 from worker.api.limits import BodyLimits, UploadGauge
 from worker.api.params import Lean
+from worker.api.s3 import routing as s3
 from worker.api.surface import Route, Surface
 from worker.common import errors as catalogue
 from worker.metrics import Metrics
@@ -54,6 +55,7 @@ SURFACES: tuple[Surface, ...] = (
     webhdfs.SURFACE,
     events.SURFACE,
     console.SURFACE,
+    s3.SURFACE,
 )
 """Every surface the worker serves. A new protocol is one more entry here."""
 
@@ -79,7 +81,7 @@ def create_app(service: WorkerService, surfaces: tuple[Surface, ...] = SURFACES)
         target = service if surface.bind is None else surface.bind(service)
         for route in surface.routes:
             declared = dict(route.declared)
-            if token and route.path not in OPEN_PATHS:
+            if token and route.path not in OPEN_PATHS and not surface.own_credentials:
                 declared["dependencies"] = [Security(surface.scheme)]
                 declared["responses"] = {**declared.get("responses", {}), **UNAUTHORIZED}
             if route.lean is not None:
@@ -318,6 +320,9 @@ class TokenCheck:
             await self.app(scope, receive, send)
             return
         surface = owner(self._surfaces, scope["path"])
+        if surface.own_credentials:
+            await self.app(scope, receive, send)
+            return
         given = surface.credential(scope)
         if given is not None and hmac.compare_digest(given, self._token):
             await self.app(scope, receive, send)

@@ -86,7 +86,9 @@ class Surface:
     token, requests under it must carry it as ``credential`` reads it (``credential_hint``
     says how, in the 401's message; ``scheme`` is how the OpenAPI document says it).
     ``open_paths`` are paths of it answered without the token because they check a credential
-    of their own (WebHDFS's OAuth2 token grant checks its client secret). ``bind`` makes what
+    of their own (WebHDFS's OAuth2 token grant checks its client secret); with
+    ``own_credentials``, no path of it takes the token: its clients prove who they are in its
+    own protocol (S3's signatures), which its routes check. ``bind`` makes what
     the routes take in place of the service, once, when the app is built (WebHDFS's namespace
     and ring over it); None: the routes take the service itself."""
 
@@ -97,6 +99,7 @@ class Surface:
     credential: Credential = bearer_token
     credential_hint: str = "Authorization: Bearer <token>"
     open_paths: frozenset[str] = frozenset()
+    own_credentials: bool = False
     bind: Callable[[WorkerService], Any] | None = None
     scheme: Callable[..., Any] = field(
         default_factory=lambda: HTTPBearer(

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.worker.api.s3_support import BUCKET, S3Api
 from tests.worker.conftest import Api
 from worker.service import WorkerService
 
@@ -22,4 +23,20 @@ def web(service: WorkerService, data_dir: Path) -> Iterator[Callable[..., httpx.
         return client.request(method, base + path, params={"op": op, **params}, content=content)
 
     yield call
+    client.close()
+
+
+@pytest.fixture
+def s3_service(make_service: Callable[..., WorkerService], data_dir: Path) -> WorkerService:
+    return make_service(
+        "dora.worker.page.store.page.size=64KB",
+        f"dora.worker.s3.buckets={BUCKET}=file://{data_dir}",
+        "dora.worker.s3.anonymous=true",
+    )
+
+
+@pytest.fixture
+def s3(s3_service: WorkerService) -> Iterator[S3Api]:
+    client = S3Api(s3_service)
+    yield client
     client.close()
