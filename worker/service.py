@@ -50,6 +50,7 @@ from worker.ranges import Span, Window
 from worker.reader import CachePolicy, Located, Reader, ReadResult
 from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
 from worker.request import context as request_context
+from worker.spool import SPOOL_DIR, BodySpool
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,9 @@ class WorkerService(Mutations):
         self.metrics.watch(meta.counters, pages, self.loads.states)
         # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
         self.changes = CacheSink(self)
+        # Where write bodies wait until they are whole (every surface's uploads).
+        self.spool = BodySpool(Path(config.get(WORK_DIR)).expanduser() / SPOOL_DIR)
+        self.spool.sweep()
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:

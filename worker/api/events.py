@@ -46,7 +46,7 @@ async def receive(service: WorkerService, request: Request) -> Response:
     given = bearer_token(request.scope)
     if given is None or not hmac.compare_digest(given, token):
         raise Unauthorized(f"missing or wrong token (Authorization: Bearer <{WEBHOOK_TOKEN.name}>)")
-    with await spool_body(request, MAX_BODY) as body:
+    with await spool_body(request, service.spool, MAX_BODY) as body:
         raw = body.read()
     try:
         payload = orjson.loads(raw)
