@@ -22,7 +22,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from ufs.errors import UfsError
-from worker.cluster.events import Event, Op
+from worker.cluster.events import Event, Op, Origin
 from worker.cluster.node import MetaSink
 from worker.feeds.lag import FeedLag
 from worker.meta.counters import Counters
@@ -106,6 +106,22 @@ class CacheSink:
             return None
         op = Op.DELETED if change.deleted else Op.CREATED
         return Event(op, uri, change.version, change.prefix)
+
+    def published(
+        self, source: str, changes: Iterable[Change]
+    ) -> tuple[list[Event], list[Origin | None]]:
+        """What the other workers of a cluster are told of ``changes`` heard from ``source``:
+        every change within the roots (they may hold other versions than this worker does),
+        and with each its origin (source and event time, for every worker's lag; None for a
+        change without a time of its own)."""
+        events: list[Event] = []
+        origins: list[Origin | None] = []
+        for change in changes:
+            event = self.event_of(change)
+            if event is not None:
+                events.append(event)
+                origins.append(Origin(source, change.at_ms) if change.at_ms else None)
+        return events, origins
 
     def _holds(self, event: Event) -> bool:
         if event.op is Op.DELETED or event.prefix or not event.version:

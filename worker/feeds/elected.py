@@ -47,13 +47,7 @@ class RepublishingSink:
         """Apply here, then publish (with the events' own times, for every worker's lag)."""
         changes = list(changes)
         applied = self._sink.apply(source, changes)
-        events: list[Event] = []
-        origins: list[Origin | None] = []
-        for change in changes:
-            event = self._sink.event_of(change)
-            if event is not None:
-                events.append(event)
-                origins.append(Origin(source, change.at_ms) if change.at_ms else None)
+        events, origins = self._sink.published(source, changes)
         if events:
             self._publish(events, origins)
         return applied
