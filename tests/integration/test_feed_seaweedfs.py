@@ -14,6 +14,7 @@ import s3fs
 from tests.integration.conftest import BUCKET
 from tests.integration.feed_support import body, fed_worker, served, wait_until
 from tests.integration.test_worker_process import WorkerProcess
+from tests.worker.conftest import open_service
 from worker.feeds.runner import Feeds
 from worker.feeds.seaweedfs import CLOCK_SLACK_NS
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
@@ -149,6 +150,34 @@ def test_a_lost_subscription_resumes_without_rechecking_the_cache(
         # Resumed from its position: no gap, so what it cached is not re-checked.
         assert service.changes.counters.snapshot()["gaps"] == gaps
         assert service.stats()["metadata_ufs_calls"] == calls
+    finally:
+        feeds.close()
+        service.close()
+
+
+def test_a_gap_before_a_restart_still_holds_after_it(tmp_path: Path, private_s3: LocalS3) -> None:
+    client = private_s3.client()
+    uri = "s3://private/fence/a.txt"
+    client.pipe_file(uri, b"before")
+    work = tmp_path / "work"
+    service = open_service(
+        work, "s3://private", "dora.user.file.metadata.sync.interval=-1",
+        *private_s3.storage_defines(),
+    )  # fmt: skip
+    try:
+        assert body(service, uri) == b"before"  # cached, with no feed to tell it of changes
+    finally:
+        service.close()
+    client.pipe_file(uri, b"changed while no feed followed")
+    time.sleep(CLOCK_SLACK_NS / 1e9 + 1)  # out of reach of the few seconds a subscription replays
+    # Its first subscription is a gap: what was cached before is to be re-checked. It stops
+    # before anyone asks, having saved a position after that gap.
+    service, feeds = seaweed_worker(work, private_s3, "private")
+    feeds.close()
+    service.close()
+    service, feeds = seaweed_worker(work, private_s3, "private")  # resumes from the position
+    try:
+        assert body(service, uri) == b"changed while no feed followed"
     finally:
         feeds.close()
         service.close()

@@ -56,6 +56,8 @@ class ChangeSink(Protocol):
 
     def gap(self, source: str, why: str) -> None: ...
 
+    def recheck_before(self, source: str, epoch_ms: int) -> None: ...
+
     def load_marker(self, source: str) -> bytes | None: ...
 
     def save_marker(self, source: str, value: bytes) -> None: ...
@@ -134,6 +136,14 @@ class CacheSink:
                     source, why)  # fmt: skip
         self.counters.add("gaps")
         self._service.meta.writes.require_sync_before(int(time.time() * 1000))
+
+    def recheck_before(self, source: str, epoch_ms: int) -> None:
+        """A gap ``source`` reported at ``epoch_ms``, before a restart, still holds: what was
+        cached before it and not re-checked since is re-checked (a resumed feed's position
+        comes after that gap; what was re-checked since is not touched)."""
+        log.info("change feed %s: re-checking what was cached before its gap at %d and not "
+                 "since", source, epoch_ms)  # fmt: skip
+        self._service.meta.writes.require_sync_before(epoch_ms)
 
     def load_marker(self, source: str) -> bytes | None:
         """What ``source`` saved with :meth:`save_marker` (in the worker's metastore), if any."""

@@ -59,6 +59,11 @@ class RepublishingSink:
         self._sink.gap(source, why)
         self._published(self._publish([RESET], []))
 
+    def recheck_before(self, source: str, epoch_ms: int) -> None:
+        # Here only: the gap was published as a reset when it happened, which every worker
+        # applies through the etcd feed, across its own restarts.
+        self._sink.recheck_before(source, epoch_ms)
+
     def _published(self, revision: int | None) -> None:
         # The publisher writes in order: a batch etcd took means every one before it was too
         # (or, past its queue's bound, a reset was); one it did not take yet is only queued.

@@ -26,7 +26,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
@@ -114,6 +114,9 @@ class SeaweedFeed:
             self._sink.gap(self.spec.name, "starting")
         self._thread.start()
 
+    def _now_ms(self) -> int:
+        return self._clock_ns() // 1_000_000
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
@@ -134,15 +137,8 @@ class SeaweedFeed:
         feed is closed."""
         configuration = self._configuration(GetFilerConfigurationRequest(), timeout=CALL_TIMEOUT_S)
         buckets = configuration.dir_buckets.rstrip("/") or "/buckets"
-        position = self._position
-        if position is not None and position.signature != configuration.signature:
-            position = None  # another filer store: its times say nothing of this one's log
-        why = self._resumable(position)
-        if position is not None and why is None:
-            since_ns = position.ts_ns
-        else:
-            since_ns = self._clock_ns() - CLOCK_SLACK_NS
-            self._position = _Position(since_ns, configuration.signature)
+        resumed, why = self._resumed(configuration.signature)
+        since_ns = resumed.ts_ns if resumed is not None else self._clock_ns() - CLOCK_SLACK_NS
         # A subscriber without an id is taken for a known one and its stream ended at once;
         # the epoch tells the filer a re-subscription replaces the previous stream.
         request = SubscribeMetadataRequest(
@@ -156,10 +152,14 @@ class SeaweedFeed:
             if self._stop.is_set():
                 return
             self._call = self._subscribe(request)
-        if why is None:
+        if resumed is not None:
             log.info("change feed %s: resuming from %s", self.spec.name, _when(since_ns))
+            if resumed.gap_ms:
+                # The gap before the position held across a restart: in memory, it is gone.
+                self._sink.recheck_before(self.spec.name, resumed.gap_ms)
         else:
             self._sink.gap(self.spec.name, f"{why}: events before it may be missing")
+            self._position = _Position(since_ns, configuration.signature, self._now_ms())
         self.subscriptions += 1
         self.connected = True
         self._heard_at = time.monotonic()
@@ -172,6 +172,18 @@ class SeaweedFeed:
         finally:
             with self._lock:
                 self._call = None
+
+    def _resumed(self, signature: int) -> tuple[_Position | None, str]:
+        """The position to resume from for the filer store of ``signature``, or None and why
+        not."""
+        position = self._position
+        why = self._resumable(position)
+        if why is not None or position is None:
+            return None, why or ""
+        if position.signature != signature:
+            # Another filer store (a new filer, a wiped one): its times say nothing of this log.
+            return None, f"the saved position is of another filer store ({position.signature})"
+        return position, ""
 
     def _resumable(self, position: _Position | None) -> str | None:
         """Why a subscription cannot resume from ``position`` (None: it can)."""
@@ -189,7 +201,7 @@ class SeaweedFeed:
         position = self._position
         if position is None or ts_ns <= position.ts_ns:
             return
-        self._position = _Position(ts_ns, position.signature)
+        self._position = replace(position, ts_ns=ts_ns)
         if self._heard_at - self._saved_at >= SAVE_EVERY_S:
             self._save()
 
@@ -221,20 +233,24 @@ class SeaweedFeed:
         if idle and position is not None:
             # Connected and quiet: the filer had nothing more to send up to about now.
             now_ns = self._clock_ns() - CLOCK_SLACK_NS
-            self._position = _Position(max(position.ts_ns, now_ns), position.signature)
+            self._position = replace(position, ts_ns=max(position.ts_ns, now_ns))
         self._save()
 
 
 @dataclass(frozen=True)
 class _Position:
-    """Up to where a filer's events were applied: its ``ts_ns``, and the filer store's
-    ``signature`` (a position means nothing to another store's log)."""
+    """Up to where a filer's events were applied: its ``ts_ns``, the filer store's
+    ``signature`` (a position means nothing to another store's log), and when the last gap
+    before it was (``gap_ms``, epoch ms; 0: none): what was cached before that gap and not
+    re-checked since must still be, after a restart, which forgets the gap."""
 
     ts_ns: int
     signature: int
+    gap_ms: int = 0
 
     def encode(self) -> bytes:
-        return json.dumps({"ts_ns": self.ts_ns, "signature": self.signature}).encode()
+        fields = {"ts_ns": self.ts_ns, "signature": self.signature, "gap_ms": self.gap_ms}
+        return json.dumps(fields).encode()
 
     @classmethod
     def load(cls, sink: ChangeSink, source: str) -> _Position | None:
@@ -244,7 +260,7 @@ class _Position:
             return None
         try:
             data = json.loads(raw)
-            return cls(int(data["ts_ns"]), int(data["signature"]))
+            return cls(int(data["ts_ns"]), int(data["signature"]), int(data.get("gap_ms", 0)))
         except (KeyError, TypeError, ValueError):
             log.warning("change feed %s: unreadable saved position %r", source, raw)
             return None
