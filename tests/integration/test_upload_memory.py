@@ -134,7 +134,7 @@ def test_a_dripped_body_is_cut_by_the_minimum_rate(tmp_path: Path, data: Path) -
         sock = open_upload(worker.address, f"/v1/write?path=file://{data}/drip", 1000)
         started = time.monotonic()
         answer = b""
-        while time.monotonic() - started < 15:
+        while time.monotonic() - started < 25:
             readable, _, _ = select.select([sock], [], [], 0.5)
             if readable:
                 answer = sock.recv(65536)
@@ -144,7 +144,7 @@ def test_a_dripped_body_is_cut_by_the_minimum_rate(tmp_path: Path, data: Path) -
         sock.close()
         assert answer.startswith(b"HTTP/1.1 408 "), answer
         assert b"dora.worker.http.body.min.rate" in answer
-        assert 2 <= elapsed < 6
+        assert 2 <= elapsed < 15  # the grace, then the rule; the idle deadline is 30 s
         assert not (data / "drip").exists()
         metrics = worker.http.get("/metrics").text
         assert 'dora_http_idle_timeouts_total{phase="body_rate"} 1.0' in metrics
