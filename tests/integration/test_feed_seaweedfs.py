@@ -142,7 +142,7 @@ def test_a_lost_subscription_resumes_without_rechecking_the_cache(
         (feed,) = feeds.feeds
         private_s3.kill()  # the stream is lost; the filer had flushed nothing it loses here
         private_s3.start()
-        wait_until(lambda: feed.connected and feed.subscriptions == 2)  # type: ignore[attr-defined]
+        wait_until(lambda: feed.connected and feed.subscriptions >= 2)  # type: ignore[attr-defined]
         client.pipe_file(changed, b"after the filer came back")
         wait_until(served(service, changed, b"after the filer came back"))
         calls = service.stats()["metadata_ufs_calls"]

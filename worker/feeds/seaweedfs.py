@@ -154,8 +154,9 @@ class SeaweedFeed:
             self._call = self._subscribe(request)
         if resumed is not None:
             log.info("change feed %s: resuming from %s", self.spec.name, _when(since_ns))
-            if resumed.gap_ms:
+            if resumed.gap_ms and self.subscriptions == 0:
                 # The gap before the position held across a restart: in memory, it is gone.
+                # (A lost stream resumed in the same process finds the fence still there.)
                 self._sink.recheck_before(self.spec.name, resumed.gap_ms)
         else:
             self._sink.gap(self.spec.name, f"{why}: events before it may be missing")
