@@ -220,8 +220,8 @@ class Metrics:
         self.idle_timeouts = Counter(
             "dora_http_idle_timeouts",
             "Connections ended by a deadline: a request head not complete in time (head), a "
-            "body that stalled while read (body), an unread body still arriving after the "
-            "answer (linger)",
+            "body that stalled while read (body) or came slower than its minimum rate "
+            "(body_rate), an unread body still arriving after the answer (linger)",
             ["phase"],
             registry=self.registry,
         )

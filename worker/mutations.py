@@ -18,14 +18,15 @@ from ufs.errors import UfsNotFound
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker.audit import AuditLog
-from worker.cluster.events import Event, Op
+from worker.cluster.events import Event, Op, Origin
 from worker.meta.entry import Operation
 from worker.meta.manager import MetadataManager
 from worker.request import RequestContext
 
-ChangeListener = Callable[[list[Event]], int | None]
-"""``fn(events)`` after a mutation; returns the feed revision it published them under (None:
-none)."""
+ChangeListener = Callable[[list[Event], Sequence[Origin | None]], int | None]
+"""``fn(events, origins)`` after a mutation (``origins`` empty) or a change heard from a change
+feed (one origin per event: its source and time, None where unknown); returns the feed revision
+it published them under (None: none)."""
 
 
 class Mutations:
@@ -42,22 +43,27 @@ class Mutations:
         self._change_listeners: list[ChangeListener] = []
 
     def add_change_listener(self, fn: ChangeListener) -> None:
-        """Call ``fn(events)`` after every mutation, once the cache reflects it (the cluster
-        publishes them to the other workers); the feed revision it returns goes on the
+        """Call ``fn(events, origins)`` after every mutation, once the cache reflects it (the
+        cluster publishes them to the other workers); the feed revision it returns goes on the
         mutation's context. Not thread-safe: add listeners before serving."""
         self._change_listeners.append(fn)
 
     def _changed(self, *events: Event) -> int | None:
         """Tell the change listeners; the newest feed revision they published under."""
-        revisions = [r for fn in self._change_listeners if (r := fn(list(events))) is not None]
+        return self._tell(list(events), ())
+
+    def _tell(self, events: list[Event], origins: Sequence[Origin | None]) -> int | None:
+        revisions = [r for fn in self._change_listeners if (r := fn(events, origins)) is not None]
         return max(revisions, default=None)
 
-    def announce(self, events: Sequence[Event]) -> None:
+    def announce(self, events: Sequence[Event], origins: Sequence[Origin | None]) -> int | None:
         """Tell the change listeners of changes made outside the worker that this worker alone
-        heard of (a change-feed webhook), once its cache reflects them: in a cluster the other
-        workers apply them too."""
-        if events:
-            self._changed(*events)
+        heard of (a change-feed webhook), once its cache reflects them, with their ``origins``
+        (one per event): in a cluster the other workers apply them too, and measure their lag.
+        The feed revision they were published under (None: none), which the answer names."""
+        if not events:
+            return None
+        return self._tell(list(events), origins)
 
     def write(self, call: RequestContext, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
         """Write through to the UFS; the new status and whether the file was created."""

@@ -36,11 +36,12 @@ class Exchange:
     middleware before the request runs (the worker could not apply the feed revision the
     client named in time, so this request re-checks the UFS); ``revision`` the request's work
     through :meth:`RequestContext.observed` (the newest feed revision the answer depends on:
-    of a change it made, or one a sync of it found); ``served`` the reader (bytes served by
-    source, ``cache`` or ``ufs``, for the access log); ``caller`` the surface, once it has
-    verified who made the request (the S3 endpoint: the access key id that signed it; ``-``:
-    unknown), for the access log. ``client`` is the address the request came from (empty:
-    unknown), set when the exchange is made."""
+    of a change it made, or one a sync of it found), or a call with no context (the change-feed
+    webhook) through :meth:`observed`; ``served`` the reader (bytes served by source, ``cache``
+    or ``ufs``, for the access log); ``caller`` the surface, once it has verified who made the
+    request (the S3 endpoint: the access key id that signed it; ``-``: unknown), for the access
+    log. ``client`` is the address the request came from (empty: unknown), set when the
+    exchange is made."""
 
     must_sync: bool = False
     revision: int = 0
@@ -50,6 +51,12 @@ class Exchange:
 
     def count(self, source: str, n: int) -> None:
         self.served[source] = self.served.get(source, 0) + n
+
+    def observed(self, revision: int | None) -> None:
+        """The answer depends on feed revision ``revision`` (None: nothing was published):
+        ``revision`` rises to it."""
+        if revision is not None:
+            self.revision = max(self.revision, revision)
 
 
 def exchange(scope: Any) -> Exchange:
@@ -99,8 +106,8 @@ class RequestContext:
         """The answer depends on feed revision ``revision`` (None: nothing was published, as
         without a cluster): the exchange's revision rises to it. A no-op without an exchange.
         With ``deadline``, satisfies ``worker.meta.listeners.LookupCall``."""
-        if self.exchange is not None and revision is not None:
-            self.exchange.revision = max(self.exchange.revision, revision)
+        if self.exchange is not None:
+            self.exchange.observed(revision)
 
 
 def context(

@@ -53,6 +53,7 @@ from worker.request import context as request_context
 from worker.rules.keys import TTL_CHECK_INTERVAL
 from worker.rules.live import Rules
 from worker.rules.ttl import Expiry
+from worker.spool import SPOOL_DIR, BodySpool
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,9 @@ class WorkerService(Mutations):
         self.changes = CacheSink(self)
         self.expiry = Expiry(self.rules, self._free_expired)
         self.expiry.start(config.get(TTL_CHECK_INTERVAL) / 1000)
+        # Where write bodies wait until they are whole (every surface's uploads).
+        self.spool = BodySpool(Path(config.get(WORK_DIR)).expanduser() / SPOOL_DIR)
+        self.spool.sweep()
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:

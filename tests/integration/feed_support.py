@@ -59,8 +59,11 @@ def fed_worker(work: Path, bucket: str, feed: str, *defines: str) -> tuple[Worke
     return service, feeds
 
 
-def put_record(bucket: str, key: str, etag: str) -> dict[str, Any]:
+def put_record(bucket: str, key: str, etag: str, event_time: str = "") -> dict[str, Any]:
     """An S3 event record as S3 sends one for a PUT of ``key`` (which it URL-encodes, ``+``
-    for a space)."""
+    for a space), with ``eventTime`` if given (``2024-05-01T12:00:00.123Z``)."""
     obj = {"key": quote_plus(key, safe="/"), "eTag": etag, "sequencer": "0062E99A88DC407460"}
-    return {"eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": bucket}, "object": obj}}
+    record = {"eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": bucket}, "object": obj}}
+    if event_time:
+        record["eventTime"] = event_time
+    return record

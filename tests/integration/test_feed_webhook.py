@@ -3,6 +3,7 @@
 event notification posted as AWS sends one takes effect on a worker fronting SeaweedFS."""
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from tests.integration.feed_support import body, put_record, served, wait_until
 from tests.integration.inprocess import serving
 from tests.worker.conftest import Api, open_service
 from worker.cluster.localetcd import LocalEtcd
+from worker.common.revision import REVISION_HEADER as REVISION
 from worker.locals3 import LocalS3
 from worker.service import WorkerService
 
@@ -118,17 +120,26 @@ def test_in_a_cluster_one_worker_told_is_enough(
         s3_raw.pipe_file(uri, b"v1")
         for worker in workers:
             assert worker.http.get("/v1/read", params={"path": uri}).content == b"v1"
+        before = int(workers[0].http.get("/v1/status", params={"path": uri}).headers[REVISION])
         s3_raw.pipe_file(uri, b"v2, longer")
         key = uri.removeprefix(f"s3://{BUCKET}/")
-        record = put_record(BUCKET, key, s3_raw.info(uri)["ETag"])
+        now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        record = put_record(BUCKET, key, s3_raw.info(uri)["ETag"], now)
         told = workers[0].http.post(
             "/v1/events", json={"Records": [record]}, headers={"Authorization": f"Bearer {TOKEN}"}
         )
         assert told.json() == {"changes": 1}
-        other = workers[1]
-        wait_until(
-            lambda: other.http.get("/v1/read", params={"path": uri}).content == b"v2, longer"
+        # The answer names the revision the change was published under, as a write's does: a
+        # caller that sends it to any other worker reads the new bytes at once.
+        revision = int(told.headers[REVISION])
+        assert revision > before
+        read = workers[1].http.get(
+            "/v1/read", params={"path": uri}, headers={REVISION: str(revision)}
         )
+        assert read.content == b"v2, longer"
+        # Every worker measures the lag from the event's own time, not only the one told.
+        for worker in workers:
+            assert worker.metric("dora_ufs_change_lag_seconds_count", '{source="webhook"}') == 1
     finally:
         for worker in workers:
             worker.stop()

@@ -12,7 +12,6 @@ Writes go through ``service.write``; the mutations answer ``{"success": true}``.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
@@ -28,7 +27,7 @@ from worker import keys
 from worker.api import alluxio_keys, params
 from worker.api import alluxio_params as ap
 from worker.api import alluxio_shapes as shapes
-from worker.api.body import SPOOL_IN_MEMORY, file_chunks, read_body, spool_body
+from worker.api.body import file_chunks, read_body, spool_body
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route as SurfaceRoute
@@ -191,7 +190,7 @@ async def write_chunk(service: WorkerService, request: Request) -> Response:
     """The body (sent chunked) as the file's new content, written through."""
     call = context(service, request, ap.target(request))
     params.optional_int(request.query_params, "chunkSize")
-    spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
     try:
         _, created = await run_in_threadpool(service.write, call.renewed(), file_chunks(spool))
     finally:
@@ -206,7 +205,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
     uri, index = ap.target(request), ap.page_index(request)
     call = context(service, request, uri)
     start = index * service.reader.page_size
-    body = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    body = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
     call = call.renewed()  # the client's timeout counts from the end of its body
 
     def work() -> bool:
@@ -217,7 +216,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
         size = 0 if old is None else old.size
         if start > size:
             raise RangeNotSatisfiable(f"page {index} starts at {start}, past the end ({size})")
-        with _spooled() as content:
+        with service.spool.open() as content:
             if old is not None and start:
                 _copy(_pinned(service, request, old, 0, start), content)
             end = start + _copy(file_chunks(body), content)
@@ -303,7 +302,7 @@ def _copy_file(
             raise UfsAlreadyExists(f"cannot copy to {dst.uri!r}: it exists (use forced to replace)")
     # Spooled whole first: a source that changes mid-read fails the copy before anything is
     # written, rather than leaving a torn destination.
-    with _spooled() as content:
+    with service.spool.open() as content:
         _copy(_pinned(service, request, source), content)
         content.seek(0)
         service.write(dst, file_chunks(content))
@@ -339,10 +338,6 @@ def _pinned(
     a call of ``request``'s."""
     call = context(service, request, status.uri, version=status.version)
     return service.read(call, offset, length).chunks
-
-
-def _spooled() -> IO[bytes]:
-    return tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
 
 
 def _copy(chunks: Iterator[bytes], out: IO[bytes]) -> int:

@@ -32,12 +32,19 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from config import Config
 from worker import keys
 from worker.api import alluxio, console, events, numbers, rest_v1, webhdfs
 from worker.api.access import AccessLog
 from worker.api.contract import UNAUTHORIZED
-from worker.api.keys import ACCESS_LOG, BODY_IDLE_TIMEOUT, MAX_UPLOADS
-from worker.api.limits import BodyLimits, UploadGauge
+from worker.api.keys import (
+    ACCESS_LOG,
+    BODY_IDLE_TIMEOUT,
+    BODY_MIN_RATE,
+    BODY_MIN_RATE_GRACE,
+    MAX_UPLOADS,
+)
+from worker.api.limits import BodyLimits, BodyPace, UploadGauge
 from worker.api.params import Lean
 from worker.api.s3 import routing as s3
 from worker.api.surface import Route, Surface
@@ -122,9 +129,18 @@ def _limit_bodies(app: FastAPI, service: WorkerService, surfaces: tuple[Surface,
     app.add_middleware(
         BodyLimits,
         uploads=UploadGauge(service.config.get(MAX_UPLOADS), metrics.uploads_in_flight.set),
-        idle_seconds=service.config.get(BODY_IDLE_TIMEOUT) / 1000,
+        pace=body_pace(service.config),
         refuse=refuse,
-        timed_out=metrics.idle_timeouts.labels("body").inc,
+        timed_out=lambda phase: metrics.idle_timeouts.labels(phase).inc(),
+    )
+
+
+def body_pace(config: Config) -> BodyPace:
+    """How slow a request body may come, as ``config`` says (every surface's app uses it)."""
+    return BodyPace(
+        idle=config.get(BODY_IDLE_TIMEOUT) / 1000,
+        min_rate=config.get(BODY_MIN_RATE),
+        grace=config.get(BODY_MIN_RATE_GRACE) / 1000,
     )
 
 

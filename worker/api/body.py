@@ -1,5 +1,6 @@
-"""Bodies: of writes, spooled whole before the UFS sees a byte, so a client that stops
-mid-upload leaves nothing behind, and refused past the configured size; of small requests (a
+"""Bodies: of writes, spooled whole to disk as they arrive (``worker.spool``) before the UFS
+sees a byte, so a client that stops mid-upload leaves nothing behind and holds at most
+:data:`SPOOL_BATCH` of memory, and refused past the configured size; of small requests (a
 form), read into memory but refused past :data:`SMALL_BODY_LIMIT` before anything in them is
 checked; of reads, pulled from the page iterator in batches: :func:`read_body`, the one
 streamer of every surface's reads."""
@@ -7,7 +8,6 @@ streamer of every surface's reads."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
@@ -22,8 +22,12 @@ from starlette.types import Receive, Scope, Send
 from worker.api.params import header_number
 from worker.common.errors import PayloadTooLarge
 from worker.reader import ReadResult
+from worker.spool import BodySpool
 
-SPOOL_IN_MEMORY = 16 << 20
+SPOOL_BATCH = 256 << 10
+"""The most of a body held in memory before it is written to its spool file (in a thread, so
+a slow disk does not stall the event loop): with the server's own read buffer (64 KB, past
+which it stops reading the socket), what an upload stalled mid-body costs in memory."""
 SMALL_BODY_LIMIT = 64 << 10
 """The most a body read whole into memory may hold: an OAuth2 token request is a few hundred
 bytes, and its route reads it before it knows who is asking."""
@@ -33,20 +37,33 @@ BATCH_BYTES = 4 << 20
 was the largest cost of a warm read after the socket itself."""
 
 
-async def spool_body(request: Request, limit: int) -> IO[bytes]:
-    """The request body in a spooled temp file (memory, then disk), refused past ``limit``.
-    The caller closes it."""
+async def spool_body(request: Request, spool: BodySpool, limit: int) -> IO[bytes]:
+    """The request body in a file of ``spool``, written as it arrives and read back from its
+    start, refused (PayloadTooLarge) past ``limit``. The caller closes it; on any error
+    (the client stalls or goes away) it is closed here, and nothing of it remains."""
     _refuse_declared(request, limit)
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 — caller closes
-    received = 0
-    async for chunk in request.stream():
-        received += len(chunk)
-        if received > limit:
-            spool.close()
-            raise PayloadTooLarge(f"body exceeds the limit of {limit} bytes")
-        spool.write(chunk)
-    spool.seek(0)
-    return spool
+    file = await run_in_threadpool(spool.open)
+    try:
+        pending, received = bytearray(), 0
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > limit:
+                raise PayloadTooLarge(f"body exceeds the limit of {limit} bytes")
+            pending += chunk
+            if len(pending) >= SPOOL_BATCH:
+                await run_in_threadpool(file.write, pending)
+                pending.clear()
+        await run_in_threadpool(_finish, file, pending)
+    except BaseException:
+        file.close()
+        raise
+    return file
+
+
+def _finish(file: IO[bytes], rest: bytearray) -> None:
+    file.write(rest)
+    file.flush()
+    file.seek(0)
 
 
 async def small_body(request: Request, limit: int = SMALL_BODY_LIMIT) -> bytes:

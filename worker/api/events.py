@@ -4,8 +4,9 @@ filer, an S3 → SNS relay) sends its object events (``worker.feeds.webhook`` re
 It answers only when ``dora.ufs.change.feeds`` names ``webhook``, and checks its own token,
 ``dora.ufs.change.webhook.token`` (a store is given that one, never the worker's own token, so
 the route is open to the worker-wide token check). Bodies are bounded (:data:`MAX_BODY`). In a
-cluster (etcd), what the events changed is published to the invalidation feed, so the store
-needs to know one worker only.
+cluster (etcd), what the events changed is published to the invalidation feed with the events'
+own times, so the store needs to know one worker only, every worker measures the feed's lag, and
+the answer names the feed revision (``X-Dora-Revision``) as every other change's does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from worker.api.surface import Route, Surface, bearer_token
 from worker.common.errors import InvalidRequest, NotFound, Unauthorized
 from worker.feeds.keys import FEEDS, WEBHOOK, WEBHOOK_TOKEN, feed_specs
 from worker.feeds.webhook import changes_of
+from worker.request import exchange
 from worker.service import WorkerService
 
 PATH = "/v1/events"
@@ -46,7 +48,7 @@ async def receive(service: WorkerService, request: Request) -> Response:
     given = bearer_token(request.scope)
     if given is None or not hmac.compare_digest(given, token):
         raise Unauthorized(f"missing or wrong token (Authorization: Bearer <{WEBHOOK_TOKEN.name}>)")
-    with await spool_body(request, MAX_BODY) as body:
+    with await spool_body(request, service.spool, MAX_BODY) as body:
         raw = body.read()
     try:
         payload = orjson.loads(raw)
@@ -57,11 +59,15 @@ async def receive(service: WorkerService, request: Request) -> Response:
     except ValueError as exc:
         raise InvalidRequest(f"the event body is not an event: {exc}") from None
 
-    def take() -> None:
-        # Only this worker hears the store: in a cluster, the etcd feed tells the others.
-        service.announce(service.changes.apply(WEBHOOK, changes))
+    def take() -> int | None:
+        # Only this worker hears the store: in a cluster, the etcd feed tells the others, as
+        # an elected feed's consumer does (worker.feeds.elected.RepublishingSink).
+        service.changes.apply(WEBHOOK, changes)
+        return service.announce(*service.changes.published(WEBHOOK, changes))
 
-    await run_in_threadpool(take)
+    # The answer names the feed revision of the changes (X-Dora-Revision), as a write's does:
+    # a caller that reads next from any worker sees them.
+    exchange(request.scope).observed(await run_in_threadpool(take))
     return json_response({"changes": len(changes)})
 
 

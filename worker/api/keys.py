@@ -29,6 +29,24 @@ BODY_IDLE_TIMEOUT: PropertyKey[int] = PropertyKey(
     "request is answered 408 and the connection closed.",
     minimum=1,
 )
+BODY_MIN_RATE: PropertyKey[int] = PropertyKey(
+    "dora.worker.http.body.min.rate",
+    KeyType.SIZE,
+    "1KB",
+    "Slowest request body the worker waits for, in bytes a second (as Apache's "
+    "mod_reqtimeout MinRate): reading a body may take the grace period plus a second per this "
+    "many bytes received; past it the request is answered 408 and the connection closed. 0 "
+    "turns the rule off (the idle timeout still applies).",
+    minimum=0,
+)
+BODY_MIN_RATE_GRACE: PropertyKey[int] = PropertyKey(
+    "dora.worker.http.body.min.rate.grace",
+    KeyType.DURATION,
+    "20s",
+    "Time a request body may take before dora.worker.http.body.min.rate starts to count "
+    "against it (a client's first bytes and a slow start).",
+    minimum=0,
+)
 MAX_UPLOADS: PropertyKey[int] = PropertyKey(
     "dora.worker.http.max.concurrent.uploads",
     KeyType.INT,
@@ -37,5 +55,5 @@ MAX_UPLOADS: PropertyKey[int] = PropertyKey(
     "more is answered 503 with Retry-After.",
     minimum=1,
 )
-LIMITS = [HEAD_TIMEOUT, BODY_IDLE_TIMEOUT, MAX_UPLOADS]
+LIMITS = [HEAD_TIMEOUT, BODY_IDLE_TIMEOUT, BODY_MIN_RATE, BODY_MIN_RATE_GRACE, MAX_UPLOADS]
 """The slow-client limits (``worker.api.limits``, ``worker.httpproto``)."""

@@ -131,7 +131,7 @@ async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Re
     call = context(service, request, path)
     # Refused before the body is read; in a thread, since for a local path it looks at the disk.
     await run_in_threadpool(service.admit, call, "create")
-    spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
     try:
         # The client's timeout counts from the end of its body: so does the write's deadline.
         written, created = await run_in_threadpool(

@@ -124,7 +124,7 @@ async def _body_to(
     """The request's body, spooled (up to ``dora.worker.http.max.write.size``), then passed to
     ``write`` in a thread, under a deadline counted from the end of the body (as the client's
     timeout is)."""
-    spool = await spool_body(request, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
     try:
         await run_in_threadpool(write, call.renewed(), file_chunks(spool))
     finally:

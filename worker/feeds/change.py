@@ -22,7 +22,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from ufs.errors import UfsError
-from worker.cluster.events import Event, Op
+from worker.cluster.events import Event, Op, Origin
 from worker.cluster.node import MetaSink
 from worker.feeds.lag import FeedLag
 from worker.meta.counters import Counters
@@ -55,6 +55,8 @@ class ChangeSink(Protocol):
     def apply(self, source: str, changes: Iterable[Change]) -> list[Event]: ...
 
     def gap(self, source: str, why: str) -> None: ...
+
+    def recheck_before(self, source: str, epoch_ms: int) -> None: ...
 
     def load_marker(self, source: str) -> bytes | None: ...
 
@@ -107,6 +109,22 @@ class CacheSink:
         op = Op.DELETED if change.deleted else Op.CREATED
         return Event(op, uri, change.version, change.prefix)
 
+    def published(
+        self, source: str, changes: Iterable[Change]
+    ) -> tuple[list[Event], list[Origin | None]]:
+        """What the other workers of a cluster are told of ``changes`` heard from ``source``:
+        every change within the roots (they may hold other versions than this worker does),
+        and with each its origin (source and event time, for every worker's lag; None for a
+        change without a time of its own)."""
+        events: list[Event] = []
+        origins: list[Origin | None] = []
+        for change in changes:
+            event = self.event_of(change)
+            if event is not None:
+                events.append(event)
+                origins.append(Origin(source, change.at_ms) if change.at_ms else None)
+        return events, origins
+
     def _holds(self, event: Event) -> bool:
         if event.op is Op.DELETED or event.prefix or not event.version:
             return False
@@ -118,6 +136,14 @@ class CacheSink:
                     source, why)  # fmt: skip
         self.counters.add("gaps")
         self._service.meta.writes.require_sync_before(int(time.time() * 1000))
+
+    def recheck_before(self, source: str, epoch_ms: int) -> None:
+        """A gap ``source`` reported at ``epoch_ms``, before a restart, still holds: what was
+        cached before it and not re-checked since is re-checked (a resumed feed's position
+        comes after that gap; what was re-checked since is not touched)."""
+        log.info("change feed %s: re-checking what was cached before its gap at %d and not "
+                 "since", source, epoch_ms)  # fmt: skip
+        self._service.meta.writes.require_sync_before(epoch_ms)
 
     def load_marker(self, source: str) -> bytes | None:
         """What ``source`` saved with :meth:`save_marker` (in the worker's metastore), if any."""

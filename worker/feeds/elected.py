@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from worker.cluster.etcd import EtcdError, EtcdUnavailable
+from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
 from worker.cluster.events import RESET, Event, Origin
 from worker.feeds.change import CacheSink, Change, ChangeSink
 
@@ -39,34 +39,68 @@ class RepublishingSink:
         self,
         sink: CacheSink,
         publish: Callable[[list[Event], list[Origin | None]], int | None],
+        positions: Positions,
     ) -> None:
         self._sink = sink
         self._publish = publish
+        self._positions = positions
+        self._all_published = True
 
     def apply(self, source: str, changes: Iterable[Change]) -> list[Event]:
         """Apply here, then publish (with the events' own times, for every worker's lag)."""
         changes = list(changes)
         applied = self._sink.apply(source, changes)
-        events: list[Event] = []
-        origins: list[Origin | None] = []
-        for change in changes:
-            event = self._sink.event_of(change)
-            if event is not None:
-                events.append(event)
-                origins.append(Origin(source, change.at_ms) if change.at_ms else None)
+        events, origins = self._sink.published(source, changes)
         if events:
-            self._publish(events, origins)
+            self._published(self._publish(events, origins))
         return applied
 
     def gap(self, source: str, why: str) -> None:
         self._sink.gap(source, why)
-        self._publish([RESET], [])
+        self._published(self._publish([RESET], []))
+
+    def recheck_before(self, source: str, epoch_ms: int) -> None:
+        # Here only: the gap was published as a reset when it happened, which every worker
+        # applies through the etcd feed, across its own restarts.
+        self._sink.recheck_before(source, epoch_ms)
+
+    def _published(self, revision: int | None) -> None:
+        # The publisher writes in order: a batch etcd took means every one before it was too
+        # (or, past its queue's bound, a reset was); one it did not take yet is only queued.
+        self._all_published = revision is not None
 
     def load_marker(self, source: str) -> bytes | None:
-        return self._sink.load_marker(source)
+        """The position the source's last consumer, on any worker, saved in etcd."""
+        return self._positions.load(source)
 
     def save_marker(self, source: str, value: bytes) -> None:
-        self._sink.save_marker(source, value)
+        """Save the position in etcd for the next consumer, once every change heard before
+        it is in the feed (one only queued would be lost with this worker)."""
+        if self._all_published:
+            self._positions.save(source, value)
+
+
+class Positions:
+    """A change feed's saved positions, in etcd next to its election:
+    ``/dora/<cluster>/feed-positions/<source>``, so a consumer elected after another resumes
+    where it stopped. Thread-safe: the etcd client is."""
+
+    def __init__(self, etcd: Etcd, cluster: str) -> None:
+        self._etcd = etcd
+        self._prefix = f"/dora/{cluster}/feed-positions/"
+
+    def load(self, source: str) -> bytes | None:
+        """The saved position; None without one, or when etcd cannot be read (logged): the
+        consumer then starts with a gap, which is always safe."""
+        try:
+            found = self._etcd.get(self._prefix + source)
+        except (EtcdUnavailable, EtcdError) as exc:
+            log.warning("change feed %s: cannot read its saved position (%s)", source, exc)
+            return None
+        return None if found is None else found.value
+
+    def save(self, source: str, value: bytes) -> None:
+        self._etcd.put(self._prefix + source, value)
 
 
 class ElectedFeed:
@@ -86,7 +120,7 @@ class ElectedFeed:
         self.source = source
         self._make = make
         self._node = node
-        self._sink = RepublishingSink(sink, node.changed)
+        self._sink = RepublishingSink(sink, node.changed, Positions(node.etcd, node.cluster))
         self._ttl_s = ttl_s
         self._key = f"/dora/{node.cluster}/feeds/{source}"
         self._stop = threading.Event()

@@ -28,7 +28,19 @@ WEBHOOK_TOKEN: PropertyKey[str | None] = PropertyKey(
     secret=True,
 )
 
-KEYS: list[PropertyKey[Any]] = [FEEDS, WEBHOOK_TOKEN]
+SEAWEED_RESUME_MAX_AGE: PropertyKey[int] = PropertyKey(
+    "dora.ufs.change.seaweedfs.resume.max.age",
+    KeyType.DURATION,
+    "1h",
+    "Oldest saved position a SeaweedFS feed resumes from after a restart, a lost subscription "
+    "or a change of the elected consumer (the filer replays the events since then); an older "
+    "one, or none, is a gap: everything cached is re-checked with the UFS. 0: never resume. A "
+    "filer killed within a minute of writes no subscriber received loses their events, which a "
+    "resumed subscription cannot tell (see README).",
+    minimum=0,
+)
+
+KEYS: list[PropertyKey[Any]] = [FEEDS, WEBHOOK_TOKEN, SEAWEED_RESUME_MAX_AGE]
 
 WEBHOOK = "webhook"
 _DEFAULT_PREFIX = "/buckets"

@@ -12,7 +12,7 @@ from ufs.options import UfsOptions
 from worker.cluster import keys as cluster_keys
 from worker.feeds.change import ChangeSink
 from worker.feeds.elected import ElectedFeed
-from worker.feeds.keys import SqsSpec, feed_specs
+from worker.feeds.keys import SEAWEED_RESUME_MAX_AGE, SqsSpec, feed_specs
 from worker.feeds.seaweedfs import SeaweedFeed
 from worker.feeds.sqs import SqsFeed, sqs_client
 
@@ -53,8 +53,9 @@ class Feeds:
         specs = feed_specs(config)
         options = UfsOptions.from_config(config)
         makers: dict[str, Callable[[ChangeSink], Feed]] = {}
+        resume_ms = config.get(SEAWEED_RESUME_MAX_AGE)
         for spec in specs.seaweedfs:
-            makers[spec.name] = functools.partial(SeaweedFeed, spec)
+            makers[spec.name] = functools.partial(SeaweedFeed, spec, resume_max_age_ms=resume_ms)
         for queue in specs.sqs:
             makers[queue.name] = functools.partial(_sqs_feed, queue, options)
         if not makers:

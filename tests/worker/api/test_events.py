@@ -1,13 +1,18 @@
 """POST /v1/events: on only when the feeds name webhook, its own token, bounded JSON bodies,
 precise refusals. (Events taking effect: tests/integration/test_feed_webhook.py.)"""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 
-from tests.worker.conftest import Api
+from tests.worker.conftest import Api, open_service
+from worker.api.app import create_app
 from worker.api.events import MAX_BODY
+from worker.cluster.events import Event, Op, Origin
+from worker.cluster.http import RevisionMiddleware
 from worker.service import WorkerService
 
 ON = ("dora.ufs.change.feeds=webhook", "dora.ufs.change.webhook.token=hook-secret")
@@ -72,3 +77,34 @@ def test_events_outside_the_mount_roots_change_nothing(
         api.close()
     assert service.changes.counters.snapshot()["outside_roots"] == 1
     assert b"".join(service.read(service.request(uri)).chunks) == b"one"
+
+
+def test_a_cluster_is_told_with_the_event_times_and_the_answer_names_the_revision(
+    tmp_path: Path,
+) -> None:
+    service = open_service(tmp_path / "work", "s3://hooked", *ON)
+    told: list[tuple[list[Event], list[Origin | None]]] = []
+
+    def publish(events: list[Event], origins: Sequence[Origin | None] = ()) -> int:
+        told.append((events, list(origins)))
+        return 42  # the feed revision the cluster published them under
+
+    service.add_change_listener(publish)
+    # The cluster's middleware, over a follower that has passed revision 7 only.
+    follower = SimpleNamespace(applied=7, feed_revision=7)
+    api = Api(service, app=RevisionMiddleware(create_app(service), follower, 1.0))  # type: ignore[arg-type]
+    obj = {"key": "a+b", "eTag": '"e1"'}
+    record = {
+        "eventName": "ObjectCreated:Put",
+        "eventTime": "2026-11-29T07:00:00.250Z",
+        "s3": {"bucket": {"name": "hooked"}, "object": obj},
+    }
+    try:
+        answer = api.request("POST", "/v1/events", json={"Records": [record]}, headers=HOOK)
+    finally:
+        api.close()
+        service.close()
+    assert answer.json() == {"changes": 1}
+    assert answer.headers["X-Dora-Revision"] == "42"
+    at_ms = int(datetime(2026, 11, 29, 7, 0, 0, 250000, UTC).timestamp() * 1000)
+    assert told == [([Event(Op.CREATED, "s3://hooked/a b", "e1")], [Origin("webhook", at_ms)])]
