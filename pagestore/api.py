@@ -109,6 +109,8 @@ class StoreStats:
     """Each directory's use, for a store that has directories."""
     pinned_bytes: int = 0
     """Bytes of pinned pages (:mod:`pagestore.pins`): never evicted."""
+    pin_limit_bytes: int = 0
+    """The bound on :attr:`pinned_bytes` (``dora.worker.page.store.pin.max``)."""
 
     @property
     def puts(self) -> int:

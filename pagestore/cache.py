@@ -331,6 +331,7 @@ class PageCache:
             pack_bytes=below.pack_bytes,
             dirs=below.dirs,
             pinned_bytes=below.pinned_bytes,
+            pin_limit_bytes=below.pin_limit_bytes,
         )
 
 

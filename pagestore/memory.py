@@ -161,4 +161,5 @@ class MemoryStore:
                 capacity_bytes=self._capacity,
                 evictions=self._evictions,
                 pinned_bytes=self._pins.used,
+                pin_limit_bytes=self._pins.limit,
             )

@@ -499,6 +499,7 @@ class DiskStore:
                 restore_seconds=self._restore_seconds,
                 pack_bytes=sum(d.disk.pack_bytes() for d in self._dirs if d.in_service),
                 pinned_bytes=self._pins.used,
+                pin_limit_bytes=self._pins.limit,
                 dirs=tuple(
                     DirUsage(str(d.disk.root), d.used, d.capacity, d.in_service, len(d.files))
                     for d in self._dirs

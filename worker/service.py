@@ -45,6 +45,8 @@ from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.mutations import Mutations
+from worker.pinning import Pinning
+from worker.pins import FILE_NAME as PINS_FILE
 from worker.ranges import Span, Window
 from worker.reader import Located, Reader, ReadResult
 from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
@@ -84,7 +86,7 @@ def _generation_file(path: Path) -> GenerationFile | None:
         return None
 
 
-class WorkerService(Mutations):
+class WorkerService(Mutations, Pinning):
     """The cache agent's operations: lookups and reads here, the mutations in
     :class:`worker.mutations.Mutations`. Thread-safe: its parts are, and it holds no state of
     its own beyond them. ``close()`` stops load jobs, then flushes the metastore and page
@@ -130,6 +132,7 @@ class WorkerService(Mutations):
         self.changes = CacheSink(self)
         self.expiry = Expiry(self.rules, self._free_expired)
         self.expiry.start(config.get(TTL_CHECK_INTERVAL) / 1000)
+        self._start_pins(Path(config.get(WORK_DIR)).expanduser() / PINS_FILE)
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
@@ -210,6 +213,7 @@ class WorkerService(Mutations):
         for status in statuses:
             data = status.to_dict()
             data["cached_bytes"] = 0 if status.is_dir else next(cached)
+            data["pinned"] = self.pinned(status.uri)
             described.append(data)
         return described
 

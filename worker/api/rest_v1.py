@@ -22,7 +22,7 @@ from starlette.responses import Response
 from ufs.status import UfsStatus
 from worker import keys
 from worker.api import contract as c
-from worker.api import insight, locate, params
+from worker.api import insight, locate, params, pins
 from worker.api.body import file_chunks, read_body, spool_body
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
@@ -313,6 +313,7 @@ SURFACE = Surface(
         ),
         *locate.ROUTES,
         *insight.ROUTES,
+        *pins.ROUTES,
     ),
     render_error=error_response,
 )
