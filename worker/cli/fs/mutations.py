@@ -1,5 +1,5 @@
-"""``dora fs rm``, ``mv``, ``mkdir``, ``touch`` and ``invalidate``: changes made through the
-workers, so every worker's cache reflects them at once."""
+"""``dora fs rm``, ``mv``, ``mkdir``, ``touch``, ``invalidate``, ``pin`` and ``unpin``: changes
+made through the workers, so every worker's cache reflects them at once."""
 
 from __future__ import annotations
 
@@ -44,4 +44,18 @@ def invalidate(session: Session, args: argparse.Namespace) -> int:
     """Drop a path (with ``-R`` everything below it) from every worker's cache."""
     dropped = session.fs.invalidate_cache(args.path, recursive=args.recursive)
     print(f"invalidated {dropped} entries")
+    return 0
+
+
+def pin(session: Session, args: argparse.Namespace) -> int:
+    """Pin a file (a directory with ``-R``) on every worker: its pages are never evicted."""
+    session.fs.pin(args.path, recursive=args.recursive)
+    print(f"pinned {args.path}")
+    return 0
+
+
+def unpin(session: Session, args: argparse.Namespace) -> int:
+    """Drop a pin (with ``-R`` every pin below the path too) on every worker."""
+    session.fs.unpin(args.path, recursive=args.recursive)
+    print(f"unpinned {args.path}")
     return 0
