@@ -142,7 +142,11 @@ class PinningEvictor:
 
 def pin_file(state: PinState, evictors: list[PinningEvictor], file_id: str, pinned: bool) -> None:
     """Pin or unpin ``file_id`` in a store whose evictors share ``state`` (the store's lock
-    held): what every store kind does for :meth:`~pagestore.api.Store.pin`."""
+    held): what every store kind does for :meth:`~pagestore.api.Store.pin`. Pinning a pinned
+    file does nothing (the page cache pins a covered file before each of its puts: its new
+    pages are held as they come)."""
+    if pinned == (file_id in state.files):
+        return
     if pinned:
         state.files.add(file_id)
         for evictor in evictors:
