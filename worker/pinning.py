@@ -12,13 +12,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from pagestore import keys as page_keys
 from pagestore.api import PageStore
 from ufs.adapter import Ufs
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker.audit import AuditLog
-from worker.errors import IsADirectory, PinLimitExceeded
+from worker.errors import IsADirectory
 from worker.metrics import Metrics
 from worker.pins import PinTable
 from worker.request import RequestContext
@@ -70,8 +69,8 @@ class Pinning:
         with self.audit.mutation("pin", call):
             uri = self.roots.check(call.uri)
             adding = self._bytes_to_pin(call, uri, recursive)
-            self._check_bound(uri, adding)
-            self.pins.add(uri, recursive, adding)
+            # Files a rule pins are bounded as their pages are stored, by the page store.
+            self.pins.add(uri, recursive, adding, self.pages.stats().pin_limit_bytes)
         self.metrics.pins.inc()
         if recursive:
             self.pages.pin_prefix(uri)
@@ -105,13 +104,3 @@ class Pinning:
             raise IsADirectory(f"cannot pin {uri!r} alone: it is a directory; pin it with -R")
         walked = self.ufs.walk_files(status.uri, deadline=call.deadline)
         return sum(s.size for s in walked if not self.pinned(s.uri))
-
-    def _check_bound(self, uri: str, adding: int) -> None:
-        """Refuse a pin whose files' bytes, with those of the pins made before, would pass the
-        bound (files a rule pins are bounded as their pages are stored, by the page store)."""
-        reserved, limit = self.pins.reserved(), self.pages.stats().pin_limit_bytes
-        if reserved + adding > limit:
-            raise PinLimitExceeded(
-                f"cannot pin {uri!r}: its {adding} bytes and the {reserved} bytes pinned "
-                f"before would pass the bound of {limit} bytes ({page_keys.PIN_MAX.name})"
-            )

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pagestore.files import uri_under
+from pagestore.keys import PIN_MAX
+from worker.errors import PinLimitExceeded
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +75,18 @@ class PinTable:
         with self._lock:
             return sorted(self._pins.items())
 
-    def reserved(self) -> int:
-        """The bytes the pins count against the bound."""
-        with self._lock:
-            return sum(pin.bytes for pin in self._pins.values())
-
-    def add(self, uri: str, recursive: bool, size: int) -> None:
+    def add(self, uri: str, recursive: bool, size: int, limit: int) -> None:
         """Pin ``uri`` (a file, or with ``recursive`` everything under it), whose files not
-        pinned yet hold ``size`` bytes. Raises OSError when the table cannot be saved (the pin
-        is then not made)."""
+        pinned yet hold ``size`` bytes, if with the pins' bytes before they stay within
+        ``limit``. Raises PinLimitExceeded otherwise, and OSError when the table cannot be
+        saved (the pin is then not made)."""
         with self._lock:
+            reserved = sum(pin.bytes for pin in self._pins.values())
+            if reserved + size > limit:
+                raise PinLimitExceeded(
+                    f"cannot pin {uri!r}: its {size} bytes and the {reserved} bytes pinned "
+                    f"before would pass the bound of {limit} bytes ({PIN_MAX.name})"
+                )
             before = self._pins.get(uri)
             if before is None:
                 self._pins[uri] = Pin(recursive, size)
