@@ -108,6 +108,10 @@ class StoreStats:
     not yet given back (``used_bytes`` counts only stored pages' data)."""
     dirs: tuple[DirUsage, ...] = ()
     """Each directory's use, for a store that has directories."""
+    pinned_bytes: int = 0
+    """Bytes of pinned pages (:mod:`pagestore.pins`): never evicted."""
+    pin_limit_bytes: int = 0
+    """The bound on :attr:`pinned_bytes` (``dora.worker.page.store.pin.max``)."""
 
     @property
     def puts(self) -> int:
@@ -224,6 +228,10 @@ class Store(Space, Protocol):
         """See :meth:`PageStore.locate`; a store without page files lists none."""
         ...
 
+    def pin(self, file_id: str, pinned: bool) -> None:
+        """See :meth:`PageStore.pin`."""
+        ...
+
 
 class PageStore(Space, Protocol):
     """Fixed-size pages by :class:`PageId`, bounded in bytes.
@@ -326,4 +334,21 @@ class PageStore(Space, Protocol):
         without page files lists none. Counts as an access for eviction. A page listed may be
         evicted at any time after: its reader then misses. Raises ValueError for a negative
         or reversed range."""
+        ...
+
+    def pin(self, file_id: str, pinned: bool = True) -> None:
+        """Pin (or, ``pinned`` False, unpin) every version of a file: its pages stored now and
+        those stored later are never evicted while pinned, as far as the bound on pinned bytes
+        (``dora.worker.page.store.pin.max``) allows; past it they are stored evictable.
+        Deleting the file's pages (an invalidation, a free) does not unpin it."""
+        ...
+
+    def pin_when(self, covers: Callable[[str], bool]) -> None:
+        """Pin each file whose URI ``covers`` accepts as its pages are stored (the worker's
+        pins and rules); ``covers`` is called with no lock of the store held."""
+        ...
+
+    def pin_prefix(self, prefix: str, pinned: bool = True) -> int:
+        """:meth:`pin` each file with pages stored whose URI is ``prefix`` or under it (see
+        :meth:`delete_prefix`); how many files. Waits for the store to be ready."""
         ...

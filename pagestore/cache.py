@@ -56,6 +56,7 @@ class PageCache:
         self._flights: SingleFlight[PageId, Fill] = SingleFlight()
         self._counters = Counters()
         self.advice = MissRatioCurve(self.page_size)
+        self._covers: Callable[[str], bool] = _nothing
 
     # -- lifecycle and gauges: the store's ------------------------------------------------------
 
@@ -171,6 +172,9 @@ class PageCache:
     def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], since: int) -> list[PutResult]:
         """See PageStore.put_many."""
         fit = [page for page in pages if len(page[1]) <= self.page_size]
+        for file_id, uri in {(page_id.file_id, uri) for page_id, _, uri in fit}:
+            if self._covers(uri):
+                self.store.pin(file_id, True)
         stored = iter(self.store.put_many(fit, self._keeper(since)) if fit else [])
         results = [
             next(stored) if len(data) <= self.page_size else PutResult.TOO_LARGE
@@ -302,6 +306,24 @@ class PageCache:
         file_ids = self.store.files_under(prefix)
         return sum(self.delete_file(file_id) for file_id in sorted(file_ids))
 
+    # -- pinning --------------------------------------------------------------------------------
+
+    def pin(self, file_id: str, pinned: bool = True) -> None:
+        """See PageStore.pin."""
+        self.store.pin(file_id, pinned)
+
+    def pin_when(self, covers: Callable[[str], bool]) -> None:
+        """See PageStore.pin_when."""
+        self._covers = covers
+
+    def pin_prefix(self, prefix: str, pinned: bool = True) -> int:
+        """See PageStore.pin_prefix."""
+        self.store.wait_ready()
+        file_ids = self.store.files_under(prefix)
+        for file_id in file_ids:
+            self.store.pin(file_id, pinned)
+        return len(file_ids)
+
     # -- statistics -----------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
@@ -327,7 +349,13 @@ class PageCache:
             restore_seconds=below.restore_seconds,
             pack_bytes=below.pack_bytes,
             dirs=below.dirs,
+            pinned_bytes=below.pinned_bytes,
+            pin_limit_bytes=below.pin_limit_bytes,
         )
+
+
+def _nothing(uri: str) -> bool:
+    return False
 
 
 def _consecutive(led: Led) -> list[Led]:

@@ -5,27 +5,38 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pagestore.disk import PageDir
-from pagestore.evict import Evictor, make_evictor
+from pagestore.evict import make_evictor
 from pagestore.files import FileTable
 from pagestore.options import PageDirOptions
 from pagestore.page import PageKey
+from pagestore.pins import PinningEvictor, PinState
 
 
 class StoreDir:
     """One directory's runtime state. Not thread-safe: the store guards everything but ``disk``
     (which is safe on its own) with its lock."""
 
-    def __init__(self, number: int, options: PageDirOptions, page_size: int, evictor: str) -> None:
+    def __init__(
+        self,
+        number: int,
+        options: PageDirOptions,
+        page_size: int,
+        evictor: str,
+        pins: PinState,
+        size_of: Callable[[PageKey], int],
+    ) -> None:
         self.number = number
         self.disk = PageDir(options.path, page_size)
         self.capacity = options.capacity
         self.used = 0  # data bytes of indexed pages
         self.reserved = 0  # data bytes of pages being written
-        self.evictor_name = evictor
-        self.evictor: Evictor[PageKey] = make_evictor(evictor)
+        self._policy = evictor
+        self._pins = pins
+        self._size_of = size_of
+        self.evictor = self._new_evictor()
         self.files = FileTable()
         self.in_service = True
         self.last_errno: int | None = None  # so a failing disk is logged once, not on every put
@@ -34,9 +45,13 @@ class StoreDir:
         """Forget the pages and files (the caller drops the pages from the index); in-flight
         reservations are released by their writers as usual."""
         self.in_service = False
-        self.evictor = make_evictor(self.evictor_name)
+        self._pins.used -= self.evictor.held_bytes
+        self.evictor = self._new_evictor()
         self.files.clear()
         self.used = 0
+
+    def _new_evictor(self) -> PinningEvictor:
+        return PinningEvictor(make_evictor(self._policy), self._pins, self._size_of)
 
     def score(self, file_id: str) -> float:
         """Weighted rendezvous hashing: a file's pages go to the directory scoring highest, each

@@ -33,7 +33,7 @@ def page_cache(config: Config, options: PageStoreOptions | None = None) -> PageC
             f"a memory tier smaller than its page limit {keys.MEMORY_PAGE_LIMIT.name}={limit} "
             "holds no page; expected 0 (off) or at least the limit",
         )
-    front = MemoryStore(options.page_size, memory, options.evictor)
+    front = MemoryStore(options.page_size, memory, options.evictor, options.pin_max)
     return PageCache(TieredStore(front, DiskStore(options, time.monotonic), limit))
 
 
@@ -45,4 +45,5 @@ def on_disk(options: PageStoreOptions, clock: Callable[[], float] = time.monoton
 def in_memory(options: PageStoreOptions) -> PageCache:
     """A page cache over a memory store as large as the directories of ``options`` (which are
     never touched), with their eviction policy: for tests of what uses a page cache."""
-    return PageCache(MemoryStore(options.page_size, options.capacity_bytes, options.evictor))
+    store = MemoryStore(options.page_size, options.capacity_bytes, options.evictor, options.pin_max)
+    return PageCache(store)

@@ -64,6 +64,14 @@ MEMORY_PAGE_LIMIT: PropertyKey[int] = PropertyKey(
     "Largest page the memory tier keeps a copy of.",
     minimum=1,
 )
+PIN_MAX: PropertyKey[str] = PropertyKey(
+    "dora.worker.page.store.pin.max",
+    KeyType.STRING,
+    "0.5",
+    "Bound on the bytes pinned pages may hold: a share of the capacity from 0 to 1 (of each "
+    "store: the directories together, the memory tier) or a size such as 10GB. A pin that "
+    "would pass it is refused; a page of a pinned file past it is stored evictable.",
+)
 
 KEYS: list[PropertyKey[Any]] = [
     PAGE_SIZE,
@@ -73,4 +81,5 @@ KEYS: list[PropertyKey[Any]] = [
     PACK_LIMIT,
     MEMORY_SIZE,
     MEMORY_PAGE_LIMIT,
+    PIN_MAX,
 ]

@@ -6,9 +6,10 @@ import threading
 from collections.abc import Sequence
 
 from pagestore.api import Keep, PutResult, StoreStats
-from pagestore.evict import DEFAULT_EVICTOR, Evictor, make_evictor
+from pagestore.evict import DEFAULT_EVICTOR, make_evictor
 from pagestore.files import uri_under
 from pagestore.page import PageId, PageKey, slice_page, version_key
+from pagestore.pins import HALF, PinMax, PinningEvictor, PinState, pin_file
 from pagestore.shortcircuit import PageLocations
 
 
@@ -20,7 +21,9 @@ class MemoryStore:
     Thread-safe: one lock guards the pages, the URIs and the evictor; no I/O is done.
     """
 
-    def __init__(self, page_size: int, capacity: int, evictor: str = DEFAULT_EVICTOR) -> None:
+    def __init__(
+        self, page_size: int, capacity: int, evictor: str = DEFAULT_EVICTOR, pin_max: PinMax = HALF
+    ) -> None:
         self.page_size = page_size
         self._capacity = capacity
         self._lock = threading.Lock()
@@ -28,7 +31,8 @@ class MemoryStore:
         self._uris: dict[str, tuple[str, int]] = {}  # file id -> its URI and its page count
         self._used = 0
         self._evictions = 0
-        self._evictor: Evictor[PageKey] = make_evictor(evictor)
+        self._pins = PinState(pin_max.limit(capacity))
+        self._evictor = PinningEvictor(make_evictor(evictor), self._pins, self._page_bytes)
         self._closed = False
 
     def start(self) -> None:
@@ -69,6 +73,13 @@ class MemoryStore:
                 if (key.file_id, key.version_key) in wanted:
                     held[key.file_id, key.version_key] += len(data)
         return [held[file_id, version_key(version)] for file_id, version in files]
+
+    def _page_bytes(self, key: PageKey) -> int:
+        return len(self._pages.get(key, b""))
+
+    def pin(self, file_id: str, pinned: bool) -> None:
+        with self._lock:
+            pin_file(self._pins, [self._evictor], file_id, pinned)
 
     def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
         results = []
@@ -149,4 +160,6 @@ class MemoryStore:
                 used_bytes=self._used,
                 capacity_bytes=self._capacity,
                 evictions=self._evictions,
+                pinned_bytes=self._pins.used,
+                pin_limit_bytes=self._pins.limit,
             )

@@ -9,6 +9,7 @@ from config import Config, ConfigError
 from config.core_keys import WORK_DIR
 from pagestore import keys
 from pagestore.evict import DEFAULT_EVICTOR, EVICTORS
+from pagestore.pins import HALF, PinMax
 
 
 @dataclass(frozen=True)
@@ -21,14 +22,15 @@ class PageDirOptions:
 
 @dataclass(frozen=True)
 class PageStoreOptions:
-    """Page size, directories with their capacities, the eviction policy, and the largest page
-    written to a pack (0: none). Immutable. Raises ValueError when built with inconsistent
-    values."""
+    """Page size, directories with their capacities, the eviction policy, the largest page
+    written to a pack (0: none) and the bound on pinned pages. Immutable. Raises ValueError
+    when built with inconsistent values."""
 
     dirs: tuple[PageDirOptions, ...]
     page_size: int = 1 << 20
     evictor: str = DEFAULT_EVICTOR
     pack_limit: int = 64 << 10
+    pin_max: PinMax = HALF
 
     def __post_init__(self) -> None:
         if not self.dirs:
@@ -68,11 +70,16 @@ class PageStoreOptions:
                 f"{keys.DIRS.name}; expected one value for all, or one per directory"
             )
         try:
+            pin_max = PinMax.parse(config.get(keys.PIN_MAX))
+        except ValueError as exc:
+            raise config.invalid(keys.PIN_MAX, str(exc)) from None
+        try:
             return cls(
                 dirs=tuple(PageDirOptions(p, s) for p, s in zip(paths, sizes, strict=True)),
                 page_size=config.get(keys.PAGE_SIZE),
                 evictor=config.get(keys.EVICTOR),
                 pack_limit=config.get(keys.PACK_LIMIT),
+                pin_max=pin_max,
             )
         except ValueError as exc:
             raise ConfigError(

@@ -21,6 +21,7 @@ from pagestore.options import PageStoreOptions
 from pagestore.owner import ForeignPageDirError
 from pagestore.pack import packed
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
+from pagestore.pins import PinState, pin_file
 from pagestore.reaper import DiskState, Reaper
 from pagestore.restore import remove_other_layouts, restore
 from pagestore.shortcircuit import PageLocation, PageLocations
@@ -77,8 +78,12 @@ class DiskStore:
         self.options = options
         self.page_size = options.page_size
         self._clock = clock
+        self._pins = PinState(options.pin_max.limit(options.capacity_bytes))
         self._state = DiskState(
-            [StoreDir(n, d, options.page_size, options.evictor) for n, d in enumerate(options.dirs)]
+            [
+                StoreDir(n, d, options.page_size, options.evictor, self._pins, self._page_bytes)
+                for n, d in enumerate(options.dirs)
+            ]
         )
         self._lock = self._state.lock
         self._dirs = self._state.dirs
@@ -256,6 +261,15 @@ class DiskStore:
         keys = [(file_id, version_key(version)) for file_id, version in files]
         with self._lock:
             return [self._index.bytes_of(file_id, vkey) for file_id, vkey in keys]
+
+    def _page_bytes(self, key: PageKey) -> int:
+        """A stored page's data size (0 if gone); the store lock held."""
+        entry = self._index.get(key)
+        return 0 if entry is None else entry.size
+
+    def pin(self, file_id: str, pinned: bool) -> None:
+        with self._lock:
+            pin_file(self._pins, [d.evictor for d in self._dirs], file_id, pinned)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -484,6 +498,8 @@ class DiskStore:
                 restored_pages=self._restored_pages,
                 restore_seconds=self._restore_seconds,
                 pack_bytes=sum(d.disk.pack_bytes() for d in self._dirs if d.in_service),
+                pinned_bytes=self._pins.used,
+                pin_limit_bytes=self._pins.limit,
                 dirs=tuple(
                     DirUsage(str(d.disk.root), d.used, d.capacity, d.in_service, len(d.files))
                     for d in self._dirs

@@ -73,6 +73,10 @@ class TieredStore:
         self._front.delete_file(file_id, version)
         return self._back.delete_file(file_id, version)
 
+    def pin(self, file_id: str, pinned: bool) -> None:
+        self._front.pin(file_id, pinned)
+        self._back.pin(file_id, pinned)
+
     def files_under(self, prefix: str) -> set[str]:
         return self._back.files_under(prefix) | self._front.files_under(prefix)
 

@@ -102,6 +102,12 @@ class _StateCollector(Collector):
         )
         yield from self._advice()
         yield GaugeMetricFamily(
+            "dora_pinned_bytes",
+            "Bytes of pinned pages, never evicted (dora fs pin, a rule's pin), within "
+            "dora.worker.page.store.pin.max",
+            value=stats.pinned_bytes,
+        )
+        yield GaugeMetricFamily(
             "dora_page_store_dirs_in_service",
             "Page directories in service (one that failed, or whose marker is damaged, is not)",
             value=stats.dirs_in_service,
@@ -170,6 +176,8 @@ class Metrics:
             "Files whose metadata and pages were freed because their rule's ttl ran out",
             registry=self.registry,
         )
+        self.pins = Counter("dora_pins", "Pins made (dora fs pin)", registry=self.registry)
+        self.unpins = Counter("dora_unpins", "Unpins made (dora fs unpin)", registry=self.registry)
         self.short_circuit_located = Counter(
             "dora_short_circuit_located_bytes",
             "Bytes of cached pages whose page files were handed out to same-host clients for "

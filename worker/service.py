@@ -47,6 +47,8 @@ from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.mutations import Mutations
+from worker.pinning import Pinning
+from worker.pins import FILE_NAME as PINS_FILE
 from worker.reader import Located, Reader, ReadResult
 from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
 from worker.request import context as request_context
@@ -86,7 +88,7 @@ def _generation_file(path: Path) -> GenerationFile | None:
         return None
 
 
-class WorkerService(Mutations):
+class WorkerService(Mutations, Pinning):
     """The cache agent's operations: lookups and reads here, the mutations in
     :class:`worker.mutations.Mutations`. Thread-safe: its parts are, and it holds no state of
     its own beyond them. ``close()`` stops load jobs, then flushes the metastore and page
@@ -135,6 +137,7 @@ class WorkerService(Mutations):
         # Where write bodies wait until they are whole (every surface's uploads).
         self.spool = BodySpool(Path(config.get(WORK_DIR)).expanduser() / SPOOL_DIR)
         self.spool.sweep()
+        self._start_pins(Path(config.get(WORK_DIR)).expanduser() / PINS_FILE)
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:
@@ -215,6 +218,7 @@ class WorkerService(Mutations):
         for status in statuses:
             data = status.to_dict()
             data["cached_bytes"] = 0 if status.is_dir else next(cached)
+            data["pinned"] = self.pinned(status.uri)
             described.append(data)
         return described
 

@@ -191,6 +191,7 @@ def test_reads_show_on_the_cache_view(
                 assert answer.content == data
     sync_api.expect(shown).not_to_have_text(before)
     sync_api.expect(page.locator("#dirs")).to_contain_text("in service")
+    sync_api.expect(page.locator("#pinned")).to_contain_text(" of ")
     # Drawn from the worker's samples (one every 5 s): a line once three are in.
     line = page.locator("#chart-bytes path").first
     sync_api.expect(line).to_have_attribute("d", re.compile(r"^M[^M]*L"), timeout=30_000)
@@ -209,9 +210,10 @@ def test_the_files_view_lists_what_was_read_and_looks_one_up(
     for uri in read:
         sync_api.expect(table).to_contain_text(uri)
     sync_api.expect(table).to_contain_text("100.0%")
+    assert worker.http.post("/v1/pin", params={"path": read[0]}).is_success
     page.fill("#search-path", read[0])
     page.click("#search button")
-    sync_api.expect(page.locator("#search-result")).to_contain_text("(100.0% cached)")
+    sync_api.expect(page.locator("#search-result")).to_contain_text("(100.0% cached), pinned")
     page.fill("#search-path", f"s3://{BUCKET}/no-such-file")
     page.click("#search button")
     sync_api.expect(page.locator("#search-result")).to_contain_text("NotFound")

@@ -21,6 +21,7 @@ from pagestore.factory import on_disk
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId, PageKey
 from pagestore.pagefile import header_size
+from pagestore.pins import PinState
 from pagestore.store import STORM_MIN_PAGES
 from tests.pagestore.support import (
     FILE_A,
@@ -96,8 +97,12 @@ def test_a_page_whose_old_file_is_unlinked_is_stored_again_before_the_rest_of_it
     assert len(page_files(tmp_path)) == 1
 
 
+def _dir(number: int, path: Path, capacity: int) -> StoreDir:
+    return StoreDir(number, PageDirOptions(path, capacity), 4096, "lru", PinState(0), len)
+
+
 def test_losing_a_dir_moves_only_its_files(tmp_path: Path) -> None:
-    dirs = [StoreDir(n, PageDirOptions(tmp_path / f"d{n}", 1 << 30), 4096, "lru") for n in range(3)]
+    dirs = [_dir(n, tmp_path / f"d{n}", 1 << 30) for n in range(3)]
     files = [f"{n:064x}" for n in range(300)]
     before = {f: place(dirs, f) for f in files}
     assert {d.number for d in before.values() if d} == {0, 1, 2}
@@ -108,8 +113,8 @@ def test_losing_a_dir_moves_only_its_files(tmp_path: Path) -> None:
 
 
 def test_bigger_dirs_get_more_files(tmp_path: Path) -> None:
-    small = StoreDir(0, PageDirOptions(tmp_path / "small", 1 << 30), 4096, "lru")
-    big = StoreDir(1, PageDirOptions(tmp_path / "big", 3 << 30), 4096, "lru")
+    small = _dir(0, tmp_path / "small", 1 << 30)
+    big = _dir(1, tmp_path / "big", 3 << 30)
     chosen = [place([small, big], f"{n:064x}") for n in range(2000)]
     assert chosen.count(big) > 2 * chosen.count(small)
 

@@ -37,6 +37,10 @@ class FileStatus(BaseModel):
     version: str = Field(description="Content fingerprint: the ETag, else <size>-<mtime_ns>.")
     content_hash: str | None
     cached_bytes: int = Field(description="Bytes of this version in the page store.")
+    pinned: bool = Field(
+        False,
+        description="Whether its pages are pinned: never evicted (dora fs pin, a rule's pin).",
+    )
     age_ms: int | None = Field(
         None,
         description="/v1/status and /v1/list only: milliseconds since the worker last "

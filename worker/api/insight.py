@@ -80,6 +80,8 @@ def describe(service: WorkerService) -> dict[str, Any]:
             "capacity_bytes": page_stats.capacity_bytes,
             "evictions": page_stats.evictions,
             "invalidated_pages": page_stats.invalidated_pages,
+            "pinned_bytes": page_stats.pinned_bytes,
+            "pin_limit_bytes": page_stats.pin_limit_bytes,
             "dirs": [
                 {
                     "path": d.path,

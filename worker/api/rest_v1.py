@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from ufs.status import UfsStatus
 from worker import keys
-from worker.api import advice, insight, locate, params
+from worker.api import advice, insight, locate, params, pins
 from worker.api import contract as c
 from worker.api.body import file_chunks, read_body, spool_body
 from worker.api.errors import error_response
@@ -314,6 +314,7 @@ SURFACE = Surface(
         *locate.ROUTES,
         *insight.ROUTES,
         *advice.ROUTES,
+        *pins.ROUTES,
     ),
     render_error=error_response,
 )

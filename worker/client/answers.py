@@ -31,9 +31,9 @@ def body_of(response: httpx.Response) -> Any:
 def to_info(status: Mapping[str, Any], aged: bool = False) -> dict[str, Any]:
     """The fsspec info dict of a worker's status JSON: ``name`` (the full URI), ``size``,
     ``type`` (``file`` or ``directory``), ``mtime`` (seconds), plus the worker's ``version``,
-    ``mtime_ns``, ``content_hash`` and ``cached_bytes``; with ``aged``, its ``age_ms`` and
-    ``sync_interval_ms`` too (None when it sent none), for a near-cache to take out before the
-    caller sees them."""
+    ``mtime_ns``, ``content_hash``, ``cached_bytes`` and ``pinned``; with ``aged``, its
+    ``age_ms`` and ``sync_interval_ms`` too (None when it sent none), for a near-cache to take
+    out before the caller sees them."""
     # A listing builds one per entry: plain lookups, as few conversions as the JSON needs.
     get = status.get
     mtime_ns = get("mtime_ns") or 0
@@ -46,6 +46,7 @@ def to_info(status: Mapping[str, Any], aged: bool = False) -> dict[str, Any]:
         "version": get("version") or "",
         "content_hash": get("content_hash"),
         "cached_bytes": get("cached_bytes") or 0,
+        "pinned": bool(get("pinned")),
     }
     if aged:
         info["age_ms"] = get("age_ms")

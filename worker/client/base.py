@@ -320,6 +320,15 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
             return 0
         return self._run(self.ops.invalidate(path, recursive))
 
+    def pin(self, path: str, recursive: bool = False) -> None:
+        """Pin ``path`` on every worker (with ``recursive``, everything under it): its pages
+        are never evicted. Raises PinLimitExceeded past a worker's bound."""
+        self._run(self.ops.pin(path, recursive, pinned=True))
+
+    def unpin(self, path: str, recursive: bool = False) -> None:
+        """Drop the pin of ``path`` (with ``recursive``, every pin under it too) everywhere."""
+        self._run(self.ops.pin(path, recursive, pinned=False))
+
 
 def _skip_only_missing(exc: BaseException) -> None:
     if not isinstance(exc, FileNotFoundError):

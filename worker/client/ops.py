@@ -109,6 +109,9 @@ class Operations:
     def invalidate(self, path: Any, recursive: bool) -> Flow[int]:
         return (yield from self.remote.invalidate(self.uri(path), recursive))
 
+    def pin(self, path: Any, recursive: bool, pinned: bool) -> Flow[None]:
+        return (yield from self.remote.pin(self.uri(path), recursive, pinned))
+
     # -- reading -------------------------------------------------------------------------------
 
     def cat_file(

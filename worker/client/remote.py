@@ -198,6 +198,22 @@ class Remote:
         call = Call("POST", "/v1/invalidate", uri, f"invalidate {uri} on {worker}", params)
         return (yield from self.client.call_on(worker, call))
 
+    def pin(self, uri: str, recursive: bool, pinned: bool) -> Flow[None]:
+        """Pin ``uri`` (with ``recursive``, everything under it) on every worker, or unpin it:
+        any worker may cache its pages. Raises what a worker answers (PinLimitExceeded past a
+        worker's bound) and WorkerUnavailable naming the workers that could not be told."""
+        route, what = ("/v1/pin", "pin") if pinned else ("/v1/unpin", "unpin")
+        params = _params(path=uri, recursive=_flag(recursive))
+        missed = []
+        for worker in self.client.ring.workers:
+            call = Call("POST", route, uri, f"{what} {uri} on {worker}", params)
+            try:
+                yield from self.client.call_on(worker, call)
+            except WorkerUnavailable as exc:
+                missed.append(f"{worker} ({exc})")
+        if missed:
+            raise WorkerUnavailable(f"{what} {uri}: not told to {', '.join(missed)}")
+
     def _tell_listeners(self, changed: Sequence[str], recursive: bool) -> None:
         for listener in self.listeners:
             listener(changed, recursive)

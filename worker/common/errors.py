@@ -90,6 +90,10 @@ class PayloadTooLarge(DoraError):
     """A write body larger than the worker's limit (413)."""
 
 
+class PinLimitExceeded(DoraError):
+    """A pin would take pinned bytes past ``dora.worker.page.store.pin.max`` (507)."""
+
+
 class RangeNotSatisfiable(DoraError, ValueError):
     """The requested byte range is outside the file (416). ``size`` is the file's size when
     known, so an answer can say ``Content-Range: bytes */size`` (RFC 9110)."""
@@ -241,6 +245,7 @@ CATALOGUE: tuple[ErrorKind, ...] = (
         (RangeNotSatisfiable,),
     ),
     ErrorKind("InternalError", 500, WorkerFailure, _IOE),
+    ErrorKind("PinLimitExceeded", 507, PinLimitExceeded, _IOE, (PinLimitExceeded,)),
     ErrorKind("UfsError", 502, UfsFailure, _IOE, (ufs.UfsError,)),
     ErrorKind("UfsUnavailable", 503, UfsUnavailable, _IOE, (ufs.UfsUnavailable,)),
     ErrorKind("WorkerBusy", 503, WorkerBusy, _IOE, (WorkerBusy,)),

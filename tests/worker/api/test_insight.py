@@ -26,6 +26,8 @@ def test_overview_names_the_roots_the_store_and_the_ufs_health(
     assert directory["used_bytes"] == 70_000
     assert directory["files"] == 1
     assert o["page_store"]["files"] == 1
+    assert o["page_store"]["pinned_bytes"] == 0  # what the console's Pinned card shows
+    assert o["page_store"]["pin_limit_bytes"] == o["page_store"]["capacity_bytes"] // 2
     assert o["metadata"]["memory_statuses"] >= 1
     assert o["stats"]["bytes_from_ufs"] == 70_000
 

@@ -33,7 +33,7 @@ def test_status_list_and_read_through(api: Api, data_dir: Path) -> None:
     assert status["size"] == len(content)
     assert status["cached_bytes"] == 0
     assert set(status) == {"uri", "name", "is_dir", "size", "mtime_ns", "version", "content_hash",
-                           "cached_bytes", "age_ms", "sync_interval_ms"}  # fmt: skip
+                           "cached_bytes", "pinned", "age_ms", "sync_interval_ms"}  # fmt: skip
     assert 0 <= status["age_ms"] < 60_000  # just loaded
     read = api.get("/v1/read", params={"path": uri(data_dir, "f.bin")})
     assert read.status_code == 200
@@ -426,7 +426,12 @@ def test_a_memory_hit_status_is_answered_on_the_loop_as_the_thread_path_would(
         assert answer.status_code == 200
         aged = answer.json()
         assert 0 <= aged.pop("age_ms") < 60_000  # just written
-        assert aged == {**status.to_dict(), "cached_bytes": 0, "sync_interval_ms": -1}
+        assert aged == {
+            **status.to_dict(),
+            "cached_bytes": 0,
+            "pinned": False,
+            "sync_interval_ms": -1,
+        }
         refused = api.get("/v1/status", params={"path": status.uri, "version": "other"})
         outside = api.get("/v1/status", params={"path": "s3://bucket/elsewhere"})
         assert refused.status_code != 200  # another version: asked of the UFS, which is down

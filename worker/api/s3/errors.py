@@ -70,6 +70,9 @@ BY_CATALOGUE: dict[str, tuple[str, int]] = {
     "UfsUnavailable": ("SlowDown", 503),
     "WorkerBusy": ("SlowDown", 503),
     "DeadlineExceeded": ("ServiceUnavailable", 503),
+    # Pins are made through REST v1 and the CLI, never through S3; should one ever surface
+    # here, it is the worker's refusal of more than it may hold, as HTTP's own 507 says.
+    "PinLimitExceeded": ("InsufficientStorage", 507),
 }
 
 

@@ -188,6 +188,7 @@ async function showCache() {
     ["Files cached", String(p.files)],
     ["Used", `${bytes(p.used_bytes)} of ${bytes(p.capacity_bytes)}`],
     ["Evictions", String(p.evictions)],
+    ["Pinned", `${bytes(p.pinned_bytes)} of ${bytes(p.pin_limit_bytes)}`, "pinned"],
   ]);
   const dirs = $("dirs");
   dirs.replaceChildren();
@@ -245,7 +246,8 @@ async function lookUp(event) {
     const s = await api(`/v1/status?path=${encodeURIComponent(path)}`);
     const pre = document.createElement("pre");
     const fraction = s.is_dir || !s.size ? "" : ` (${percent(s.cached_bytes / s.size)} cached)`;
-    pre.textContent = `${s.uri}\nversion ${s.version}\nsize ${bytes(s.size)}, cached ${bytes(s.cached_bytes)}${fraction}\n` +
+    const pinned = s.pinned ? ", pinned" : "";
+    pre.textContent = `${s.uri}\nversion ${s.version}\nsize ${bytes(s.size)}, cached ${bytes(s.cached_bytes)}${fraction}${pinned}\n` +
       `modified ${new Date(s.mtime_ns / 1e6).toISOString()}, confirmed ${s.age_ms ?? "-"} ms ago`;
     out.replaceChildren(pre);
   } catch (error) {

@@ -37,9 +37,11 @@ def cached_percent(size: int, cached: int) -> int:
 
 
 def long_line(info: dict[str, Any], human: bool) -> str:
-    """One ``ls`` line: kind (``d`` or ``-``), size, share cached, modification time, name."""
+    """One ``ls`` line: kind (``d`` or ``-``), size, share cached, ``pinned`` for a file whose
+    pages are pinned, modification time, name."""
+    pinned = "pinned" if info.get("pinned") else ""
     if info["type"] == "directory":
-        return f"d {'-':>14} {'':>4} {when(info['mtime_ns'])}  {info['name']}"
+        return f"d {'-':>14} {'':>4} {pinned:6} {when(info['mtime_ns'])}  {info['name']}"
     size = size_text(info["size"], human)
     cached = cached_percent(info["size"], info["cached_bytes"])
-    return f"- {size:>14} {cached:>3}% {when(info['mtime_ns'])}  {info['name']}"
+    return f"- {size:>14} {cached:>3}% {pinned:6} {when(info['mtime_ns'])}  {info['name']}"

@@ -1,5 +1,5 @@
-"""``dora fs rm``, ``mv``, ``mkdir``, ``touch``, ``invalidate`` and ``free``: changes made
-through the workers, so every worker's cache reflects them at once."""
+"""``dora fs rm``, ``mv``, ``mkdir``, ``touch``, ``invalidate``, ``free``, ``pin`` and ``unpin``:
+changes made through the workers, so every worker's cache reflects them at once."""
 
 from __future__ import annotations
 
@@ -53,4 +53,18 @@ def free(session: Session, args: argparse.Namespace) -> int:
     (``POST /v1/invalidate``); this is the name Alluxio users look for."""
     dropped = session.fs.invalidate_cache(args.path, recursive=args.recursive)
     print(f"freed {args.path}: {dropped} cached statuses dropped")
+    return 0
+
+
+def pin(session: Session, args: argparse.Namespace) -> int:
+    """Pin a file (a directory with ``-R``) on every worker: its pages are never evicted."""
+    session.fs.pin(args.path, recursive=args.recursive)
+    print(f"pinned {args.path}")
+    return 0
+
+
+def unpin(session: Session, args: argparse.Namespace) -> int:
+    """Drop a pin (with ``-R`` every pin below the path too) on every worker."""
+    session.fs.unpin(args.path, recursive=args.recursive)
+    print(f"unpinned {args.path}")
     return 0

@@ -28,3 +28,10 @@ def test_a_long_line_shows_kind_size_share_cached_time_and_name() -> None:
     folder = {"name": "s3://b/d", "type": "directory", "size": 0, "cached_bytes": 0,
               "mtime_ns": 0}  # fmt: skip
     assert long_line(folder, False).split() == ["d", "-", "s3://b/d"]
+
+
+def test_a_long_line_says_pinned_for_a_pinned_file() -> None:
+    info = {"name": "s3://b/k", "type": "file", "size": 2048, "cached_bytes": 2048,
+            "mtime_ns": 0, "pinned": True}  # fmt: skip
+    assert long_line(info, True).split() == ["-", "2.0", "KiB", "100%", "pinned", "s3://b/k"]
+    assert len(long_line(info, True)) == len(long_line({**info, "pinned": False}, True))
