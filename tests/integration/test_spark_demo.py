@@ -61,7 +61,10 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     # Outside writes: the worker, at -1, served each one's bytes, told by the filer's feed.
     assert "the filer's change feed consumed by: worker" in out.stdout
     outside = next(line for line in lines if line.strip().startswith("worker ") and "ms" in line)
-    assert "stale" not in outside and outside.count(" ms") == 5
+    # Served after (p50, max), then the feed lag of these writes' own events: their count,
+    # p50 and p99 (issue 36 item 8).
+    assert "stale" not in outside and outside.count(" ms") == 4
+    assert int(outside.split()[5]) >= 1
     assert "every answer matches the direct read of the UFS" in out.stdout
     # SeaweedFS, the worker and Spark's JVM are gone, and so is the per-run state.
     assert processes_mentioning(str(work)) == []
