@@ -135,6 +135,43 @@ class _StateCollector(Collector):
         yield needed
 
 
+# The metrics a front process (worker.procs) counts too, declared once so that its series and
+# the primary's have the same names, labels and help, which summing them needs.
+
+
+def request_latency(registry: CollectorRegistry) -> Histogram:
+    """REST request latency by route."""
+    return Histogram(
+        "dora_request_seconds",
+        "REST request latency by route",
+        ["route"],
+        buckets=LATENCY_BUCKETS,
+        registry=registry,
+    )
+
+
+def bytes_served(registry: CollectorRegistry) -> Counter:
+    """Bytes served to readers, by where they came from."""
+    return Counter(
+        "dora_bytes_served",
+        "Bytes served to readers, by where they came from",
+        ["source"],
+        registry=registry,
+    )
+
+
+def idle_timeouts(registry: CollectorRegistry) -> Counter:
+    """Connections ended by a deadline, by phase."""
+    return Counter(
+        "dora_http_idle_timeouts",
+        "Connections ended by a deadline: a request head not complete in time (head), a "
+        "body that stalled while read (body) or came slower than its minimum rate "
+        "(body_rate), an unread body still arriving after the answer (linger)",
+        ["phase"],
+        registry=registry,
+    )
+
+
 class Metrics:
     """The worker's metrics. Thread-safe (prometheus_client collectors are)."""
 
@@ -143,12 +180,7 @@ class Metrics:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.bytes_served = Counter(
-            "dora_bytes_served",
-            "Bytes served to readers, by where they came from",
-            ["source"],
-            registry=self.registry,
-        )
+        self.bytes_served = bytes_served(self.registry)
         self.ufs_latency = Histogram(
             "dora_ufs_call_seconds",
             "Latency of data reads from the UFS",
@@ -205,13 +237,7 @@ class Metrics:
 
     def _declare_http(self) -> None:
         """The HTTP layer's metrics: latency by route, error answers, uploads, deadlines."""
-        self.request_latency = Histogram(
-            "dora_request_seconds",
-            "REST request latency by route",
-            ["route"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
+        self.request_latency = request_latency(self.registry)
         self.errors = Counter(
             "dora_errors", "Error answers by code", ["code"], registry=self.registry
         )
@@ -225,14 +251,7 @@ class Metrics:
             "Requests with a body answered 503 because the upload cap was reached",
             registry=self.registry,
         )
-        self.idle_timeouts = Counter(
-            "dora_http_idle_timeouts",
-            "Connections ended by a deadline: a request head not complete in time (head), a "
-            "body that stalled while read (body) or came slower than its minimum rate "
-            "(body_rate), an unread body still arriving after the answer (linger)",
-            ["phase"],
-            registry=self.registry,
-        )
+        self.idle_timeouts = idle_timeouts(self.registry)
 
     def error_answered(self, code: str, message: str) -> None:
         """Count an error answer and remember it as the last of its code."""

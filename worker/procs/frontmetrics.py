@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
-from worker.metrics import LATENCY_BUCKETS
+from worker.metrics import bytes_served, idle_timeouts, request_latency
 
 
 class FrontMetrics:
@@ -16,31 +16,15 @@ class FrontMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)  # CPU seconds, summed over the processes
-        self.request_latency = Histogram(
-            "dora_request_seconds",
-            "REST request latency by route",
-            ["route"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.bytes_served = Counter(
-            "dora_bytes_served",
-            "Bytes served to readers, by where they came from",
-            ["source"],
-            registry=self.registry,
-        ).labels("front")
+        self.request_latency = request_latency(self.registry)
+        self.bytes_served = bytes_served(self.registry).labels("front")
         self.near_hits = Counter(
             "dora_front_near_cache_hits",
             "Statuses and listings a front process answered from its near-cache",
             ["kind"],
             registry=self.registry,
         )
-        self.idle_timeouts = Counter(
-            "dora_http_idle_timeouts",
-            "Connections ended by a deadline (head, body, linger)",
-            ["phase"],
-            registry=self.registry,
-        )
+        self.idle_timeouts = idle_timeouts(self.registry)
         self.passed_on = Counter(
             "dora_front_passed_on",
             "Requests a front process passed to the primary",
