@@ -33,6 +33,7 @@ SMALL_BODY_LIMIT = 64 << 10
 bytes, and its route reads it before it knows who is asking."""
 COPY_CHUNK = 1 << 20
 BATCH_BYTES = 4 << 20
+RAMP_SLICE = 64 << 10
 """About how much of a read body one thread-pool hop pulls (several pages): a hop per page
 was the largest cost of a warm read after the socket itself."""
 
@@ -129,31 +130,58 @@ async def read_body(
     start: Callable[[], ReadResult],
     answer: Callable[[ReadResult], tuple[int, dict[str, str]]],
     *,
-    budget: int = BATCH_BYTES,
-    slice_bytes: int | None = None,
+    ramp: bool = False,
 ) -> Response:
     """The answer to a read: ``start()`` (``WorkerService.read_span``) and its first batch
     in one thread-pool hop, so that its errors are answered with their status; then
     ``answer(result)``'s status and headers (Content-Length is added) over a
-    :class:`PagedBody` of ``budget`` bytes a hop, sent in ``slice_bytes`` slices if given."""
+    :class:`PagedBody`, ramped if ``ramp``."""
+    pace = Pace.ramped() if ramp else Pace()
 
     def opened() -> tuple[ReadResult, Batch]:
         result = start()
-        return result, pull(result.chunks, budget)
+        return result, pull(result.chunks, pace.budget)
 
     result, first = await run_in_threadpool(opened)
     status, headers = answer(result)
     headers["Content-Length"] = str(result.length)
-    return PagedBody(first, result.chunks, status, headers, budget, slice_bytes)
+    return PagedBody(first, result.chunks, status, headers, pace)
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How a :class:`PagedBody` sends: ``budget`` bytes pulled a thread-pool hop, chunks sent
+    in ``slice`` slices (None: whole). A ramped pace (:meth:`ramped`) starts at one chunk a
+    hop in RAMP_SLICE slices, so a client that reads what it needs and hangs up (WebHDFS
+    ``OPEN``: a footer, a row group) is sent little beyond it; both double with every batch
+    the client takes, so a client that reads on is soon sent as a whole read is, a batch of
+    BATCH_BYTES a hop in whole chunks (a hop and a send per 64 KiB cost a 256 MB read 1.7x the
+    worker's CPU of ``/v1/read``: ``python -m bench.open_bench``)."""
+
+    budget: int = BATCH_BYTES
+    slice: int | None = None
+
+    @classmethod
+    def ramped(cls) -> Pace:
+        return cls(budget=1, slice=RAMP_SLICE)
+
+    def after(self, batch: Batch) -> Pace:
+        """The pace for the batch after ``batch``."""
+        if self.slice is None:
+            return self
+        sent = sum(len(chunk) for chunk in batch.chunks)
+        budget = min(BATCH_BYTES, max(self.budget, sent) * 2)
+        grown = self.slice * 2
+        whole = budget >= BATCH_BYTES and all(len(c) <= grown for c in batch.chunks)
+        return Pace(budget, None if whole else grown)
 
 
 class PagedBody(Response):
     """A read's answer: ``first`` (pulled in the hop that resolved the read) and the rest of
-    ``chunks`` pulled a :func:`pull` batch of ``budget`` bytes per thread-pool hop, not a hop
-    per chunk as StreamingResponse does, the next batch while the last is sent; a read that
-    fits one batch needs no further hop. With ``slice_bytes``, chunks go out in slices of that
-    size, so that the server's flow control holds back at most a slice beyond what the socket
-    took (a client that reads what it needs and hangs up: WebHDFS ``OPEN``). An error of the
+    ``chunks`` pulled a :func:`pull` batch per thread-pool hop, not a hop per chunk as
+    StreamingResponse does, the next batch while the last is sent; a read that fits one batch
+    needs no further hop. ``pace`` sets the batches' size and the slices chunks go out in: a
+    slice is what the server's flow control holds back beyond what the socket took. An error of the
     iterator cuts the body short of its Content-Length (the connection closes), so a client
     sees an error, never mixed bytes; pulling stops when the client goes away, and the
     iterator is then closed (which cancels its read-ahead)."""
@@ -166,23 +194,21 @@ class PagedBody(Response):
         chunks: Iterator[bytes],
         status_code: int,
         headers: dict[str, str],
-        budget: int = BATCH_BYTES,
-        slice_bytes: int | None = None,
+        pace: Pace | None = None,
     ) -> None:
         self.status_code = status_code
         self.background = None
         self.init_headers(headers)
         self._first = first
         self._chunks = chunks
-        self._budget = budget
-        self._slice = slice_bytes
+        self._pace = pace or Pace()
         self._error: Exception | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code,
                     "headers": self.raw_headers})  # fmt: skip
         if self._first.done and self._first.error is None:
-            await self._send(send, self._first, last=True)
+            await self._send(send, self._first, last=True, step=self._pace.slice)
             return
         async with anyio.create_task_group() as group:
             group.start_soon(self._stream, send, group.cancel_scope)
@@ -196,11 +222,13 @@ class PagedBody(Response):
         pending: asyncio.Future[Batch] | None = None
         try:
             while not batch.done:
+                sending, self._pace = self._pace, self._pace.after(batch)
                 # The next batch is read while this one goes out: disk and socket overlap.
-                pending = asyncio.ensure_future(run_in_threadpool(pull, self._chunks, self._budget))
-                await self._send(send, batch, last=False)
+                pull_next = run_in_threadpool(pull, self._chunks, self._pace.budget)
+                pending = asyncio.ensure_future(pull_next)
+                await self._send(send, batch, last=False, step=sending.slice)
                 batch = await pending
-            await self._send(send, batch, last=batch.error is None)
+            await self._send(send, batch, last=batch.error is None, step=self._pace.slice)
             self._error = batch.error
         except Exception as exc:  # noqa: BLE001 — raised by __call__, after the task group
             self._error = exc
@@ -222,8 +250,7 @@ class PagedBody(Response):
         if close is not None:
             close()
 
-    async def _send(self, send: Send, batch: Batch, last: bool) -> None:
-        step = self._slice
+    async def _send(self, send: Send, batch: Batch, last: bool, step: int | None) -> None:
         for i, chunk in enumerate(batch.chunks):
             more = not last or i < len(batch.chunks) - 1
             if step is None or len(chunk) <= step:

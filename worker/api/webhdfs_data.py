@@ -37,8 +37,6 @@ from worker.common.ranges import Window
 from worker.request import RequestContext
 from worker.service import WorkerService
 
-SEND_SLICE = 64 << 10
-
 
 @dataclass(frozen=True)
 class OpenSpan:
@@ -72,12 +70,9 @@ async def open_file(
         target = await run_in_threadpool(owner, status.uri)
         extra = {"data": "true", "version": status.version}
         return _redirect(request, query, extra, target)
-    # A chunk a hop, sent in slices: what the client never reads is never filled.
+    # Ramped: what the client never reads is never filled, nor sent far beyond what it took.
     return await read_body(
-        lambda: service.read_span(call, span, ramp=True),
-        lambda result: (200, {}),
-        budget=1,
-        slice_bytes=SEND_SLICE,
+        lambda: service.read_span(call, span, ramp=True), lambda result: (200, {}), ramp=True
     )
 
 

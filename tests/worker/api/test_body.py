@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from worker.api.body import BATCH_BYTES, PagedBody, declared_length, pull
+from worker.api.body import BATCH_BYTES, RAMP_SLICE, PagedBody, Pace, declared_length, pull
 from worker.common.errors import InvalidRequest
 
 MB = 1 << 20
@@ -99,6 +99,31 @@ def test_pulling_stops_when_the_client_goes_away() -> None:
     chunks = counted()
     run(PagedBody(pull(chunks), chunks, 200, {}), asyncio.Event())
     assert len(pulled) < 10 * BATCH_BYTES // MB
+
+
+def test_a_ramped_body_starts_in_slices_and_ends_in_whole_chunks() -> None:
+    count = 4 * BATCH_BYTES // MB
+    chunks = pages(count)
+    pace = Pace.ramped()
+    sent = run(PagedBody(pull(chunks, pace.budget), chunks, 200, {}, pace))
+    sizes = [len(m["body"]) for m in sent[1:]]
+    assert body_of(sent) == b"".join(bytes([i]) * MB for i in range(count))
+    assert sizes[: MB // RAMP_SLICE] == [RAMP_SLICE] * (MB // RAMP_SLICE)
+    assert sizes[-BATCH_BYTES // MB :] == [MB] * (BATCH_BYTES // MB)
+
+
+def test_a_ramped_body_pulls_little_beyond_what_a_client_that_hangs_up_took() -> None:
+    pulled = []
+
+    def counted() -> Iterator[bytes]:
+        for chunk in pages(64):
+            pulled.append(1)
+            yield chunk
+
+    chunks = counted()
+    pace = Pace.ramped()
+    run(PagedBody(pull(chunks, pace.budget), chunks, 200, {}, pace), asyncio.Event())
+    assert len(pulled) <= 2
 
 
 @pytest.mark.parametrize(("given", "declared"), [([], None), ([(b"content-length", b"12")], 12)])
