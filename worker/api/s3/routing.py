@@ -108,6 +108,12 @@ def _bucket_operation(method: str, query: Any) -> tuple[str, Operation] | None:
         return "ListObjects", listing.list_objects
     if method == "POST" and "delete" in query:
         return "DeleteObjects", objects.delete_objects
+    if any(name in query for name in _SUBRESOURCES):
+        return None
+    if method == "PUT":
+        return "CreateBucket", bucketops.create_bucket
+    if method == "DELETE":
+        return "DeleteBucket", bucketops.delete_bucket
     return None
 
 
