@@ -228,6 +228,12 @@ class S3Backend(FsspecBackend):
         self._asked(self.s3("create_bucket", Bucket=name, **where), deadline)
 
     def delete_bucket(self, name: str, deadline: Deadline) -> None:
+        """S3 refuses to delete a bucket that holds objects; some stores (SeaweedFS) delete
+        them with it, so a bucket is looked into first, and refused (BucketNotEmpty) as S3
+        would. An object written between the look and the delete is the store's to keep."""
+        held = self._asked(self.s3("list_objects_v2", Bucket=name, MaxKeys=1), deadline)
+        if held.get("KeyCount") or held.get("Contents"):
+            raise UfsStoreRefused("BucketNotEmpty", 409, f"the bucket {name!r} is not empty")
         self._asked(self.s3("delete_bucket", Bucket=name), deadline)
 
     def _object(self, uri: str) -> dict[str, str]:

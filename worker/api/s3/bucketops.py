@@ -19,6 +19,7 @@ from worker.api.s3 import xmlbody
 from worker.api.s3.buckets import valid_name
 from worker.api.s3.call import S3Call
 from worker.api.s3.errors import S3Error, no_such_bucket, not_implemented
+from worker.common.deadlines import TIMEOUT_HEADER, request_deadline
 
 CREATE_BODY_LIMIT = 64 << 10
 """CreateBucketConfiguration is a few lines of XML."""
@@ -35,7 +36,7 @@ async def list_buckets(call: S3Call) -> Response:
     named = {name: endpoint.started_ns for name in endpoint.buckets}
     store = _store(call)
     if store is not None:
-        deadline = call.context(f"{endpoint.buckets.store}://").deadline
+        deadline = request_deadline(call.request.headers.get(TIMEOUT_HEADER))
         for bucket in await run_in_threadpool(store.list, deadline):
             named.setdefault(bucket.name, bucket.created_ns)
     answer = xmlbody.list_buckets(sorted(named.items()))
