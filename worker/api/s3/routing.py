@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.api.params import Lean
-from worker.api.s3 import bucketops, listing, multipart, objects
+from worker.api.s3 import bucketops, listing, objects, uploadops
 from worker.api.s3.call import Endpoint, S3Call
 from worker.api.s3.errors import answer, not_implemented, render, request_id, translated
 from worker.api.surface import Route, Surface
@@ -100,7 +100,7 @@ def _bucket_operation(method: str, query: Any) -> tuple[str, Operation] | None:
         if "location" in query:
             return "GetBucketLocation", bucketops.bucket_location
         if "uploads" in query:
-            return "ListMultipartUploads", multipart.list_uploads
+            return "ListMultipartUploads", uploadops.list_uploads
         if any(name in query for name in _SUBRESOURCES):
             return None
         if query.get("list-type") == "2":
@@ -123,24 +123,24 @@ def _object_operation(method: str, query: Any, headers: Any) -> tuple[str, Opera
     if any(name in query for name in _SUBRESOURCES if name != "uploads"):
         return None
     if method == "GET":
-        return ("ListParts", multipart.list_parts) if upload else ("GetObject", objects.get_object)
+        return ("ListParts", uploadops.list_parts) if upload else ("GetObject", objects.get_object)
     if method == "HEAD":
         return "HeadObject", objects.head_object
     if method == "PUT":
         if upload:
             if copy:
-                return "UploadPartCopy", multipart.upload_part_copy
-            return "UploadPart", multipart.upload_part
+                return "UploadPartCopy", uploadops.upload_part_copy
+            return "UploadPart", uploadops.upload_part
         return ("CopyObject", objects.copy_object) if copy else ("PutObject", objects.put_object)
     if method == "POST":
         if "uploads" in query:
-            return "CreateMultipartUpload", multipart.create
+            return "CreateMultipartUpload", uploadops.create
         if upload:
-            return "CompleteMultipartUpload", multipart.complete
+            return "CompleteMultipartUpload", uploadops.complete
         return None
     if method == "DELETE":
         if upload:
-            return "AbortMultipartUpload", multipart.abort
+            return "AbortMultipartUpload", uploadops.abort
         return "DeleteObject", objects.delete_object
     return None
 
