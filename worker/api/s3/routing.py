@@ -179,6 +179,10 @@ async def serve(endpoint: Endpoint, request: Request) -> Response:
         error = translated(exc)
         endpoint.service.metrics.error_answered(error.code, str(exc))
         response = answer(error, resource, head, rid)
+        if request.method in ("PUT", "POST"):
+            # A refusal may come before the body was read: what is left of it on the
+            # connection is no next request, so the connection ends with this answer.
+            response.headers["Connection"] = "close"
     response.headers["x-amz-request-id"] = rid
     latency = endpoint.service.metrics.request_latency.labels(f"s3:{name}")
     latency.observe(time.perf_counter() - started)
