@@ -74,6 +74,9 @@ def test_buckets_pass_through(whole_store: Endpoint, seaweedfs: LocalS3) -> None
     with pytest.raises(ClientError) as missing:
         s3.head_bucket(Bucket=name)
     assert code(missing)[1] == 404
+    with pytest.raises(ClientError) as unlisted:
+        s3.list_objects_v2(Bucket=name)
+    assert code(unlisted) == ("NoSuchBucket", 404)
     with pytest.raises(ClientError) as twice:
         s3.delete_bucket(Bucket=name)
     assert code(twice) == ("NoSuchBucket", 404)

@@ -10,6 +10,8 @@ and, through the cluster's feed, on the others."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
@@ -55,6 +57,19 @@ async def _exists(call: S3Call) -> None:
         raise no_such_bucket(bucket) from None
     if not status.is_dir:
         raise no_such_bucket(bucket)
+
+
+def in_existing_bucket(
+    operation: Callable[[S3Call], Awaitable[Response]],
+) -> Callable[[S3Call], Awaitable[Response]]:
+    """``operation`` answered only in a bucket that exists (a listing of a whole store's
+    bucket that is not there is NoSuchBucket, not an empty listing)."""
+
+    async def checked(call: S3Call) -> Response:
+        await _exists(call)
+        return await operation(call)
+
+    return checked
 
 
 async def head_bucket(call: S3Call) -> Response:

@@ -104,8 +104,8 @@ def _bucket_operation(method: str, query: Any) -> tuple[str, Operation] | None:
         if any(name in query for name in _SUBRESOURCES):
             return None
         if query.get("list-type") == "2":
-            return "ListObjectsV2", listing.list_objects_v2
-        return "ListObjects", listing.list_objects
+            return "ListObjectsV2", bucketops.in_existing_bucket(listing.list_objects_v2)
+        return "ListObjects", bucketops.in_existing_bucket(listing.list_objects)
     if method == "POST" and "delete" in query:
         return "DeleteObjects", objects.delete_objects
     if any(name in query for name in _SUBRESOURCES):
