@@ -17,12 +17,13 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
+from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from worker.locals3 import LocalS3
+from worker.locals3 import LocalS3, free_port
 
-from .conftest import BUCKET
+from .conftest import BUCKET, frozen
 from .s3_endpoint_support import KEY_ID, SECRET, Endpoint, start_worker, stop_worker, store_client
 from .test_upload_memory import rss, spooled, wait_for
 from .test_worker_process import WorkerProcess
@@ -212,3 +213,35 @@ def test_stalled_parts_wait_on_disk(tmp_path: Path, seaweedfs: LocalS3) -> None:
         s3.abort_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload)
     finally:
         stop_worker(worker, work)
+
+
+def test_each_store_call_has_its_deadline(tmp_path: Path, private_s3: LocalS3) -> None:
+    port = free_port()
+    worker = WorkerProcess(
+        tmp_path,
+        "dora.worker.ufs.roots=s3://",
+        *private_s3.storage_defines(),
+        "dora.ufs.call.deadline=2s",
+        f"dora.worker.s3.port={port}",
+        f"dora.worker.s3.access.key.id={KEY_ID}",
+        f"dora.worker.s3.secret.access.key={SECRET}",
+    )
+    endpoint = Endpoint(worker, f"http://127.0.0.1:{port}", "")
+    s3 = endpoint.client(config=Config(retries={"max_attempts": 1}, read_timeout=30))
+    try:
+        upload = s3.create_multipart_upload(Bucket="private", Key="k")["UploadId"]
+        with frozen(private_s3):
+            for call in (
+                lambda: s3.upload_part(Bucket="private", Key="k", UploadId=upload,
+                                       PartNumber=1, Body=b"part"),
+                lambda: s3.list_parts(Bucket="private", Key="k", UploadId=upload),
+                lambda: s3.create_bucket(Bucket="frozen-store"),
+            ):  # fmt: skip
+                started = time.monotonic()
+                with pytest.raises(ClientError) as late:
+                    call()
+                assert late.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+                assert time.monotonic() - started < 10
+        s3.abort_multipart_upload(Bucket="private", Key="k", UploadId=upload)
+    finally:
+        stop_worker(worker, tmp_path)
