@@ -6,6 +6,7 @@ memory."""
 import io
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -160,6 +161,36 @@ def test_aws_cli_cp_of_a_large_file(endpoint: Endpoint, seaweedfs: LocalS3, tmp_
     back = endpoint.aws("s3", "cp", f"s3://{BUCKET}/{key}", str(tmp_path / "back"))
     assert back.returncode == 0, back.stderr
     assert (tmp_path / "back").read_bytes() == data
+
+
+def test_a_large_part_streams_through_disk(
+    endpoint: Endpoint, endpoint_worker: tuple[WorkerProcess, str, Path]
+) -> None:
+    s3, key, pid = (
+        endpoint.client(),
+        f"{endpoint.prefix}/large-part",
+        endpoint_worker[0].process.pid,
+    )
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    data = os.urandom(64 * MIB)
+    before = rss(pid)
+    peak, done = [before], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], rss(pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=1, Body=data)
+    finally:
+        done.set()
+        sampler.join()
+    print(f"RSS peak grew by {(peak[0] - before) / MIB:.1f} MB for a part of 64 MB")
+    assert peak[0] - before < 24 * MIB
+    s3.abort_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload)
 
 
 STALLED = 8
