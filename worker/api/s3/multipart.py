@@ -3,13 +3,11 @@ directory, Azure; ``worker.api.s3.uploadops`` chooses): CreateMultipartUpload, U
 UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload, ListParts,
 ListMultipartUploads.
 
-Parts are kept under ``<dora.work.dir>/s3-uploads/<upload id>/``, each
-checked whole (signature, checksums) before it is renamed into place; completing an upload
-streams the parts, in order, through the service's one write path (to an S3 store that is the
-store's own multipart upload, a part per request, never the object in memory), so the object
-appears whole or not at all, and its ETag is the store's. Aborting, or completing, removes
-the upload's directory. Safe for concurrent requests: a part is written to a temporary name
-and renamed, and an upload's state is its directory."""
+Parts are kept under ``<dora.work.dir>/s3-uploads/<upload id>/``, each checked whole
+(signature, checksums) before it is renamed into place; completing an upload streams the
+parts, in order, through the service's one write path, so the object appears whole or not at
+all. Aborting, or completing, removes the upload's directory. Safe for concurrent requests: a
+part is written to a temporary name and renamed, and an upload's state is its directory."""
 
 from __future__ import annotations
 

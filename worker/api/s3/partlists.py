@@ -65,8 +65,8 @@ def _count(call: S3Call, name: str, default: str) -> int:
 
 def parts_paging(call: S3Call) -> tuple[int, int]:
     """ListParts' ``part-number-marker`` and ``max-parts`` (at most 1,000)."""
-    return _count(call, "part-number-marker", "0"), min(_count(call, "max-parts", "1000"),
-                                                        MAX_LISTED)  # fmt: skip
+    most = min(_count(call, "max-parts", "1000"), MAX_LISTED)
+    return _count(call, "part-number-marker", "0"), most
 
 
 def uploads_paging(call: S3Call) -> tuple[str, str, str, int]:
@@ -74,8 +74,8 @@ def uploads_paging(call: S3Call) -> tuple[str, str, str, int]:
     ``max-uploads`` (at most 1,000)."""
     query = call.request.query_params
     most = min(_count(call, "max-uploads", "1000"), MAX_LISTED)
-    return query.get("prefix", ""), query.get("key-marker", ""), query.get(
-        "upload-id-marker", ""), most  # fmt: skip
+    markers = query.get("key-marker", ""), query.get("upload-id-marker", "")
+    return query.get("prefix", ""), *markers, most
 
 
 def parts_result(
