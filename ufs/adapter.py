@@ -38,6 +38,7 @@ from ufs.local import LocalBackend
 from ufs.mapping import translate
 from ufs.options import UfsOptions
 from ufs.status import DIR_VERSION, UfsStatus, dir_status
+from ufs.stores import Buckets, BucketStore, Uploads, UploadStore
 
 __all__ = ["DIR_VERSION", "Ufs", "UfsOptions"]
 
@@ -115,6 +116,18 @@ class Ufs:
 
     def _of(self, uri: str) -> UfsBackend:
         return self._backend(uris.split(uri)[0])
+
+    def uploads(self, uri: str) -> Uploads | None:
+        """The store's own multipart uploads for ``uri``; None where the store has none."""
+        backend = self._of(uri)
+        return Uploads(backend, self._call) if isinstance(backend, UploadStore) else None
+
+    def buckets(self, scheme: str) -> Buckets | None:
+        """The buckets of the store ``scheme://`` names; None where it has none."""
+        backend = self._backend(scheme)
+        if not isinstance(backend, BucketStore):
+            return None
+        return Buckets(scheme, backend, self._call)
 
     def _call(
         self,

@@ -11,7 +11,8 @@ ROOTS: PropertyKey[list[str]] = PropertyKey(
     "dora.worker.ufs.roots",
     KeyType.LIST,
     "",
-    "Mount roots the worker may serve (full URIs, comma separated); anything else is refused.",
+    "Mount roots the worker may serve (full URIs, comma separated); anything else is refused. "
+    "s3:// alone is the whole store dora.ufs.s3.endpoint names: every bucket in it.",
 )
 RETRY_ATTEMPTS: PropertyKey[int] = PropertyKey(
     "dora.ufs.retry.max.attempts",

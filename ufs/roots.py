@@ -47,11 +47,13 @@ class MountRoots:
 
     ``roots`` are the canonical roots as configured; file roots are resolved once, here, so a
     root that is itself a link (``/data -> /mnt/disk``) works, and a root re-pointed later
-    refuses rather than follows.
+    refuses rather than follows. A root may be a whole S3 store (``s3://``, the one
+    ``dora.ufs.s3.endpoint`` names): every bucket in it is inside, while the store itself is
+    no URI an operation can name (``ufs.uri.normalize`` refuses it).
     """
 
     def __init__(self, roots: Iterable[str]) -> None:
-        self.roots = tuple(uris.normalize(root) for root in roots)
+        self.roots = tuple(_canonical(root) for root in roots)
         self._real_roots = tuple(
             resolve(path_of(root)) for root in self.roots if uris.split(root)[0] == "file"
         )
@@ -173,6 +175,19 @@ class MountRoots:
         except UfsError:
             return False
         return True
+
+
+def _canonical(root: str) -> str:
+    """A root's canonical form: ``scheme://`` for a whole S3 store, else the URI's."""
+    scheme, sep, rest = root.strip().partition("://")
+    if sep and not rest.strip("/") and scheme.lower() in uris.S3_SCHEMES:
+        return f"{scheme.lower()}://"
+    return uris.normalize(root)
+
+
+def is_store(root: str) -> bool:
+    """Whether canonical root ``root`` is a whole store (``s3://``)."""
+    return root.endswith("://")
 
 
 def _prefix(root: str) -> str:

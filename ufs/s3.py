@@ -8,22 +8,33 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import Any
+from typing import IO, Any, TypeVar
 
 import s3fs
 from botocore.exceptions import ClientError
 
+from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsTooLarge, UfsVersionChanged
+from ufs.errors import UfsInvalidPath, UfsTooLarge, UfsVersionChanged
 from ufs.generic import FsspecBackend, unquoted_etag
 from ufs.kinds.s3 import S3Options
 from ufs.options import UfsOptions
 from ufs.status import UfsStatus
+from ufs.stores import (
+    PartsPage,
+    StoreBucket,
+    StorePart,
+    StoreUpload,
+    UfsStoreRefused,
+    UploadsPage,
+)
 
+T = TypeVar("T")
 PART_SIZE = WRITE_CHUNK  # S3 wants parts of at least 5 MiB, all but the last
 MAX_PUT = 5 << 30  # the largest object S3 takes in one PUT
 
@@ -56,7 +67,8 @@ def storage_options(options: UfsOptions) -> dict[str, Any]:
 
 class S3Backend(FsspecBackend):
     """S3 (``s3://``, ``s3a://``) through s3fs. Versions are ETags, and a read with a version
-    carries ``If-Match``, so it can never return bytes of another version. Thread-safe."""
+    carries ``If-Match``, so it can never return bytes of another version. A
+    :class:`ufs.stores.BucketStore` and :class:`ufs.stores.UploadStore`. Thread-safe."""
 
     pins_versions = True
 
@@ -65,6 +77,7 @@ class S3Backend(FsspecBackend):
         # A failed upload's abort runs in the background by the call's own deadline, never a
         # caller's: a request whose time ran out still leaves no part behind.
         self._abort_s = options.call_deadline_ms / 1000
+        self._region = options.of(S3Options).region
         filesystem = s3fs.S3FileSystem(**storage_options(options))
         # s3fs retries some errors itself (5 times); ours are the bounded ones.
         filesystem.retries = 1
@@ -192,6 +205,98 @@ class S3Backend(FsspecBackend):
             uri, size, unquoted_etag(response.get("ETag")), _date_ns(response), deadline
         )
 
+    def _asked(self, request: Callable[[], Coroutine[Any, Any, T]], deadline: Deadline) -> T:
+        """A bucket or multipart request; the store's refusals of the caller's mistakes raise
+        :class:`UfsStoreRefused` with its code."""
+        try:
+            return self.run(request, deadline)
+        except OSError as exc:
+            refused = _refusal(exc)
+            if refused is not None:
+                raise refused from exc
+            raise
+
+    def list_buckets(self, deadline: Deadline) -> list[StoreBucket]:
+        answer = self._asked(self.s3("list_buckets"), deadline)
+        return [StoreBucket(str(b["Name"]), _ns(b.get("CreationDate")))
+                for b in answer.get("Buckets", [])]  # fmt: skip
+
+    def create_bucket(self, name: str, deadline: Deadline) -> None:
+        where: dict[str, Any] = {}
+        if self._region not in (None, "us-east-1"):
+            where["CreateBucketConfiguration"] = {"LocationConstraint": self._region}
+        self._asked(self.s3("create_bucket", Bucket=name, **where), deadline)
+
+    def delete_bucket(self, name: str, deadline: Deadline) -> None:
+        """S3 refuses to delete a bucket that holds objects; some stores (SeaweedFS) delete
+        them with it, so a bucket is looked into first, and refused (BucketNotEmpty) as S3
+        would. An object written between the look and the delete is the store's to keep."""
+        held = self._asked(self.s3("list_objects_v2", Bucket=name, MaxKeys=1), deadline)
+        if held.get("KeyCount") or held.get("Contents"):
+            raise UfsStoreRefused("BucketNotEmpty", 409, f"the bucket {name!r} is not empty")
+        self._asked(self.s3("delete_bucket", Bucket=name), deadline)
+
+    def _object(self, uri: str) -> dict[str, str]:
+        bucket, _, key = self.path(uri).partition("/")
+        return {"Bucket": bucket, "Key": key}
+
+    def create_upload(self, uri: str, deadline: Deadline) -> str:
+        created = self._asked(self.s3("create_multipart_upload", **self._object(uri)), deadline)
+        return str(created["UploadId"])
+
+    def upload_part(
+        self, uri: str, upload_id: str, number: int, body: IO[bytes], size: int, deadline: Deadline
+    ) -> str:
+        send = self.s3("upload_part", UploadId=upload_id, PartNumber=number, Body=body,
+                       ContentLength=size, **self._object(uri))  # fmt: skip
+        return str(self._asked(send, deadline)["ETag"])
+
+    def complete_upload(
+        self, uri: str, upload_id: str, parts: Sequence[tuple[int, str]], deadline: Deadline
+    ) -> UfsStatus:
+        """The object made; its status is the store's right after (S3's answer to a
+        completion names no size), so a later status equals it."""
+        listed = [{"PartNumber": number, "ETag": etag} for number, etag in parts]
+        done = self.s3("complete_multipart_upload", UploadId=upload_id,
+                       MultipartUpload={"Parts": listed}, **self._object(uri))  # fmt: skip
+        self._asked(done, deadline)
+        return self.status(uri, deadline)
+
+    def abort_upload(self, uri: str, upload_id: str, deadline: Deadline) -> None:
+        abort = self.s3("abort_multipart_upload", UploadId=upload_id, **self._object(uri))
+        self._asked(abort, deadline)
+
+    def list_parts(
+        self, uri: str, upload_id: str, after: int, most: int, deadline: Deadline
+    ) -> PartsPage:
+        listed = self._asked(self.s3("list_parts", UploadId=upload_id, PartNumberMarker=after,
+                                     MaxParts=most, **self._object(uri)), deadline)  # fmt: skip
+        parts = [
+            StorePart(
+                int(p["PartNumber"]), str(p["ETag"]), int(p["Size"]), _ns(p.get("LastModified"))
+            )
+            for p in listed.get("Parts", [])
+        ]
+        return PartsPage(parts, bool(listed.get("IsTruncated")))
+
+    def list_uploads(
+        self, prefix: str, after: tuple[str, str] | None, most: int, deadline: Deadline
+    ) -> UploadsPage:
+        bucket, _, key_prefix = prefix.partition("://")[2].partition("/")
+        markers: dict[str, Any] = {}
+        if after is not None:
+            markers = {"KeyMarker": self._object(after[0])["Key"], "UploadIdMarker": after[1]}
+        listed = self._asked(self.s3("list_multipart_uploads", Bucket=bucket, Prefix=key_prefix,
+                                     MaxUploads=most, **markers), deadline)  # fmt: skip
+        uploads = []
+        for upload in listed.get("Uploads", []):
+            try:
+                uri = uris.normalize(f"{self.scheme}://{bucket}/{upload['Key']}")
+            except UfsInvalidPath:
+                continue  # a key no canonical URI names: no caller can address it
+            uploads.append(StoreUpload(uri, str(upload["UploadId"]), _ns(upload.get("Initiated"))))
+        return UploadsPage(uploads, bool(listed.get("IsTruncated")))
+
 
 class _Multipart:
     """One multipart upload, created with its first part. Used by one thread at a time."""
@@ -237,6 +342,35 @@ def _date_ns(response: dict[str, Any]) -> int:
         return int(parsedate_to_datetime(date).timestamp()) * 1_000_000_000
     except (TypeError, ValueError):
         return time.time_ns()
+
+
+_REFUSALS = frozenset({
+    "NoSuchUpload", "InvalidPart", "InvalidPartOrder", "EntityTooSmall", "EntityTooLarge",
+    "NoSuchBucket", "BucketNotEmpty", "BucketAlreadyExists", "BucketAlreadyOwnedByYou",
+    "InvalidBucketName", "TooManyBuckets", "InvalidArgument", "InvalidRequest", "MalformedXML",
+})  # fmt: skip
+"""The store's codes for a bucket or multipart request that is the caller's mistake."""
+
+
+def _refusal(exc: BaseException) -> UfsStoreRefused | None:
+    """The store's refusal behind ``exc`` (s3fs wraps botocore's ClientError in an OSError),
+    when it is one of :data:`_REFUSALS`."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ClientError):
+            error = cause.response.get("Error", {})
+            code = str(error.get("Code", ""))
+            if code not in _REFUSALS:
+                return None
+            status = int(cause.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400))
+            return UfsStoreRefused(code, status, str(error.get("Message") or code))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _ns(moment: datetime | None) -> int:
+    """A time the store answered, in ns since the epoch; now if it gave none."""
+    return time.time_ns() if moment is None else int(moment.timestamp() * 1e9)
 
 
 def _precondition_failed(exc: BaseException) -> bool:

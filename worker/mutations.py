@@ -77,10 +77,24 @@ class Mutations:
         with self.audit.mutation(cmd, call, refusals_only=True):
             self.roots.check(call.uri)
 
+    def commit(
+        self, call: RequestContext, write: Callable[[str], UfsStatus]
+    ) -> tuple[UfsStatus, bool]:
+        """A write the caller makes by ``write(uri)`` (a store's own multipart upload,
+        completed), checked, audited and reflected in the cache as :meth:`write`'s is; the
+        new status and whether the file was created."""
+        with self.audit.mutation("create", call):
+            return self._recorded(call, write)
+
     def _write(self, call: RequestContext, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
+        return self._recorded(call, lambda uri: self.ufs.write(uri, data, deadline=call.deadline))
+
+    def _recorded(
+        self, call: RequestContext, write: Callable[[str], UfsStatus]
+    ) -> tuple[UfsStatus, bool]:
         uri = self.roots.check(call.uri)
         created = not self._exists(uri, call)
-        status = self.ufs.write(uri, data, deadline=call.deadline)
+        status = write(uri)
         self.meta.writes.record_write(
             uri, status, Operation.CREATED if created else Operation.UPDATED
         )

@@ -60,9 +60,9 @@ def store_client(seaweedfs: LocalS3) -> Any:
                         aws_secret_access_key=SECRET_KEY, region_name="us-east-1")  # fmt: skip
 
 
-def start_worker(work: Path, seaweedfs: LocalS3) -> tuple[WorkerProcess, str]:
+def start_worker(work: Path, seaweedfs: LocalS3, *defines: str) -> tuple[WorkerProcess, str]:
     """A worker serving bucket ``itest`` of ``seaweedfs`` and a local ``scratch`` bucket on
-    its S3 endpoint, with one key pair; the worker and the endpoint's URL."""
+    its S3 endpoint, with one key pair (and ``defines``); the worker and the endpoint's URL."""
     scratch = work / "scratch"
     scratch.mkdir()
     port = free_port()
@@ -75,6 +75,7 @@ def start_worker(work: Path, seaweedfs: LocalS3) -> tuple[WorkerProcess, str]:
         f"dora.worker.s3.access.key.id={KEY_ID}",
         f"dora.worker.s3.secret.access.key={SECRET}",
         "dora.worker.http.access.log=true",
+        *defines,
     )
     return worker, f"http://127.0.0.1:{port}"
 

@@ -178,3 +178,12 @@ def test_a_local_write_keeps_permissions_and_links(tmp_path: Path) -> None:
     assert (tmp_path / "link").is_symlink()
     assert (tmp_path / "f").read_bytes() == b"new"
     assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o640
+
+
+def test_only_a_store_with_them_offers_buckets_and_uploads(tmp_path: Path) -> None:
+    ufs = Ufs()
+    assert ufs.uploads(f"file://{tmp_path}/k") is None  # the S3 endpoint keeps parts on disk
+    assert ufs.buckets("file") is None
+    assert ufs.buckets("memory") is None
+    assert ufs.uploads("s3://bucket/k") is not None
+    assert ufs.buckets("s3") is not None

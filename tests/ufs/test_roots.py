@@ -258,3 +258,19 @@ def test_visible_of_an_object_store_listing_is_exactly_what_check_passes(
     assert roots.visible(entries) == expected
     assert [e.name for e in expected] == ["a", "b.parquet", "sub", "x%2Fy", "a b", "data"]
     assert not any(uri.startswith("s3://bucket/data/") and "%" not in uri for uri in checked)
+
+
+def test_a_whole_store_root_holds_its_buckets_and_nothing_else() -> None:
+    roots = MountRoots(["s3://", "file:///data"])
+    assert roots.roots == ("s3://", "file:///data")
+    assert roots.check("s3://any-bucket/a/b") == "s3://any-bucket/a/b"
+    assert roots.check("s3://any-bucket") == "s3://any-bucket"
+    for refused in ("s3://b/../x", "s3://b/a/../../c", "s3://"):
+        with pytest.raises(UfsInvalidPath):
+            roots.check(refused)
+    for outside in ("s3a://b/k", "gs://b/k", "file:///etc/passwd"):
+        with pytest.raises(UfsOutsideRoots):
+            roots.check(outside)
+    # Only an S3 store can be a root whole: any other scheme needs its bucket or host.
+    with pytest.raises(UfsInvalidPath):
+        MountRoots(["gs://"])

@@ -42,7 +42,7 @@ def test_errors_are_s3_xml(s3: S3Api) -> None:
     ("method", "path", "operation"),
     [("GET", "/data/k?tagging", "GetObjectTagging"),
      ("PUT", "/data?versioning", "PutBucketVersioning"),
-     ("PUT", "/newbucket", "PutBucket"), ("DELETE", "/data", "DeleteBucket"),
+     ("PUT", "/newbucket", "CreateBucket"), ("DELETE", "/data", "DeleteBucket"),
      ("POST", "/data/k", "PostObject"), ("GET", "/data?versions", "GetBucketVersions"),
      ("GET", "/data/k?versionId=3", "GetObjectVersion"),
      ("DELETE", "/data/k?versionId=3", "DeleteObjectVersion")],

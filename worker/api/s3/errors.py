@@ -8,6 +8,7 @@ import secrets
 
 from starlette.responses import Response
 
+from ufs.stores import UfsStoreRefused
 from worker.api.s3 import xmlbody
 from worker.api.s3auth import S3AuthError
 from worker.common import errors as catalogue
@@ -99,6 +100,9 @@ def translated(exc: Exception) -> S3Error:
         return exc
     if isinstance(exc, S3AuthError):
         return S3Error(exc.code, exc.status, exc.message)
+    if isinstance(exc, UfsStoreRefused):
+        # A whole store's or a store multipart upload's refusal: answered as the store did.
+        return S3Error(exc.code, exc.status, str(exc))
     kind = catalogue.kind_of(exc)
     if kind is None:
         raise exc

@@ -21,7 +21,8 @@ BUCKETS: PropertyKey[list[str]] = PropertyKey(
     "",
     "More buckets of the S3 endpoint, as name=URI pairs (scratch=file:///data/scratch); each "
     "URI must be a mount root or lie under one. Every s3://NAME mount root is bucket NAME "
-    "without being named here.",
+    "without being named here, and a mount root s3:// (the whole store) makes each of the "
+    "store's buckets one.",
 )
 DOMAIN: PropertyKey[str | None] = PropertyKey(
     "dora.worker.s3.domain",
@@ -57,8 +58,10 @@ UPLOAD_EXPIRY: PropertyKey[int] = PropertyKey(
     "dora.worker.s3.multipart.expiry",
     KeyType.DURATION,
     "7d",
-    "A multipart upload neither completed nor aborted this long after it began is removed "
-    "with its parts (kept on the worker's disk until then), when the next upload begins.",
+    "A multipart upload kept on the worker's disk (a bucket whose store has no multipart "
+    "uploads of its own: a local directory, Azure) neither completed nor aborted this long "
+    "after it began is removed with its parts, when the next upload begins. An S3 store's "
+    "uploads are the store's: its lifecycle rules remove abandoned ones.",
     minimum=1,
 )
 

@@ -1,13 +1,13 @@
-"""Multipart uploads: CreateMultipartUpload, UploadPart, UploadPartCopy,
-CompleteMultipartUpload, AbortMultipartUpload, ListParts, ListMultipartUploads.
+"""Multipart uploads kept on the worker's disk, for a store that has none of its own (a local
+directory, Azure; ``worker.api.s3.uploadops`` chooses): CreateMultipartUpload, UploadPart,
+UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload, ListParts,
+ListMultipartUploads.
 
-Parts are kept on the worker's disk, under ``<dora.work.dir>/s3-uploads/<upload id>/``, each
-checked whole (signature, checksums) before it is renamed into place; completing an upload
-streams the parts, in order, through the service's one write path (to an S3 store that is the
-store's own multipart upload, a part per request, never the object in memory), so the object
-appears whole or not at all, and its ETag is the store's. Aborting, or completing, removes
-the upload's directory. Safe for concurrent requests: a part is written to a temporary name
-and renamed, and an upload's state is its directory."""
+Parts are kept under ``<dora.work.dir>/s3-uploads/<upload id>/``, each checked whole
+(signature, checksums) before it is renamed into place; completing an upload streams the
+parts, in order, through the service's one write path, so the object appears whole or not at
+all. Aborting, or completing, removes the upload's directory. Safe for concurrent requests: a
+part is written to a temporary name and renamed, and an upload's state is its directory."""
 
 from __future__ import annotations
 
@@ -30,21 +30,29 @@ from pagestore import modes
 from ufs.status import UfsStatus
 from worker import keys as worker_keys
 from worker.api.body import COPY_CHUNK
-from worker.api.params import byte_range, header_number
+from worker.api.params import byte_range
 from worker.api.s3 import keys as s3_keys
 from worker.api.s3 import xmlbody
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag
-from worker.api.s3.errors import S3Error, invalid_argument
+from worker.api.s3.errors import S3Error
 from worker.api.s3.keepalive import answered_while_working
 from worker.api.s3.objects import pinned_chunks, source_status
+from worker.api.s3.partlists import (
+    COMPLETE_BODY_LIMIT,
+    MAX_PART,
+    MIN_PART,
+    ListedPart,
+    ListedUpload,
+    no_such_upload,
+    part_number,
+    parts_paging,
+    parts_result,
+    uploads_paging,
+    uploads_result,
+)
 from worker.api.s3.xmlbody import el
 
-MAX_PARTS = 10_000
-MIN_PART = 5 << 20
-"""S3's smallest part but the last."""
-MAX_PART = 5 << 30
-COMPLETE_BODY_LIMIT = 1 << 20
 _ID = re.compile(r"[0-9a-f]{32}")
 _PART = re.compile(r"(\d{5})\.([0-9a-f]{32})")
 _META = "upload.json"
@@ -84,16 +92,11 @@ class Upload:
         return sorted(found, key=lambda part: part.number)
 
 
-def _no_such_upload(upload_id: str) -> S3Error:
-    return S3Error("NoSuchUpload", 404, f"no upload {upload_id!r}: it was completed, aborted "
-                   "or never made")  # fmt: skip
-
-
 def _load(directory: Path, upload_id: str) -> Upload:
     try:
         meta = json.loads((directory / upload_id / _META).read_text())
     except (OSError, ValueError):
-        raise _no_such_upload(upload_id) from None
+        raise no_such_upload(upload_id) from None
     return Upload(upload_id, directory / upload_id, meta["bucket"], meta["key"],
                   meta["initiated_ns"], meta["initiator"])  # fmt: skip
 
@@ -102,10 +105,10 @@ def _upload(call: S3Call) -> Upload:
     """The upload the request's ``uploadId`` names, for its bucket and key; NoSuchUpload."""
     upload_id = call.request.query_params.get("uploadId", "")
     if _ID.fullmatch(upload_id) is None:
-        raise _no_such_upload(upload_id)
+        raise no_such_upload(upload_id)
     upload = _load(call.endpoint.uploads, upload_id)
     if (upload.bucket, upload.key) != (call.bucket, call.key):
-        raise _no_such_upload(upload_id)
+        raise no_such_upload(upload_id)
     return upload
 
 
@@ -146,14 +149,6 @@ async def create(call: S3Call) -> Response:
     return Response(answer, 200, media_type=xmlbody.MEDIA_TYPE)
 
 
-def _part_number(call: S3Call) -> int:
-    text = call.request.query_params.get("partNumber", "")
-    number = header_number("partNumber", text, text) if text.isdigit() else 0
-    if not 1 <= number <= MAX_PARTS:
-        raise invalid_argument(f"partNumber={text!r}: expected 1 to {MAX_PARTS}")
-    return number
-
-
 def _keep(upload: Upload, number: int, temp: Path, digest: str) -> None:
     """The part written to ``temp`` put in place of any earlier part ``number``."""
     final = upload.directory / f"{number:05d}.{digest}"
@@ -164,7 +159,7 @@ def _keep(upload: Upload, number: int, temp: Path, digest: str) -> None:
 
 
 async def upload_part(call: S3Call) -> Response:
-    upload, number = _upload(call), _part_number(call)
+    upload, number = _upload(call), part_number(call)
     limit = min(MAX_PART, call.service.config.get(worker_keys.MAX_WRITE_SIZE))
     temp = upload.directory / f".{number:05d}.{secrets.token_hex(4)}"
     md5 = hashlib.md5(usedforsecurity=False)
@@ -188,7 +183,7 @@ async def upload_part(call: S3Call) -> Response:
 async def upload_part_copy(call: S3Call) -> Response:
     """A part copied from a range of an object (``x-amz-copy-source-range``), pinned to the
     source's version."""
-    upload, number = _upload(call), _part_number(call)
+    upload, number = _upload(call), part_number(call)
     _, status = await source_status(call)
     header = call.request.headers.get("x-amz-copy-source-range")
     span = None if header is None else byte_range(header)
@@ -277,33 +272,10 @@ async def abort(call: S3Call) -> Response:
 
 async def list_parts(call: S3Call) -> Response:
     upload = _upload(call)
-    query = call.request.query_params
-    marker_text = query.get("part-number-marker", "0")
-    max_text = query.get("max-parts", "1000")
-    if not marker_text.isdigit() or not max_text.isdigit():
-        raise invalid_argument("part-number-marker and max-parts are non-negative integers")
-    marker, most = int(marker_text), min(int(max_text), 1000)
+    marker, most = parts_paging(call)
     parts = [part for part in await run_in_threadpool(upload.parts) if part.number > marker]
-    shown, truncated = parts[:most], len(parts) > most
-    body = "".join(
-        f"<Part>{el('PartNumber', part.number)}"
-        f"{el('LastModified', xmlbody.iso_time(part.mtime_ns))}"
-        f"{el('ETag', chr(34) + part.etag + chr(34))}{el('Size', part.size)}</Part>"
-        for part in shown
-    )
-    answer = xmlbody.document(
-        "ListPartsResult",
-        el("Bucket", upload.bucket),
-        el("Key", upload.key),
-        el("UploadId", upload.id),
-        el("PartNumberMarker", marker),
-        el("NextPartNumberMarker", shown[-1].number if shown else marker),
-        el("MaxParts", most),
-        el("IsTruncated", truncated),
-        f"<Initiator>{xmlbody.OWNER}</Initiator><Owner>{xmlbody.OWNER}</Owner>",
-        el("StorageClass", "STANDARD"),
-        body,
-    )
+    shown = [ListedPart(p.number, f'"{p.etag}"', p.size, p.mtime_ns) for p in parts[:most]]
+    answer = parts_result(call, upload.id, marker, most, shown, len(parts) > most)
     return Response(answer, 200, media_type=xmlbody.MEDIA_TYPE)
 
 
@@ -327,12 +299,8 @@ async def list_uploads(call: S3Call) -> Response:
     ``max-uploads`` (at most 1,000) after ``key-marker`` / ``upload-id-marker``."""
     bucket = call.named_bucket()
     call.endpoint.buckets.root(bucket)
-    query = call.request.query_params
-    prefix, key_marker = query.get("prefix", ""), query.get("key-marker", "")
-    id_marker, most_text = query.get("upload-id-marker", ""), query.get("max-uploads", "1000")
-    if not most_text.isdigit():
-        raise invalid_argument(f"max-uploads={most_text!r}: expected a non-negative integer")
-    most = min(int(most_text), 1000)
+    paging = uploads_paging(call)
+    prefix, key_marker, id_marker, most = paging
     uploads = await run_in_threadpool(_uploads_of, call, bucket, prefix)
     if key_marker:
         # After the marker's key; with an upload id too, after that upload of the same key.
@@ -340,26 +308,6 @@ async def list_uploads(call: S3Call) -> Response:
         skip_same = ids.index(id_marker) + 1 if id_marker in ids else len(ids)
         same = [u for u in uploads if u.key == key_marker][skip_same:]
         uploads = same + [u for u in uploads if u.key > key_marker]
-    shown, truncated = uploads[:most], len(uploads) > most
-    body = "".join(
-        f"<Upload>{el('Key', upload.key)}{el('UploadId', upload.id)}"
-        f"<Initiator>{xmlbody.OWNER}</Initiator><Owner>{xmlbody.OWNER}</Owner>"
-        f"{el('StorageClass', 'STANDARD')}"
-        f"{el('Initiated', xmlbody.iso_time(upload.initiated_ns))}</Upload>"
-        for upload in shown
-    )
-    following = ""
-    if truncated and shown:
-        following = el("NextKeyMarker", shown[-1].key) + el("NextUploadIdMarker", shown[-1].id)
-    answer = xmlbody.document(
-        "ListMultipartUploadsResult",
-        el("Bucket", bucket),
-        el("KeyMarker", key_marker),
-        el("UploadIdMarker", id_marker),
-        following,
-        el("Prefix", prefix),
-        el("MaxUploads", most),
-        el("IsTruncated", truncated),
-        body,
-    )
+    shown = [ListedUpload(u.key, u.id, u.initiated_ns) for u in uploads[:most]]
+    answer = uploads_result(call, paging, shown, len(uploads) > most)
     return Response(answer, 200, media_type=xmlbody.MEDIA_TYPE)

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from worker.api.params import Lean
-from worker.api.s3 import bucketops, listing, multipart, objects
+from worker.api.s3 import bucketops, listing, objects, uploadops
 from worker.api.s3.call import Endpoint, S3Call
 from worker.api.s3.errors import answer, not_implemented, render, request_id, translated
 from worker.api.surface import Route, Surface
@@ -100,14 +100,20 @@ def _bucket_operation(method: str, query: Any) -> tuple[str, Operation] | None:
         if "location" in query:
             return "GetBucketLocation", bucketops.bucket_location
         if "uploads" in query:
-            return "ListMultipartUploads", multipart.list_uploads
+            return "ListMultipartUploads", uploadops.list_uploads
         if any(name in query for name in _SUBRESOURCES):
             return None
         if query.get("list-type") == "2":
-            return "ListObjectsV2", listing.list_objects_v2
-        return "ListObjects", listing.list_objects
+            return "ListObjectsV2", bucketops.in_existing_bucket(listing.list_objects_v2)
+        return "ListObjects", bucketops.in_existing_bucket(listing.list_objects)
     if method == "POST" and "delete" in query:
         return "DeleteObjects", objects.delete_objects
+    if any(name in query for name in _SUBRESOURCES):
+        return None
+    if method == "PUT":
+        return "CreateBucket", bucketops.create_bucket
+    if method == "DELETE":
+        return "DeleteBucket", bucketops.delete_bucket
     return None
 
 
@@ -117,24 +123,24 @@ def _object_operation(method: str, query: Any, headers: Any) -> tuple[str, Opera
     if any(name in query for name in _SUBRESOURCES if name != "uploads"):
         return None
     if method == "GET":
-        return ("ListParts", multipart.list_parts) if upload else ("GetObject", objects.get_object)
+        return ("ListParts", uploadops.list_parts) if upload else ("GetObject", objects.get_object)
     if method == "HEAD":
         return "HeadObject", objects.head_object
     if method == "PUT":
         if upload:
             if copy:
-                return "UploadPartCopy", multipart.upload_part_copy
-            return "UploadPart", multipart.upload_part
+                return "UploadPartCopy", uploadops.upload_part_copy
+            return "UploadPart", uploadops.upload_part
         return ("CopyObject", objects.copy_object) if copy else ("PutObject", objects.put_object)
     if method == "POST":
         if "uploads" in query:
-            return "CreateMultipartUpload", multipart.create
+            return "CreateMultipartUpload", uploadops.create
         if upload:
-            return "CompleteMultipartUpload", multipart.complete
+            return "CompleteMultipartUpload", uploadops.complete
         return None
     if method == "DELETE":
         if upload:
-            return "AbortMultipartUpload", multipart.abort
+            return "AbortMultipartUpload", uploadops.abort
         return "DeleteObject", objects.delete_object
     return None
 
@@ -173,6 +179,10 @@ async def serve(endpoint: Endpoint, request: Request) -> Response:
         error = translated(exc)
         endpoint.service.metrics.error_answered(error.code, str(exc))
         response = answer(error, resource, head, rid)
+        if request.method in ("PUT", "POST"):
+            # A refusal may come before the body was read: what is left of it on the
+            # connection is no next request, so the connection ends with this answer.
+            response.headers["Connection"] = "close"
     response.headers["x-amz-request-id"] = rid
     latency = endpoint.service.metrics.request_latency.labels(f"s3:{name}")
     latency.observe(time.perf_counter() - started)

@@ -56,13 +56,14 @@ OWNER = el("ID", "doracache") + el("DisplayName", "doracache")
 """The owner every bucket and object shows: the worker answers as itself, whoever asked."""
 
 
-def list_buckets(names: Iterable[str], created_ns: int) -> bytes:
-    buckets = "".join(
+def list_buckets(buckets: Iterable[tuple[str, int]]) -> bytes:
+    """ListBuckets of (name, created in ns since the epoch) pairs."""
+    listed = "".join(
         f"<Bucket>{el('Name', name)}{el('CreationDate', iso_time(created_ns))}</Bucket>"
-        for name in names
+        for name, created_ns in buckets
     )
     return document("ListAllMyBucketsResult", f"<Owner>{OWNER}</Owner>",
-                    f"<Buckets>{buckets}</Buckets>")  # fmt: skip
+                    f"<Buckets>{listed}</Buckets>")  # fmt: skip
 
 
 def location() -> bytes:
