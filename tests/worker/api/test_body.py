@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from worker.api.body import BATCH_BYTES, RAMP_SLICE, PagedBody, Pace, declared_length, pull
+from worker.api.body import BATCH_BYTES, RAMP_SLICE, Pace, PagedBody, declared_length, pull
 from worker.common.errors import InvalidRequest
 
 MB = 1 << 20
