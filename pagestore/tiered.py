@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from pagestore.api import Keep, PutResult, Store, StoreStats
 from pagestore.page import PageId
+from pagestore.quota import NO_CHARGE, Charge
 from pagestore.shortcircuit import PageLocations
 
 
@@ -56,8 +57,11 @@ class TieredStore:
     def has_page(self, page_id: PageId) -> bool:
         return self._front.has_page(page_id) or self._back.has_page(page_id)
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
-        results = self._back.put_many(pages, keep)
+    def put_many(
+        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge = NO_CHARGE
+    ) -> list[PutResult]:
+        # Quotas bound the store of record; the front only holds copies, within its own size.
+        results = self._back.put_many(pages, keep, charge)
         small = [
             page
             for page, result in zip(pages, results, strict=True)
