@@ -10,7 +10,7 @@ from pagestore.evict import DEFAULT_EVICTOR, make_evictor
 from pagestore.files import uri_under
 from pagestore.page import PageId, PageKey, slice_page, version_key
 from pagestore.pins import HALF, PinMax, PinningEvictor, PinState, pin_file
-from pagestore.quota import NO_CHARGE, Charge, QuotaBook, Room
+from pagestore.quota import NO_CHARGE, Charge, QuotaBook
 from pagestore.shortcircuit import PageLocations
 
 
@@ -109,10 +109,10 @@ class MemoryStore:
         if len(data) > self._capacity:
             return PutResult.TOO_LARGE, 0
         evicted = 0
-        while (step := self._quotas.next_victim(charge, len(data))) is not Room.FITS:
-            if step is Room.FULL:
-                return PutResult.OVER_QUOTA, evicted
-            self._remove(step)
+        if not self._quotas.can_fit(charge, len(data)):
+            return PutResult.OVER_QUOTA, 0
+        while (victim := self._quotas.next_victim(charge, len(data))) is not None:
+            self._remove(victim)
             evicted += 1
         while self._used + len(data) > self._capacity:
             victim = self._evictor.evict()

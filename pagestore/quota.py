@@ -9,12 +9,12 @@ its limit gives up pages of its own, in its evictor's order, so a prefix that fi
 pushes out its own pages, never another's. Pinned pages count against their accounts but are
 never victims (:class:`~pagestore.pins.PinningEvictor` tells the book which pages may be
 evicted): an account full of pinned pages refuses the page instead
-(:attr:`~pagestore.api.PutResult.OVER_QUOTA`).
+(:attr:`~pagestore.api.PutResult.OVER_QUOTA`). Pages being written are not counted until they
+are stored, so concurrent writes may pass a limit by what they are writing at that moment.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -45,16 +45,6 @@ class QuotaUsage:
     used_bytes: int
     limit_bytes: int
     evictions: int
-
-
-class Room(enum.Enum):
-    """What :meth:`QuotaBook.next_victim` found, when it names no page to evict."""
-
-    FITS = "fits"
-    """Every account charged has room for the page."""
-    FULL = "full"
-    """An account charged is over its limit with nothing of its own that may be evicted (its
-    pages are pinned, or the page is larger than its limit): the page is not stored."""
 
 
 class _Ledger:
@@ -100,22 +90,25 @@ class QuotaBook:
         ledger.limit = account.limit  # a reloaded rule's limit applies from its next page
         return ledger
 
-    def next_victim(self, charge: Charge, size: int) -> PageKey | Room:
+    def can_fit(self, charge: Charge, size: int) -> bool:
+        """Whether ``size`` more bytes can fit every account of ``charge``, once they give up
+        what they may: False when one is full of pages that may not be evicted (pinned), or
+        smaller than ``size``."""
+        return not any(self._ledger(account).short(size) for account in charge)
+
+    def next_victim(self, charge: Charge, size: int) -> PageKey | None:
         """The next page to evict so that ``size`` more bytes fit every account of
-        ``charge``: one of the own pages of the first account without room, or
-        :class:`Room`. FULL comes before any victim is named: when it is the answer, nothing
-        needs evicting (the store must remove every page named, then ask again)."""
-        ledgers = [self._ledger(account) for account in charge]
-        if any(ledger.short(size) for ledger in ledgers):
-            return Room.FULL
-        for ledger in ledgers:
+        ``charge`` (one of the own pages of the first account without room), or None when
+        they fit (or cannot: ask :meth:`can_fit` first). The store must remove the page (it
+        is counted as the account's eviction) before asking again."""
+        for account in charge:
+            ledger = self._ledger(account)
             if ledger.used + size > ledger.limit:
                 victim = ledger.evictor.evict()
-                if victim is None:  # cannot happen while ``loose`` is right; refuse, not loop
-                    return Room.FULL
-                ledger.evictions += 1
+                if victim is not None:
+                    ledger.evictions += 1
                 return victim
-        return Room.FITS
+        return None
 
     def expect(self, key: PageKey, charge: Charge) -> None:
         """``key`` is about to be tracked (stored), charged to ``charge``."""

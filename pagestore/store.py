@@ -22,7 +22,7 @@ from pagestore.owner import ForeignPageDirError
 from pagestore.pack import packed
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
 from pagestore.pins import PinState, pin_file
-from pagestore.quota import NO_CHARGE, Charge, QuotaBook, Room
+from pagestore.quota import NO_CHARGE, Charge, QuotaBook
 from pagestore.reaper import DiskState, Reaper
 from pagestore.restore import remove_other_layouts, restore
 from pagestore.shortcircuit import PageLocation, PageLocations
@@ -402,11 +402,11 @@ class DiskStore:
             return PutResult.FAILED
         if d.reserved + size > d.capacity:
             return PutResult.NO_SPACE  # the space is taken by writes still in progress
-        if self._quotas.next_victim(charge, size) is Room.FULL:
+        if not self._quotas.can_fit(charge, size):
             return PutResult.OVER_QUOTA
         # The reference comes first, so evicting the file's other pages keeps its record.
         reservation = _Reservation(d, write_record=d.files.acquire(key.file_id, uri))
-        while isinstance(victim := self._quotas.next_victim(charge, size), PageKey):
+        while (victim := self._quotas.next_victim(charge, size)) is not None:
             self._quota_evict(reservation, victim)
         while d.used + d.reserved + size > d.capacity:
             victim = d.evictor.evict()

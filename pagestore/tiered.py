@@ -60,7 +60,6 @@ class TieredStore:
     def put_many(
         self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge = NO_CHARGE
     ) -> list[PutResult]:
-        # Quotas bound the store of record; the front only holds copies, within its own size.
         results = self._back.put_many(pages, keep, charge)
         small = [
             page
@@ -69,8 +68,8 @@ class TieredStore:
         ]
         if small:
             # ``keep`` again: an invalidation that came after the back store took the pages
-            # keeps their copies out too.
-            self._front.put_many(small, keep)
+            # keeps their copies out too; and the charge again: copies keep within quotas too.
+            self._front.put_many(small, keep, charge)
         return results
 
     def delete_file(self, file_id: str, version: str | None) -> int:
