@@ -82,6 +82,15 @@ def describe(service: WorkerService) -> dict[str, Any]:
             "invalidated_pages": page_stats.invalidated_pages,
             "pinned_bytes": page_stats.pinned_bytes,
             "pin_limit_bytes": page_stats.pin_limit_bytes,
+            "quotas": [
+                {
+                    "name": name,
+                    "used_bytes": q.used_bytes,
+                    "limit_bytes": q.limit_bytes,
+                    "evictions": q.evictions,
+                }
+                for name, q in page_stats.quotas.items()
+            ],
             "dirs": [
                 {
                     "path": d.path,

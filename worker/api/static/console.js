@@ -201,6 +201,14 @@ async function showCache() {
     cell(row, d.in_service ? "in service" : "OUT OF SERVICE");
   }
   dirs.append(t);
+  // One row per quota rule that has stored a page: its bytes against its limit.
+  $("quotas-none").hidden = p.quotas.length > 0;
+  table("quotas", ["quota", "used", "", "evictions"], p.quotas.map((q) => (row) => {
+    cell(row, q.name, "uri");
+    cell(row, `${bytes(q.used_bytes)} of ${bytes(q.limit_bytes)}`);
+    bar(row, q.limit_bytes ? q.used_bytes / q.limit_bytes : 0);
+    cell(row, String(q.evictions));
+  }));
   const samples = h.samples;
   const delta = (key) => (now, before) => Math.max(0, now[key] - before[key]);
   drawLineChart($("chart-hits"), [{
