@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import ssl
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.integration.test_worker_process import WorkerProcess, dora_fs
+from tests.integration.test_worker_process import DORA, WorkerProcess, dora_fs
 from tests.integration.tls_support import TlsWorker, tls_defines
 from tests.worker.tls.certs import CA
 
@@ -82,6 +83,14 @@ def test_a_prefix_over_its_quota_evicts_its_own_pages(tmp_path: Path, data: Path
             http.get("/v1/read", params={"path": f"file://{data}/capped/{n}.bin"})
         assert cached(http, pinned) == MB
         assert sum(cached(http, f"file://{data}/capped/{n}.bin") for n in range(6)) == 3 * MB
+        # What the policy did, as dora cache policy prints it.
+        done = subprocess.run(
+            [DORA, "cache", "policy", "--worker", worker.address],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"    {capped}: 3.0 MiB of 3.0 MiB, " in done.stdout, done.stdout
+        assert "reads 16 admitted, 0 passed through, 0 deferred" in done.stdout, done.stdout
     finally:
         worker.stop()
 

@@ -190,6 +190,15 @@ async function showCache() {
     ["Evictions", String(p.evictions)],
     ["Pinned", `${bytes(p.pinned_bytes)} of ${bytes(p.pin_limit_bytes)}`, "pinned"],
   ]);
+  // What the cache policy did (dora cache policy prints the same).
+  const c = o.policy, n = (d) => String(c.admission[d] || 0);
+  cards("policy-cards", [
+    ["Reads admitted", n("admitted"), "admitted"],
+    ["Passed through", n("passed_through"), "passed-through"],
+    ["Deferred (second read)", n("deferred"), "deferred"],
+    ["TTL frees", String(c.ttl_frees), "ttl-frees"],
+    ["Quota evictions", String(c.quota_evictions), "quota-evictions"],
+  ]);
   const dirs = $("dirs");
   dirs.replaceChildren();
   const t = document.createElement("table");
