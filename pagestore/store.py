@@ -8,7 +8,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from pagestore.api import DirUsage, Fault, Keep, PageFault, PutResult, StoreStats
 from pagestore.counters import Count
@@ -23,7 +22,7 @@ from pagestore.pack import packed
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
 from pagestore.pins import PinState, pin_file
 from pagestore.quota import NO_CHARGE, Charge, QuotaBook
-from pagestore.reaper import DiskState, Reaper
+from pagestore.reaper import DiskState, Reaper, Reservation
 from pagestore.restore import remove_other_layouts, restore
 from pagestore.shortcircuit import PageLocation, PageLocations
 
@@ -36,23 +35,6 @@ _DELETE_BATCH = 1024
 # a minute.
 STORM_WINDOW = 10.0
 STORM_MIN_PAGES = 100
-
-
-@dataclass
-class _Reservation:
-    """Room made for a page in ``dir``: the pages evicted for it and the records of files they
-    left without pages (both to unlink), whether the page's file needs its record, and the
-    pages its quotas gave up in other directories (``elsewhere``: theirs to unlink)."""
-
-    dir: StoreDir
-    write_record: bool
-    victims: list[PageKey] = field(default_factory=list)
-    records: list[str] = field(default_factory=list)
-    elsewhere: list[tuple[StoreDir, PageKey, list[str]]] = field(default_factory=list)
-
-    @property
-    def evicted(self) -> int:
-        return len(self.victims) + len(self.elsewhere)
 
 
 class DiskStore:
@@ -313,7 +295,7 @@ class DiskStore:
         if isinstance(reservation, PutResult):
             return reservation
         d = reservation.dir
-        self._unlink_victims(reservation)
+        self._reaper.unlink_evicted(reservation)
         try:
             if reservation.write_record:
                 d.disk.write_record(key.file_id, uri)
@@ -335,7 +317,7 @@ class DiskStore:
         page in a pack carries its file's URI, so no URI record is written for it."""
         results: list[PutResult] = [PutResult.OK] * len(pages)
         by_dir: dict[int, list[tuple[int, PageKey, bytes, str]]] = {}
-        reservations: list[_Reservation] = []
+        reservations: list[Reservation] = []
         with self._lock:
             for pos, (page_id, data, uri) in enumerate(pages):
                 key = page_id.key
@@ -347,7 +329,7 @@ class DiskStore:
                 by_dir.setdefault(reservation.dir.number, []).append((pos, key, data, uri))
         self._evicted(sum(r.evicted for r in reservations))
         for reservation in reservations:
-            self._unlink_victims(reservation)
+            self._reaper.unlink_evicted(reservation)
         for number, group in by_dir.items():
             d = self._dirs[number]
             try:
@@ -376,23 +358,18 @@ class DiskStore:
 
     def _reserve(
         self, key: PageKey, size: int, uri: str, charge: Charge
-    ) -> PutResult | _Reservation:
+    ) -> PutResult | Reservation:
         """Pick the page's directory, take a reference on its file and make room in it (and
         in its quotas); the key becomes busy."""
         with self._lock:
             reservation = self._reserve_locked(key, size, uri, charge)
-        if isinstance(reservation, _Reservation):
+        if isinstance(reservation, Reservation):
             self._evicted(reservation.evicted)
         return reservation
 
-    def _unlink_victims(self, reservation: _Reservation) -> None:
-        self._reaper.unlink(reservation.dir, reservation.victims, reservation.records)
-        for d, victim, records in reservation.elsewhere:
-            self._reaper.unlink(d, [victim], records)
-
     def _reserve_locked(
         self, key: PageKey, size: int, uri: str, charge: Charge
-    ) -> PutResult | _Reservation:
+    ) -> PutResult | Reservation:
         if self._closed or not self._ready.is_set() or key in self._busy:
             return PutResult.REJECTED
         if key in self._index:
@@ -405,29 +382,17 @@ class DiskStore:
         if not self._quotas.can_fit(charge, size):
             return PutResult.OVER_QUOTA
         # The reference comes first, so evicting the file's other pages keeps its record.
-        reservation = _Reservation(d, write_record=d.files.acquire(key.file_id, uri))
+        reservation = Reservation(d, write_record=d.files.acquire(key.file_id, uri))
         while (victim := self._quotas.next_victim(charge, size)) is not None:
-            self._quota_evict(reservation, victim)
+            self._reaper.evict(reservation, victim)  # the quota's page: maybe in another dir
         while d.used + d.reserved + size > d.capacity:
             victim = d.evictor.evict()
             if victim is None:
                 break
-            reservation.records += self._reaper.forget(d, victim)
-            reservation.victims.append(victim)
+            self._reaper.evict(reservation, victim, d)
         d.reserved += size
         self._busy.add(key)
         return reservation
-
-    def _quota_evict(self, reservation: _Reservation, victim: PageKey) -> None:
-        """Forget a page a quota gave up for the reserved page (the store lock held)."""
-        entry = self._index.get(victim)
-        vd = reservation.dir if entry is None else self._dirs[entry.dir]
-        records = self._reaper.forget(vd, victim)
-        if vd is reservation.dir:
-            reservation.victims.append(victim)
-            reservation.records += records
-        else:
-            reservation.elsewhere.append((vd, victim, records))
 
     def _evicted(self, pages: int) -> None:
         """Count pages evicted to make room, and warn of an eviction storm."""
