@@ -152,6 +152,9 @@ class PageFault(Exception):
         replaced since it was looked up), which is a plain miss."""
 
 
+ChargeOf = Callable[[str], Charge]
+"""The quotas a file's pages count against, by its URI (:meth:`PageStore.charge_restored`)."""
+
 Keep = Callable[[PageKey, str], bool]
 """Asked by a store under its lock just before a written page of the file at the URI becomes
 visible: False (the file was invalidated while its bytes were fetched) keeps it out."""
@@ -240,6 +243,10 @@ class Store(Space, Protocol):
 
     def pin(self, file_id: str, pinned: bool) -> None:
         """See :meth:`PageStore.pin`."""
+        ...
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """See :meth:`PageStore.charge_restored`; a store that restores nothing ignores it."""
         ...
 
 
@@ -365,6 +372,12 @@ class PageStore(Space, Protocol):
     def pin_when(self, covers: Callable[[str], bool]) -> None:
         """Pin each file whose URI ``covers`` accepts as its pages are stored (the worker's
         pins and rules); ``covers`` is called with no lock of the store held."""
+        ...
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """Charge each page a restore finds to ``charge_of(its file's URI)`` (the quotas its
+        path's rules give), as a page stored now would be; call it before :meth:`start`.
+        ``charge_of`` is called with no lock of the store held."""
         ...
 
     def pin_prefix(self, prefix: str, pinned: bool = True) -> int:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from pagestore.api import (
+    ChargeOf,
     Fault,
     Fill,
     Keep,
@@ -325,6 +326,10 @@ class PageCache:
     def pin_when(self, covers: Callable[[str], bool]) -> None:
         """See PageStore.pin_when."""
         self._covers = covers
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """See PageStore.charge_restored."""
+        self.store.charge_restored(charge_of)
 
     def pin_prefix(self, prefix: str, pinned: bool = True) -> int:
         """See PageStore.pin_prefix."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from pagestore.api import Keep, PutResult, StoreStats
+from pagestore.api import ChargeOf, Keep, PutResult, StoreStats
 from pagestore.evict import DEFAULT_EVICTOR, make_evictor
 from pagestore.files import uri_under
 from pagestore.page import PageId, PageKey, slice_page, version_key
@@ -84,6 +84,9 @@ class MemoryStore:
     def pin(self, file_id: str, pinned: bool) -> None:
         with self._lock:
             pin_file(self._pins, [self._evictor], file_id, pinned)
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """Nothing is restored."""
 
     def put_many(
         self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge = NO_CHARGE

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from pagestore.api import DirUsage, Fault, Keep, PageFault, PutResult, StoreStats
+from pagestore.api import ChargeOf, DirUsage, Fault, Keep, PageFault, PutResult, StoreStats
 from pagestore.counters import Count
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
@@ -69,6 +69,7 @@ class DiskStore:
         self._clock = clock
         self._pins = PinState(options.pin_max.limit(options.capacity_bytes))
         self._quotas = QuotaBook(options.evictor)
+        self._charge_of: ChargeOf = _no_charge
         self._state = DiskState(
             [
                 StoreDir(
@@ -169,8 +170,13 @@ class DiskStore:
         self._ready.set()
         remove_other_layouts(dirs)
 
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        self._charge_of = charge_of
+
     def _admit(self, number: int, found: list[ScanEntry], uris: dict[str, str]) -> list[ScanEntry]:
         refused: list[ScanEntry] = []
+        files = {entry.key.file_id for entry in found}
+        charges = {fid: self._charge_of(uris[fid]) for fid in files if fid in uris}
         with self._lock:
             d = self._dirs[number]
             for entry in found:
@@ -185,6 +191,7 @@ class DiskStore:
                     refused.append(entry)
                     continue
                 self._index.add(key, PageEntry(number, entry.size))
+                self._quotas.expect(key, charges[key.file_id])
                 d.evictor.on_put(key)
                 d.used += entry.size
                 d.files.adopt(key.file_id, uri, recorded=not entry.packed)
@@ -518,3 +525,7 @@ class DiskStore:
                     for d in self._dirs
                 ),
             )
+
+
+def _no_charge(uri: str) -> Charge:
+    return NO_CHARGE

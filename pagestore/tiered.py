@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pagestore.api import Keep, PutResult, Store, StoreStats
+from pagestore.api import ChargeOf, Keep, PutResult, Store, StoreStats
 from pagestore.page import PageId
 from pagestore.quota import NO_CHARGE, Charge
 from pagestore.shortcircuit import PageLocations
@@ -79,6 +79,9 @@ class TieredStore:
     def pin(self, file_id: str, pinned: bool) -> None:
         self._front.pin(file_id, pinned)
         self._back.pin(file_id, pinned)
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        self._back.charge_restored(charge_of)  # the front restores nothing
 
     def files_under(self, prefix: str) -> set[str]:
         return self._back.files_under(prefix) | self._front.files_under(prefix)

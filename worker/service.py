@@ -159,6 +159,7 @@ class WorkerService(Mutations, Pinning):
                 raise _refused(config, meta_keys.METASTORE_DIR, exc) from exc
             opened.callback(meta.close)
             opened.callback(pages.close)
+            pages.charge_restored(rules.charge_of)  # restored pages count against quotas too
             try:
                 pages.start()
             except ForeignPageDirError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,8 +92,20 @@ def test_a_prefix_over_its_quota_evicts_its_own_pages(tmp_path: Path, data: Path
         assert done.returncode == 0, done.stderr
         assert f"    {capped}: 3.0 MiB of 3.0 MiB, " in done.stdout, done.stdout
         assert "reads 16 admitted, 0 passed through, 0 deferred" in done.stdout, done.stdout
-    finally:
         worker.stop()
+        # After a restart the restored pages count against the quota again.
+        worker = WorkerProcess(
+            tmp_path / "w", f"dora.worker.ufs.roots=file://{data}", *STORE,
+            f"dora.worker.path.rules.file={rules}",
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not worker.http.get("/readyz").is_success and time.monotonic() < deadline:
+            time.sleep(0.1)
+        text = worker.http.get("/metrics").text
+        assert metric(text, "dora_quota_used_bytes", capped) == 3 * MB
+    finally:
+        if worker.process.poll() is None:
+            worker.stop()
 
 
 @pytest.fixture

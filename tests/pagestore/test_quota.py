@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pagestore.api import PageStore, PutResult
+from pagestore.factory import on_disk
 from pagestore.page import PageKey
 from pagestore.quota import Account, QuotaBook
 from tests.pagestore.support import (
@@ -144,3 +145,23 @@ def test_the_book_names_the_accounts_own_victims_never_pinned_ones() -> None:
         book.unevictable(key)
     assert not book.can_fit((A,), PAGE_SIZE)
     assert book.usage()[A.name].used_bytes == 3 * PAGE_SIZE
+
+
+def test_restored_pages_are_charged_by_their_uri(tmp_path: Path) -> None:
+    options = make_options(tmp_path, pages=16, dirs=2)
+    store = open_local(options)
+    for i in range(3):
+        assert put(store, FILE_A, i, A) is PutResult.OK
+    assert put(store, FILE_B, 0) is PutResult.OK
+    store.close()
+    again = on_disk(options)
+    again.charge_restored(lambda u: (A,) if u.endswith(FILE_A) else ())
+    again.start()
+    try:
+        assert again.wait_ready(30)
+        assert again.stats().quotas[A.name].used_bytes == 3 * PAGE_SIZE
+        assert put(again, FILE_C, 0, A) is PutResult.OK  # makes room from A's restored pages
+        assert pages_of(again, FILE_A) == 2
+        assert pages_of(again, FILE_B) == 1
+    finally:
+        again.close()
