@@ -1,7 +1,7 @@
 """Eviction policies side by side: scan resistance and following the work, hit ratio on a Zipf
 trace with periodic scans, the policies' own cost, and the scan scenario on a real worker.
 
-    .venv/bin/python -m bench.evict_bench [--repeats 3] [--sections shift,zipf,cost,worker]
+    .venv/bin/python -m bench.evict_bench [--repeats 3] [--sections shift,zipf,cost,worker,quota]
 
 Every section runs the real evictor classes (``pagestore/evict/``), each policy in the same run.
 
@@ -20,6 +20,8 @@ Every section runs the real evictor classes (``pagestore/evict/``), each policy 
 - ``worker``: ``tests/integration/test_eviction_worker.py``'s scenario on a real worker per
   policy (48 MB store of 1 MB pages, 32 MB hot set read twice, 256 MB scan, new 32 MB hot set
   read three times), shares from ``/v1/status``'s ``cached_bytes``.
+- ``quota``: what a read of a tracked page costs the default policy behind the stores'
+  ``PinningEvictor``, the page charged to a quota (its account's own evictor is told too) or not.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from pathlib import Path
 
 from pagestore.evict import DEFAULT_EVICTOR, EVICTORS, Evictor, make_evictor
 from pagestore.page import PageKey
+from pagestore.pins import PinningEvictor, PinState
+from pagestore.quota import Account, QuotaBook
 from tests.integration.test_eviction_worker import run_shift
 from tests.pagestore.evict_support import IdCache, scan_then_shift
 
@@ -195,6 +199,33 @@ def cost_table(repeats: int) -> None:
         )
 
 
+def quota_read_ns(charged: bool, tracked: int = 100_000) -> float:
+    """ns per read of a page the default policy tracks behind the stores' wrapper
+    (``PinningEvictor``), its page charged to a quota or not."""
+    book = QuotaBook(DEFAULT_EVICTOR)
+    evictor = PinningEvictor(make_evictor(DEFAULT_EVICTOR), PinState(0), lambda key: 1, book)
+    keys = [PageKey("f" * 64, "v" * 32, n) for n in range(tracked)]
+    for key in keys:
+        if charged:
+            book.expect(key, (Account("quota", 1 << 50),))
+        evictor.on_put(key)
+
+    def read() -> None:
+        for key in keys:
+            evictor.on_get(key)
+
+    return 1e9 * timed(read) / tracked
+
+
+def quota_table(repeats: int) -> None:
+    print("| pages | ns per read | vs uncharged |")
+    print("|---|---|---|")
+    plain = median_of([quota_read_ns(False) for _ in range(repeats)])
+    charged = median_of([quota_read_ns(True) for _ in range(repeats)])
+    print(f"| charged to no quota | {plain:.0f} | 1.00x |")
+    print(f"| charged to one quota | {charged:.0f} | {charged / plain:.2f}x |")
+
+
 def worker_table() -> None:
     print("| policy | hot set cached after the 256 MB scan | new hot set after 3 reads |")
     print("|---|---|---|")
@@ -216,7 +247,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--sections",
-        default="shift,zipf,cost,worker",
+        default="shift,zipf,cost,worker,quota",
         help="which sections to run, comma separated (default: all)",
     )
     args = parser.parse_args()
@@ -225,6 +256,10 @@ def main() -> None:
         "zipf": ("Zipf(1.0) with periodic scans", lambda: zipf_table(args.repeats)),
         "cost": ("one thread, 100,000 tracked pages", lambda: cost_table(args.repeats)),
         "worker": ("a real worker, 48 MB of 1 MB pages", worker_table),
+        "quota": (
+            "a read's cost with quotas, behind the stores' wrapper",
+            lambda: quota_table(args.repeats),
+        ),
     }
     for key in args.sections.split(","):
         title, section = sections[key]
