@@ -15,6 +15,7 @@ from typing import Protocol
 
 from pagestore.mrc import MissRatioCurve
 from pagestore.page import PageId, PageKey
+from pagestore.quota import NO_CHARGE, Charge, QuotaUsage
 from pagestore.shortcircuit import PageLocations
 
 
@@ -33,6 +34,9 @@ class PutResult(enum.Enum):
     REJECTED = "rejected"
     """Not stored by design: the store is closed or still restoring, the same page is being
     written or deleted right now, or the file was invalidated while its data was fetched."""
+    OVER_QUOTA = "over_quota"
+    """Not stored by design: a quota it is charged to (:mod:`pagestore.quota`) is full of
+    pages that may not be evicted (pinned), or is smaller than the page."""
 
     @property
     def failed(self) -> bool:
@@ -112,6 +116,8 @@ class StoreStats:
     """Bytes of pinned pages (:mod:`pagestore.pins`): never evicted."""
     pin_limit_bytes: int = 0
     """The bound on :attr:`pinned_bytes` (``dora.worker.page.store.pin.max``)."""
+    quotas: Mapping[str, QuotaUsage] = field(default_factory=dict)
+    """Each quota's bytes, limit and evictions (:mod:`pagestore.quota`), by name."""
 
     @property
     def puts(self) -> int:
@@ -145,6 +151,9 @@ class PageFault(Exception):
         """Whether this call dropped the page: False when it was already gone (evicted or
         replaced since it was looked up), which is a plain miss."""
 
+
+ChargeOf = Callable[[str], Charge]
+"""The quotas a file's pages count against, by its URI (:meth:`PageStore.charge_restored`)."""
 
 Keep = Callable[[PageKey, str], bool]
 """Asked by a store under its lock just before a written page of the file at the URI becomes
@@ -206,9 +215,13 @@ class Store(Space, Protocol):
         """Whether the page is stored; not an access."""
         ...
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
+    def put_many(
+        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge = NO_CHARGE
+    ) -> list[PutResult]:
         """Store pages ``(page_id, data, uri)`` (``uri``: the page's file), evicting others if
-        needed; a result per page, in order. A page ``keep`` refuses is REJECTED."""
+        needed; a result per page, in order. A page ``keep`` refuses is REJECTED. Each page is
+        charged to the accounts of ``charge``: one over its limit gives up its own pages first
+        (:mod:`pagestore.quota`), and a page none can make room for is OVER_QUOTA."""
         ...
 
     def delete_file(self, file_id: str, version: str | None) -> int:
@@ -230,6 +243,10 @@ class Store(Space, Protocol):
 
     def pin(self, file_id: str, pinned: bool) -> None:
         """See :meth:`PageStore.pin`."""
+        ...
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """See :meth:`PageStore.charge_restored`; a store that restores nothing ignores it."""
         ...
 
 
@@ -270,8 +287,9 @@ class PageStore(Space, Protocol):
         """The bytes :meth:`read` returns, or None if it did not hit."""
         ...
 
-    def put(self, page_id: PageId, data: bytes, uri: str) -> PutResult:
-        """Store a page of the file at ``uri``, evicting others if needed."""
+    def put(self, page_id: PageId, data: bytes, uri: str, charge: Charge = NO_CHARGE) -> PutResult:
+        """Store a page of the file at ``uri``, evicting others if needed, charged to the
+        accounts of ``charge`` (see :meth:`Store.put_many`)."""
         ...
 
     def mark(self) -> int:
@@ -280,20 +298,28 @@ class PageStore(Space, Protocol):
         keeps them out."""
         ...
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], since: int) -> list[PutResult]:
+    def put_many(
+        self, pages: Sequence[tuple[PageId, bytes, str]], since: int, charge: Charge = NO_CHARGE
+    ) -> list[PutResult]:
         """Store pages ``(page_id, data, uri)`` fetched after ``since`` (see :meth:`mark`), as
         :meth:`put` stores one; a result per page, in order. Small pages of many files are
         written together, which is what makes loading many small files cheap."""
         ...
 
-    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
+    def get_or_fill(
+        self, page_id: PageId, fill: Callable[[], bytes], uri: str, charge: Charge = NO_CHARGE
+    ) -> Fill:
         """The whole page, from the store or from ``fill()`` (then stored when possible, as a
-        page of the file at ``uri``). Concurrent callers for one page share one ``fill()``;
-        its exceptions reach them all."""
+        page of the file at ``uri``, charged to ``charge``). Concurrent callers for one page
+        share one ``fill()``; its exceptions reach them all."""
         ...
 
     def fill_run(
-        self, page_ids: Sequence[PageId], fetch: Callable[[int, int], list[bytes]], uri: str
+        self,
+        page_ids: Sequence[PageId],
+        fetch: Callable[[int, int], list[bytes]],
+        uri: str,
+        charge: Charge = NO_CHARGE,
     ) -> list[Fill]:
         """:meth:`get_or_fill` of consecutive pages of one file version (``page_ids`` in index
         order), one :class:`Fill` each, with one ``fetch(first index, count)`` — the pages'
@@ -346,6 +372,12 @@ class PageStore(Space, Protocol):
     def pin_when(self, covers: Callable[[str], bool]) -> None:
         """Pin each file whose URI ``covers`` accepts as its pages are stored (the worker's
         pins and rules); ``covers`` is called with no lock of the store held."""
+        ...
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """Charge each page a restore finds to ``charge_of(its file's URI)`` (the quotas its
+        path's rules give), as a page stored now would be; call it before :meth:`start`.
+        ``charge_of`` is called with no lock of the store held."""
         ...
 
     def pin_prefix(self, prefix: str, pinned: bool = True) -> int:

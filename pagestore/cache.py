@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from pagestore.api import (
+    ChargeOf,
     Fault,
     Fill,
     Keep,
@@ -29,6 +30,7 @@ from pagestore.flight import FlightCall, SingleFlight
 from pagestore.invalidation import Invalidation, InvalidationLog
 from pagestore.mrc import MissRatioCurve
 from pagestore.page import PageId, PageKey, check_pages, check_range, version_key
+from pagestore.quota import NO_CHARGE, Charge
 from pagestore.shortcircuit import PageLocations
 
 logger = logging.getLogger(__name__)
@@ -165,17 +167,19 @@ class PageCache:
 
         return keep
 
-    def put(self, page_id: PageId, data: bytes, uri: str) -> PutResult:
+    def put(self, page_id: PageId, data: bytes, uri: str, charge: Charge = NO_CHARGE) -> PutResult:
         """See PageStore.put."""
-        return self.put_many([(page_id, data, uri)], self.mark())[0]
+        return self.put_many([(page_id, data, uri)], self.mark(), charge)[0]
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], since: int) -> list[PutResult]:
+    def put_many(
+        self, pages: Sequence[tuple[PageId, bytes, str]], since: int, charge: Charge = NO_CHARGE
+    ) -> list[PutResult]:
         """See PageStore.put_many."""
         fit = [page for page in pages if len(page[1]) <= self.page_size]
         for file_id, uri in {(page_id.file_id, uri) for page_id, _, uri in fit}:
             if self._covers(uri):
                 self.store.pin(file_id, True)
-        stored = iter(self.store.put_many(fit, self._keeper(since)) if fit else [])
+        stored = iter(self.store.put_many(fit, self._keeper(since), charge) if fit else [])
         results = [
             next(stored) if len(data) <= self.page_size else PutResult.TOO_LARGE
             for _, data, _ in pages
@@ -186,7 +190,9 @@ class PageCache:
                 self.advice.record(page_id)
         return results
 
-    def get_or_fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
+    def get_or_fill(
+        self, page_id: PageId, fill: Callable[[], bytes], uri: str, charge: Charge = NO_CHARGE
+    ) -> Fill:
         """See PageStore.get_or_fill."""
         found = self.read(page_id)
         if found.lookup is Lookup.HIT:
@@ -196,7 +202,7 @@ class PageCache:
         def lead() -> Fill:
             nonlocal led
             led = True
-            return self._fill(page_id, fill, uri)
+            return self._fill(page_id, fill, uri, charge)
 
         shared = self._flights.run(page_id, lead)
         failed = found.lookup is Lookup.FAILED
@@ -204,7 +210,7 @@ class PageCache:
             return Fill(shared.data, fetched=False, cache_failure=failed)
         return Fill(shared.data, shared.fetched, shared.cache_failure or failed)
 
-    def _fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str) -> Fill:
+    def _fill(self, page_id: PageId, fill: Callable[[], bytes], uri: str, charge: Charge) -> Fill:
         since = self.mark()
         # A caller that missed just before the previous flight for this page stored it finds
         # the page here instead of fetching it a second time.
@@ -213,7 +219,7 @@ class PageCache:
             return Fill(found.data, fetched=False, cache_failure=False)
         failed = found is not None and found.lookup is Lookup.FAILED
         data = fill()
-        stored = self.put_many([(page_id, data, uri)], since)[0]
+        stored = self.put_many([(page_id, data, uri)], since, charge)[0]
         return Fill(data, fetched=True, cache_failure=failed or stored.failed)
 
     def _stored(self, page_id: PageId) -> PageRead | None:
@@ -221,7 +227,11 @@ class PageCache:
         return self.read(page_id) if self.has_page(page_id) else None
 
     def fill_run(
-        self, page_ids: Sequence[PageId], fetch: Callable[[int, int], list[bytes]], uri: str
+        self,
+        page_ids: Sequence[PageId],
+        fetch: Callable[[int, int], list[bytes]],
+        uri: str,
+        charge: Charge = NO_CHARGE,
     ) -> list[Fill]:
         """See PageStore.fill_run."""
         fills: list[Fill | None] = [None] * len(page_ids)
@@ -237,14 +247,14 @@ class PageCache:
             leader, call = self._flights.begin(page_id)
             (led if leader else joined).append((pos, call))
         # Every page led is ended before any joined one is waited on (see SingleFlight.begin).
-        self._fill_led(page_ids, led, failed, fills, fetch, uri)
+        self._fill_led(page_ids, led, failed, fills, fetch, uri, charge)
         for pos, call in joined:
             try:
                 shared = self._flights.wait(call)
             except TimeoutError:
                 # The leader's own deadline, not this caller's (as SingleFlight.run): this
                 # caller fetches the page with its fetch (joining a newer fill if one runs).
-                fills[pos] = self.fill_run([page_ids[pos]], fetch, uri)[0]
+                fills[pos] = self.fill_run([page_ids[pos]], fetch, uri, charge)[0]
                 continue
             fills[pos] = Fill(shared.data, fetched=False, cache_failure=failed[pos])
         return [fill for fill in fills if fill is not None]
@@ -257,6 +267,7 @@ class PageCache:
         fills: list[Fill | None],
         fetch: Callable[[int, int], list[bytes]],
         uri: str,
+        charge: Charge,
     ) -> None:
         """Fetch and store the pages this caller leads, a run of consecutive ones per fetch,
         ending each page's call; a failure ends every call not yet ended with it."""
@@ -276,7 +287,7 @@ class PageCache:
             for run in _consecutive(to_fetch):
                 datas = fetch(page_ids[run[0][0]].index, len(run))
                 for (pos, call), data in zip(run, datas, strict=True):
-                    stored = self.put_many([(page_ids[pos], data, uri)], since)[0]
+                    stored = self.put_many([(page_ids[pos], data, uri)], since, charge)[0]
                     fill = Fill(data, True, failed[pos] or stored.failed)
                     fills[pos] = fill
                     self._flights.end(page_ids[pos], call, fill)
@@ -316,6 +327,10 @@ class PageCache:
         """See PageStore.pin_when."""
         self._covers = covers
 
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """See PageStore.charge_restored."""
+        self.store.charge_restored(charge_of)
+
     def pin_prefix(self, prefix: str, pinned: bool = True) -> int:
         """See PageStore.pin_prefix."""
         self.store.wait_ready()
@@ -351,6 +366,7 @@ class PageCache:
             dirs=below.dirs,
             pinned_bytes=below.pinned_bytes,
             pin_limit_bytes=below.pin_limit_bytes,
+            quotas=below.quotas,
         )
 
 

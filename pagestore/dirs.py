@@ -13,6 +13,7 @@ from pagestore.files import FileTable
 from pagestore.options import PageDirOptions
 from pagestore.page import PageKey
 from pagestore.pins import PinningEvictor, PinState
+from pagestore.quota import QuotaBook
 
 
 class StoreDir:
@@ -27,6 +28,7 @@ class StoreDir:
         evictor: str,
         pins: PinState,
         size_of: Callable[[PageKey], int],
+        quotas: QuotaBook | None = None,
     ) -> None:
         self.number = number
         self.disk = PageDir(options.path, page_size)
@@ -36,6 +38,7 @@ class StoreDir:
         self._policy = evictor
         self._pins = pins
         self._size_of = size_of
+        self._quotas = quotas
         self.evictor = self._new_evictor()
         self.files = FileTable()
         self.in_service = True
@@ -45,13 +48,13 @@ class StoreDir:
         """Forget the pages and files (the caller drops the pages from the index); in-flight
         reservations are released by their writers as usual."""
         self.in_service = False
-        self._pins.used -= self.evictor.held_bytes
+        self.evictor.clear()
         self.evictor = self._new_evictor()
         self.files.clear()
         self.used = 0
 
     def _new_evictor(self) -> PinningEvictor:
-        return PinningEvictor(make_evictor(self._policy), self._pins, self._size_of)
+        return PinningEvictor(make_evictor(self._policy), self._pins, self._size_of, self._quotas)
 
     def score(self, file_id: str) -> float:
         """Weighted rendezvous hashing: a file's pages go to the directory scoring highest, each

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from pagestore.api import Keep, PutResult, StoreStats
+from pagestore.api import ChargeOf, Keep, PutResult, StoreStats
 from pagestore.evict import DEFAULT_EVICTOR, make_evictor
 from pagestore.files import uri_under
 from pagestore.page import PageId, PageKey, slice_page, version_key
 from pagestore.pins import HALF, PinMax, PinningEvictor, PinState, pin_file
+from pagestore.quota import NO_CHARGE, Charge, QuotaBook
 from pagestore.shortcircuit import PageLocations
 
 
@@ -32,7 +33,10 @@ class MemoryStore:
         self._used = 0
         self._evictions = 0
         self._pins = PinState(pin_max.limit(capacity))
-        self._evictor = PinningEvictor(make_evictor(evictor), self._pins, self._page_bytes)
+        self._quotas = QuotaBook(evictor)
+        self._evictor = PinningEvictor(
+            make_evictor(evictor), self._pins, self._page_bytes, self._quotas
+        )
         self._closed = False
 
     def start(self) -> None:
@@ -81,18 +85,25 @@ class MemoryStore:
         with self._lock:
             pin_file(self._pins, [self._evictor], file_id, pinned)
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        """Nothing is restored."""
+
+    def put_many(
+        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge = NO_CHARGE
+    ) -> list[PutResult]:
         results = []
         evicted = 0
         with self._lock:
             for page_id, data, uri in pages:
-                result, victims = self._put(page_id.key, data, uri, keep)
+                result, victims = self._put(page_id.key, data, uri, keep, charge)
                 results.append(result)
                 evicted += victims
             self._evictions += evicted
         return results
 
-    def _put(self, key: PageKey, data: bytes, uri: str, keep: Keep) -> tuple[PutResult, int]:
+    def _put(
+        self, key: PageKey, data: bytes, uri: str, keep: Keep, charge: Charge
+    ) -> tuple[PutResult, int]:
         """Store one page under the lock; the outcome and how many pages were evicted."""
         if self._closed or not keep(key, uri):
             return PutResult.REJECTED, 0
@@ -101,6 +112,11 @@ class MemoryStore:
         if len(data) > self._capacity:
             return PutResult.TOO_LARGE, 0
         evicted = 0
+        if not self._quotas.can_fit(charge, len(data)):
+            return PutResult.OVER_QUOTA, 0
+        while (victim := self._quotas.next_victim(charge, len(data))) is not None:
+            self._remove(victim)
+            evicted += 1
         while self._used + len(data) > self._capacity:
             victim = self._evictor.evict()
             if victim is None:
@@ -111,6 +127,7 @@ class MemoryStore:
         self._used += len(data)
         pages = self._uris.get(key.file_id, (uri, 0))[1]
         self._uris[key.file_id] = (uri, pages + 1)
+        self._quotas.expect(key, charge)
         self._evictor.on_put(key)
         return PutResult.OK, evicted
 
@@ -162,4 +179,5 @@ class MemoryStore:
                 evictions=self._evictions,
                 pinned_bytes=self._pins.used,
                 pin_limit_bytes=self._pins.limit,
+                quotas=self._quotas.usage(),
             )

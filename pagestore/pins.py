@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from config.units import format_size, parse_size
 from pagestore.evict import Evictor
 from pagestore.page import PageKey
+from pagestore.quota import QuotaBook
 
 _SHARE = re.compile(r"0?\.\d+|1(\.0*)?|0")
 
@@ -66,14 +67,22 @@ class PinState:
 class PinningEvictor:
     """``policy`` with the pages of pinned files kept out of it (an
     :class:`~pagestore.evict.Evictor` itself). ``size_of`` gives a tracked page's data size
-    (the store's index entry). Not thread-safe: the store calls it under its lock."""
+    (the store's index entry). It also tells the store's ``quotas`` (:mod:`pagestore.quota`)
+    which pages are stored and which of them may be evicted, so a quota's victims are never
+    pinned. Not thread-safe: the store calls it under its lock."""
 
     def __init__(
-        self, policy: Evictor[PageKey], state: PinState, size_of: Callable[[PageKey], int]
+        self,
+        policy: Evictor[PageKey],
+        state: PinState,
+        size_of: Callable[[PageKey], int],
+        quotas: QuotaBook | None = None,
     ) -> None:
         self._policy = policy
         self._state = state
         self._size_of = size_of
+        # A book nothing is charged to never makes an evictor: its policy does not matter.
+        self._quotas = QuotaBook("lru") if quotas is None else quotas
         self._keys: dict[str, set[PageKey]] = {}  # every tracked page, by file id
         self._held: dict[PageKey, int] = {}  # pinned pages and their sizes
 
@@ -85,13 +94,20 @@ class PinningEvictor:
     def on_put(self, key: PageKey) -> None:
         if key in self._held:
             return
-        self._keys.setdefault(key.file_id, set()).add(key)
+        keys = self._keys.setdefault(key.file_id, set())
+        if key in keys:  # stored again: an access
+            self.on_get(key)
+            return
+        keys.add(key)
+        self._quotas.added(key, self._size_of(key))
         if not self._hold(key):
             self._policy.on_put(key)
+            self._quotas.evictable(key)
 
     def on_get(self, key: PageKey) -> None:
         if key not in self._held:
             self._policy.on_get(key)
+            self._quotas.touched(key)
 
     def on_delete(self, key: PageKey) -> None:
         keys = self._keys.get(key.file_id)
@@ -105,6 +121,7 @@ class PinningEvictor:
             self._policy.on_delete(key)
         else:
             self._state.used -= size
+        self._quotas.removed(key, evictable=size is None)
 
     def evict(self) -> PageKey | None:
         return self._policy.evict()
@@ -118,6 +135,7 @@ class PinningEvictor:
         for key in sorted(self._keys.get(file_id, ()), key=lambda k: k.page_index):
             if key not in self._held and self._hold(key):
                 self._policy.on_delete(key)
+                self._quotas.unevictable(key)
 
     def unpin(self, file_id: str) -> None:
         """Hand the file's pinned pages back to the policy."""
@@ -126,6 +144,17 @@ class PinningEvictor:
             if size is not None:
                 self._state.used -= size
                 self._policy.on_put(key)
+                self._quotas.evictable(key)
+
+    def clear(self) -> None:
+        """Forget every tracked page (its directory left service): the pinned bytes and the
+        quotas' charges are released."""
+        self._state.used -= self.held_bytes
+        for keys in self._keys.values():
+            for key in keys:
+                self._quotas.removed(key, evictable=key not in self._held)
+        self._keys.clear()
+        self._held.clear()
 
     def _hold(self, key: PageKey) -> bool:
         """Pin ``key`` if its file is pinned and the bound has room for it."""

@@ -35,6 +35,21 @@ class DiskState:
     counters: Counters = field(default_factory=Counters)
 
 
+@dataclass
+class Reservation:
+    """Room made for a page in ``dir``: whether the page's file needs its record, and what was
+    evicted for it, by directory (a quota's victims may be in any): the pages and the records
+    of files they left without pages, both to unlink (:meth:`Reaper.unlink_evicted`)."""
+
+    dir: StoreDir
+    write_record: bool
+    victims: dict[int, tuple[StoreDir, list[PageKey], list[str]]] = field(default_factory=dict)
+
+    @property
+    def evicted(self) -> int:
+        return sum(len(keys) for _, keys, _ in self.victims.values())
+
+
 class Reaper:
     """Removes what the disk store dropped. Thread-safe: it takes the state's lock only for
     in-memory work, never while unlinking."""
@@ -62,6 +77,21 @@ class Reaper:
             return []
         d.used -= entry.size
         return self.release(d, key.file_id)
+
+    def evict(self, reservation: Reservation, victim: PageKey, d: StoreDir | None = None) -> None:
+        """Forget ``victim`` (under the lock) for ``reservation``, from ``d`` or (None) the
+        directory the index names."""
+        if d is None:
+            entry = self._state.index.get(victim)
+            d = reservation.dir if entry is None else self._state.dirs[entry.dir]
+        _, keys, records = reservation.victims.setdefault(d.number, (d, [], []))
+        records += self.forget(d, victim)
+        keys.append(victim)
+
+    def unlink_evicted(self, reservation: Reservation) -> None:
+        """Unlink what :meth:`evict` forgot for ``reservation`` (without the lock)."""
+        for d, keys, records in reservation.victims.values():
+            self.unlink(d, keys, records)
 
     @staticmethod
     def release(d: StoreDir, file_id: str) -> list[str]:

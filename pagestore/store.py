@@ -8,9 +8,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
-from pagestore.api import DirUsage, Fault, Keep, PageFault, PutResult, StoreStats
+from pagestore.api import ChargeOf, DirUsage, Fault, Keep, PageFault, PutResult, StoreStats
 from pagestore.counters import Count
 from pagestore.dirs import StoreDir, place
 from pagestore.disk import ScanEntry
@@ -22,7 +21,8 @@ from pagestore.owner import ForeignPageDirError
 from pagestore.pack import packed
 from pagestore.page import CorruptPageError, PageId, PageKey, version_key
 from pagestore.pins import PinState, pin_file
-from pagestore.reaper import DiskState, Reaper
+from pagestore.quota import NO_CHARGE, Charge, QuotaBook
+from pagestore.reaper import DiskState, Reaper, Reservation
 from pagestore.restore import remove_other_layouts, restore
 from pagestore.shortcircuit import PageLocation, PageLocations
 
@@ -35,17 +35,6 @@ _DELETE_BATCH = 1024
 # a minute.
 STORM_WINDOW = 10.0
 STORM_MIN_PAGES = 100
-
-
-@dataclass
-class _Reservation:
-    """Room made for a page in ``dir``: the pages evicted for it and the records of files they
-    left without pages (both to unlink), and whether the page's file needs its record."""
-
-    dir: StoreDir
-    write_record: bool
-    victims: list[PageKey] = field(default_factory=list)
-    records: list[str] = field(default_factory=list)
 
 
 class DiskStore:
@@ -79,9 +68,19 @@ class DiskStore:
         self.page_size = options.page_size
         self._clock = clock
         self._pins = PinState(options.pin_max.limit(options.capacity_bytes))
+        self._quotas = QuotaBook(options.evictor)
+        self._charge_of: ChargeOf = _no_charge
         self._state = DiskState(
             [
-                StoreDir(n, d, options.page_size, options.evictor, self._pins, self._page_bytes)
+                StoreDir(
+                    n,
+                    d,
+                    options.page_size,
+                    options.evictor,
+                    self._pins,
+                    self._page_bytes,
+                    self._quotas,
+                )
                 for n, d in enumerate(options.dirs)
             ]
         )
@@ -171,8 +170,13 @@ class DiskStore:
         self._ready.set()
         remove_other_layouts(dirs)
 
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        self._charge_of = charge_of
+
     def _admit(self, number: int, found: list[ScanEntry], uris: dict[str, str]) -> list[ScanEntry]:
         refused: list[ScanEntry] = []
+        files = {entry.key.file_id for entry in found}
+        charges = {fid: self._charge_of(uris[fid]) for fid in files if fid in uris}
         with self._lock:
             d = self._dirs[number]
             for entry in found:
@@ -187,6 +191,7 @@ class DiskStore:
                     refused.append(entry)
                     continue
                 self._index.add(key, PageEntry(number, entry.size))
+                self._quotas.expect(key, charges[key.file_id])
                 d.evictor.on_put(key)
                 d.used += entry.size
                 d.files.adopt(key.file_id, uri, recorded=not entry.packed)
@@ -273,25 +278,31 @@ class DiskStore:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
+    def put_many(
+        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge = NO_CHARGE
+    ) -> list[PutResult]:
         """See Store.put_many: the small pages are written to a pack together, one write per
         directory; every other page to a file of its own."""
         small = [page for page in pages if self._packs(len(page[1]))]
-        stored = iter(self._store_packed(small, keep) if small else [])
+        stored = iter(self._store_packed(small, keep, charge) if small else [])
         return [
-            next(stored) if self._packs(len(data)) else self._store(page_id, data, uri, keep)
+            next(stored)
+            if self._packs(len(data))
+            else self._store(page_id, data, uri, keep, charge)
             for page_id, data, uri in pages
         ]
 
-    def _store(self, page_id: PageId, data: bytes, uri: str, keep: Keep) -> PutResult:
+    def _store(
+        self, page_id: PageId, data: bytes, uri: str, keep: Keep, charge: Charge
+    ) -> PutResult:
         if len(data) > self.page_size:
             return PutResult.TOO_LARGE
         key = page_id.key
-        reservation = self._reserve(key, len(data), uri)
+        reservation = self._reserve(key, len(data), uri, charge)
         if isinstance(reservation, PutResult):
             return reservation
         d = reservation.dir
-        self._reaper.unlink(d, reservation.victims, reservation.records)
+        self._reaper.unlink_evicted(reservation)
         try:
             if reservation.write_record:
                 d.disk.write_record(key.file_id, uri)
@@ -301,31 +312,31 @@ class DiskStore:
         except OSError as exc:
             self._abandon(d, key, len(data))
             return self._write_failed(d, exc)
-        return self._commit_many(d, [(key, len(data), uri)], keep)[0]
+        return self._commit_many(d, [(key, len(data), uri)], keep, charge)[0]
 
     def _packs(self, size: int) -> bool:
         return packed(size, self.options.pack_limit, self.page_size)
 
     def _store_packed(
-        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep
+        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge
     ) -> list[PutResult]:
         """Store small pages (uncounted), those of one directory in one write to its pack. A
         page in a pack carries its file's URI, so no URI record is written for it."""
         results: list[PutResult] = [PutResult.OK] * len(pages)
         by_dir: dict[int, list[tuple[int, PageKey, bytes, str]]] = {}
-        reservations: list[_Reservation] = []
+        reservations: list[Reservation] = []
         with self._lock:
             for pos, (page_id, data, uri) in enumerate(pages):
                 key = page_id.key
-                reservation = self._reserve_locked(key, len(data), uri)
+                reservation = self._reserve_locked(key, len(data), uri, charge)
                 if isinstance(reservation, PutResult):
                     results[pos] = reservation
                     continue
                 reservations.append(reservation)
                 by_dir.setdefault(reservation.dir.number, []).append((pos, key, data, uri))
-        self._evicted(sum(len(r.victims) for r in reservations))
+        self._evicted(sum(r.evicted for r in reservations))
         for reservation in reservations:
-            self._reaper.unlink(reservation.dir, reservation.victims, reservation.records)
+            self._reaper.unlink_evicted(reservation)
         for number, group in by_dir.items():
             d = self._dirs[number]
             try:
@@ -338,7 +349,7 @@ class DiskStore:
                     results[pos] = failure
                 continue
             committed = self._commit_many(
-                d, [(k, len(data), uri) for _, k, data, uri in group], keep
+                d, [(k, len(data), uri) for _, k, data, uri in group], keep, charge
             )
             for (pos, *_), result in zip(group, committed, strict=True):
                 results[pos] = result
@@ -352,16 +363,20 @@ class DiskStore:
             records = self._reaper.release(d, key.file_id)
         self._reaper.unlink(d, [], records)
 
-    def _reserve(self, key: PageKey, size: int, uri: str) -> PutResult | _Reservation:
-        """Pick the page's directory, take a reference on its file and make room in it; the
-        key becomes busy."""
+    def _reserve(
+        self, key: PageKey, size: int, uri: str, charge: Charge
+    ) -> PutResult | Reservation:
+        """Pick the page's directory, take a reference on its file and make room in it (and
+        in its quotas); the key becomes busy."""
         with self._lock:
-            reservation = self._reserve_locked(key, size, uri)
-        if isinstance(reservation, _Reservation):
-            self._evicted(len(reservation.victims))
+            reservation = self._reserve_locked(key, size, uri, charge)
+        if isinstance(reservation, Reservation):
+            self._evicted(reservation.evicted)
         return reservation
 
-    def _reserve_locked(self, key: PageKey, size: int, uri: str) -> PutResult | _Reservation:
+    def _reserve_locked(
+        self, key: PageKey, size: int, uri: str, charge: Charge
+    ) -> PutResult | Reservation:
         if self._closed or not self._ready.is_set() or key in self._busy:
             return PutResult.REJECTED
         if key in self._index:
@@ -371,14 +386,17 @@ class DiskStore:
             return PutResult.FAILED
         if d.reserved + size > d.capacity:
             return PutResult.NO_SPACE  # the space is taken by writes still in progress
+        if not self._quotas.can_fit(charge, size):
+            return PutResult.OVER_QUOTA
         # The reference comes first, so evicting the file's other pages keeps its record.
-        reservation = _Reservation(d, write_record=d.files.acquire(key.file_id, uri))
+        reservation = Reservation(d, write_record=d.files.acquire(key.file_id, uri))
+        while (victim := self._quotas.next_victim(charge, size)) is not None:
+            self._reaper.evict(reservation, victim)  # the quota's page: maybe in another dir
         while d.used + d.reserved + size > d.capacity:
             victim = d.evictor.evict()
             if victim is None:
                 break
-            reservation.records += self._reaper.forget(d, victim)
-            reservation.victims.append(victim)
+            self._reaper.evict(reservation, victim, d)
         d.reserved += size
         self._busy.add(key)
         return reservation
@@ -400,7 +418,7 @@ class DiskStore:
                 )
 
     def _commit_many(
-        self, d: StoreDir, pages: Sequence[tuple[PageKey, int, str]], keep: Keep
+        self, d: StoreDir, pages: Sequence[tuple[PageKey, int, str]], keep: Keep, charge: Charge
     ) -> list[PutResult]:
         """Index written pages ``(key, size, uri)`` of one directory, in one lock hold; a page
         ``keep`` refuses (its file was invalidated meanwhile) is removed instead (REJECTED)."""
@@ -417,6 +435,7 @@ class DiskStore:
                     results.append(PutResult.REJECTED)
                     continue
                 self._index.add(key, PageEntry(d.number, size))
+                self._quotas.expect(key, charge)
                 d.evictor.on_put(key)
                 d.used += size
                 self._busy.discard(key)
@@ -500,8 +519,13 @@ class DiskStore:
                 pack_bytes=sum(d.disk.pack_bytes() for d in self._dirs if d.in_service),
                 pinned_bytes=self._pins.used,
                 pin_limit_bytes=self._pins.limit,
+                quotas=self._quotas.usage(),
                 dirs=tuple(
                     DirUsage(str(d.disk.root), d.used, d.capacity, d.in_service, len(d.files))
                     for d in self._dirs
                 ),
             )
+
+
+def _no_charge(uri: str) -> Charge:
+    return NO_CHARGE

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pagestore.api import Keep, PutResult, Store, StoreStats
+from pagestore.api import ChargeOf, Keep, PutResult, Store, StoreStats
 from pagestore.page import PageId
+from pagestore.quota import NO_CHARGE, Charge
 from pagestore.shortcircuit import PageLocations
 
 
@@ -56,8 +57,10 @@ class TieredStore:
     def has_page(self, page_id: PageId) -> bool:
         return self._front.has_page(page_id) or self._back.has_page(page_id)
 
-    def put_many(self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep) -> list[PutResult]:
-        results = self._back.put_many(pages, keep)
+    def put_many(
+        self, pages: Sequence[tuple[PageId, bytes, str]], keep: Keep, charge: Charge = NO_CHARGE
+    ) -> list[PutResult]:
+        results = self._back.put_many(pages, keep, charge)
         small = [
             page
             for page, result in zip(pages, results, strict=True)
@@ -65,8 +68,8 @@ class TieredStore:
         ]
         if small:
             # ``keep`` again: an invalidation that came after the back store took the pages
-            # keeps their copies out too.
-            self._front.put_many(small, keep)
+            # keeps their copies out too; and the charge again: copies keep within quotas too.
+            self._front.put_many(small, keep, charge)
         return results
 
     def delete_file(self, file_id: str, version: str | None) -> int:
@@ -76,6 +79,9 @@ class TieredStore:
     def pin(self, file_id: str, pinned: bool) -> None:
         self._front.pin(file_id, pinned)
         self._back.pin(file_id, pinned)
+
+    def charge_restored(self, charge_of: ChargeOf) -> None:
+        self._back.charge_restored(charge_of)  # the front restores nothing
 
     def files_under(self, prefix: str) -> set[str]:
         return self._back.files_under(prefix) | self._front.files_under(prefix)

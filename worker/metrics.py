@@ -7,7 +7,7 @@ one scrape of ``/metrics`` has them all."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -23,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from pagestore.api import PageStore
+from pagestore.quota import QuotaUsage
 
 # Metadata figures that are levels, not running totals: exposed as gauges (they go down).
 _META_GAUGES = frozenset({"metastore_pending"})
@@ -107,6 +108,7 @@ class _StateCollector(Collector):
             "dora.worker.page.store.pin.max",
             value=stats.pinned_bytes,
         )
+        yield from _quotas(stats.quotas)
         yield GaugeMetricFamily(
             "dora_page_store_dirs_in_service",
             "Page directories in service (one that failed, or whose marker is damaged, is not)",
@@ -133,6 +135,31 @@ class _StateCollector(Collector):
             if capacity is not None:
                 needed.add_metric([str(target)], capacity)
         yield needed
+
+
+def _quotas(usage: Mapping[str, QuotaUsage]) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    """Each quota's bytes, limit and evictions, labelled by its rule's pattern (``quota``: one
+    value per quota rule declared since start, so the label set stays bounded)."""
+    used = GaugeMetricFamily(
+        "dora_quota_used_bytes",
+        "Bytes of the pages charged to a quota (a rule's quota=, or a caller:<identity> rule's)",
+        labels=["quota"],
+    )
+    limit = GaugeMetricFamily(
+        "dora_quota_limit_bytes", "The limit of a quota, as its rule says", labels=["quota"]
+    )
+    evictions = CounterMetricFamily(
+        "dora_quota_evictions",
+        "Pages a quota gave up because storing another of its pages would pass its limit",
+        labels=["quota"],
+    )
+    for name, figures in usage.items():
+        used.add_metric([name], figures.used_bytes)
+        limit.add_metric([name], figures.limit_bytes)
+        evictions.add_metric([name], figures.evictions)
+    yield used
+    yield limit
+    yield evictions
 
 
 # The metrics a front process (worker.procs) counts too, declared once so that its series and

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from pagestore.api import Fill, Lookup, PageStore
 from pagestore.page import PageId
+from pagestore.quota import NO_CHARGE, Charge
 from pagestore.shortcircuit import PageLocations
 from ufs.adapter import Ufs
 from ufs.deadline import Deadline
@@ -106,9 +107,11 @@ class Reader:
         ramp: bool = False,
         served: Served | None = None,
         wait: Deadline | None = None,
+        charge: Charge = NO_CHARGE,
     ) -> Iterator[bytes]:
         """The bytes ``[offset, offset+length)`` of ``status``'s version, page by page. The
-        range must lie within the file (the caller checks it).
+        range must lie within the file (the caller checks it). The pages stored count against
+        the quotas of ``charge`` (the call's: ``RequestContext.charge``).
 
         ``policy`` is what the rules say for the file: its admission decides whether the pages
         fetched are stored (:meth:`admit`); a read not admitted is served from the UFS page by
@@ -130,7 +133,7 @@ class Reader:
             self._metrics.passthrough_reads.inc()
             return self._passthrough(status, offset, length, served, wait)
         window = 1 if ramp else READ_AHEAD_PAGES
-        return self._cached(status, offset, length, window, served, wait)
+        return self._cached(status, offset, length, window, served, wait, charge)
 
     def admit(self, status: UfsStatus, pages: range, policy: Policy) -> Decision:
         """Whether a read of ``pages`` (indices) of ``status``'s version stores what it fetches,
@@ -172,6 +175,7 @@ class Reader:
         window: int,
         served: Served | None,
         wait: Deadline | None,
+        charge: Charge,
     ) -> Iterator[bytes]:
         fid = file_id(status.uri)
         first, last = offset // self.page_size, (offset + length - 1) // self.page_size
@@ -199,7 +203,7 @@ class Reader:
                     # this thread, which would only wait for a pool thread (a small file, a
                     # cold random read).
                     inline = not ahead and target == last
-                    self._read_ahead(ahead, status, fid, index, target, wait, inline)
+                    self._read_ahead(ahead, status, fid, index, target, wait, charge, inline)
                 window = min(2 * window, READ_AHEAD_PAGES)
                 _, batch, position = ahead.popleft()
                 fill = batch.result()[position]
@@ -226,6 +230,7 @@ class Reader:
         index: int,
         last: int,
         wait: Deadline | None,
+        charge: Charge,
         inline: bool = False,
     ) -> None:
         """Make sure pages ``index`` to ``last`` are being filled: the ones not yet asked for,
@@ -239,11 +244,11 @@ class Reader:
         if inline:
             batch: Future[list[Fill]] = Future()
             try:
-                batch.set_result(self._pages.fill_run(pages, fetch, status.uri))
+                batch.set_result(self._pages.fill_run(pages, fetch, status.uri, charge))
             except Exception as exc:  # noqa: BLE001 - raised by result(), as from the pool
                 batch.set_exception(exc)
         else:
-            batch = self._pool.submit(self._pages.fill_run, pages, fetch, status.uri)
+            batch = self._pool.submit(self._pages.fill_run, pages, fetch, status.uri, charge)
         ahead.extend((page.index, batch, position) for position, page in enumerate(pages))
 
     def store_whole(self, files: Sequence[tuple[UfsStatus, Policy]]) -> list[UfsStatus]:
@@ -254,11 +259,18 @@ class Reader:
         at once are batched. Returns the others, and the files whose read failed (any error,
         a changed version, the UFS not answering), for the caller to read the usual way, which
         decides their admission, and reports and records what went wrong."""
-        batch = [status for status, policy in files if policy.admission is Admission.CACHE]
         left = [status for status, policy in files if policy.admission is not Admission.CACHE]
-        return left + self._store_batch(batch)
+        # A batch per quota, so each batch is stored under one charge (of the path's rule).
+        batches: dict[Charge, list[UfsStatus]] = {}
+        for status, policy in files:
+            if policy.admission is Admission.CACHE:
+                charge = NO_CHARGE if policy.quota is None else (policy.quota.account,)
+                batches.setdefault(charge, []).append(status)
+        for charge, batch in batches.items():
+            left += self._store_batch(batch, charge)
+        return left
 
-    def _store_batch(self, files: Sequence[UfsStatus]) -> list[UfsStatus]:
+    def _store_batch(self, files: Sequence[UfsStatus], charge: Charge) -> list[UfsStatus]:
         if not files:
             return []
         since = self._pages.mark()
@@ -276,7 +288,7 @@ class Reader:
                 pages.append((PageId(file_id(status.uri), status.version, 0), outcome, status.uri))
             else:
                 failed.append(status)
-        results = self._pages.put_many(pages, since)
+        results = self._pages.put_many(pages, since, charge)
         self._metrics.admission.labels(Decision.ADMITTED.value).inc(len(pages))
         self.counters.add("page_misses", len(pages))
         self._count("ufs", sum(len(data) for _, data, _ in pages))

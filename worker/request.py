@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pagestore.quota import NO_CHARGE, Charge
 from ufs import uri as uris
 from ufs.deadline import Deadline
 from worker.freshness import Freshness, resolve
@@ -78,8 +79,10 @@ class RequestContext:
     call from inside the worker, such as a load job), its ``caller``: who made it, as the
     surface could tell (``worker.api.caller``; ``-``: unknown), for the audit log, and its
     ``deadline``: how long the client waits for an answer (``worker.common.deadlines``; None: it
-    did not say), which bounds the UFS calls made for it, their retries included. Immutable;
-    the exchange is the one mutable part, written as :class:`Exchange` says."""
+    did not say), which bounds the UFS calls made for it, their retries included; ``charge``
+    is the quotas the pages it stores count against (its rule's, and its caller's when a client
+    certificate proved who that is: ``worker.rules``). Immutable; the exchange is the one
+    mutable part, written as :class:`Exchange` says."""
 
     uri: str
     policy: Policy
@@ -88,6 +91,7 @@ class RequestContext:
     exchange: Exchange | None = None
     caller: str = UNKNOWN_CALLER
     deadline: Deadline | None = None
+    charge: Charge = NO_CHARGE
 
     def renewed(self) -> RequestContext:
         """This call with its deadline counted again from now (itself without one): for
@@ -119,17 +123,24 @@ def context(
     serve_stale: bool | None = None,
     caller: str = UNKNOWN_CALLER,
     deadline: Deadline | None = None,
+    identity: str | None = None,
 ) -> RequestContext:
     """The context of a call to ``uri``: the URI normalised once, the ``rules`` resolved once
     into its policy, and its freshness from that (``worker.freshness.resolve``: the per-call
     ``sync_interval`` and ``serve_stale``, the path's rules, the feed revision the exchange
     says was not applied, the default). An empty
     ``version`` is none; ``caller`` is who made the call (``-``: unknown), ``deadline`` how
-    long it waits for the answer (None: it did not say).
+    long it waits for the answer (None: it did not say), ``identity`` who a client certificate
+    proved the caller is (None: nothing proved it), whose quota the call's pages count against
+    with the path's.
 
     Raises UfsInvalidPath for a malformed URI."""
     canonical = uris.normalize(uri)
     policy = rules.resolve(canonical)
     must_sync = exchange is not None and exchange.must_sync
     fresh = resolve(policy, sync_interval, must_sync=must_sync, serve_stale=serve_stale)
-    return RequestContext(canonical, policy, fresh, version or None, exchange, caller, deadline)
+    quotas = (policy.quota, None if identity is None else rules.caller_quota(identity))
+    charge = tuple(quota.account for quota in quotas if quota is not None)
+    return RequestContext(
+        canonical, policy, fresh, version or None, exchange, caller, deadline, charge
+    )

@@ -159,6 +159,7 @@ class WorkerService(Mutations, Pinning):
                 raise _refused(config, meta_keys.METASTORE_DIR, exc) from exc
             opened.callback(meta.close)
             opened.callback(pages.close)
+            pages.charge_restored(rules.charge_of)  # restored pages count against quotas too
             try:
                 pages.start()
             except ForeignPageDirError as exc:
@@ -231,15 +232,25 @@ class WorkerService(Mutations, Pinning):
         serve_stale: bool | None = None,
         caller: str = UNKNOWN_CALLER,
         deadline: Deadline | None = None,
+        identity: str | None = None,
     ) -> RequestContext:
         """The context of a call to ``uri`` (``worker.request.context``): ``sync_interval`` and
         ``serve_stale`` are its per-call options (None: it sent none), ``version`` the one it
         pins, ``exchange`` the HTTP request it answers (None: a call from inside the worker),
         ``caller`` who made it (``-``: unknown), ``deadline`` how long it waits for the
-        answer (None: it did not say). A surface builds it once per call and passes it to the
+        answer (None: it did not say), ``identity`` who a client certificate proved it is
+        (its quota applies). A surface builds it once per call and passes it to the
         operations below. Raises UfsInvalidPath for a malformed URI."""
         return request_context(
-            self.rules, uri, sync_interval, version, exchange, serve_stale, caller, deadline
+            self.rules,
+            uri,
+            sync_interval,
+            version,
+            exchange,
+            serve_stale,
+            caller,
+            deadline,
+            identity,
         )
 
     def status(self, call: RequestContext) -> UfsStatus:
@@ -334,6 +345,7 @@ class WorkerService(Mutations, Pinning):
             ramp=ramp,
             served=call.served,
             wait=call.deadline,
+            charge=call.charge,
         )
         first = next(chunks, b"")
         return ReadResult(status, offset, length, self._watched(call, status.uri, first, chunks))

@@ -192,6 +192,8 @@ def test_reads_show_on_the_cache_view(
     sync_api.expect(shown).not_to_have_text(before)
     sync_api.expect(page.locator("#dirs")).to_contain_text("in service")
     sync_api.expect(page.locator("#pinned")).to_contain_text(" of ")
+    sync_api.expect(page.locator("#admitted")).not_to_have_text("0")  # the reads above
+    sync_api.expect(page.locator("#quota-evictions")).to_have_text("0")
     # Drawn from the worker's samples (one every 5 s): a line once three are in.
     line = page.locator("#chart-bytes path").first
     sync_api.expect(line).to_have_attribute("d", re.compile(r"^M[^M]*L"), timeout=30_000)

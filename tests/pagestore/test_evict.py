@@ -18,6 +18,7 @@ from pagestore.evict import (
     S3FifoEvictor,
     make_evictor,
 )
+from pagestore.evict.s3fifo import SMALL_SHARE
 from pagestore.evict.sketch import MIN_WIDTH, SAMPLE_FACTOR, FrequencySketch
 from tests.pagestore.evict_support import IdCache, scan_then_shift
 
@@ -244,7 +245,7 @@ def test_s3fifo_does_not_promote_a_page_deleted_for_another_reason() -> None:
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 29)), min_size=50, max_size=400))
 def test_s3fifo_matches_a_list_model(ops: list[tuple[int, int]]) -> None:
     """The paper's algorithm on plain lists: a new page joins the small queue (the main queue if
-    its id is a ghost); a victim is sought in the small queue while it holds a tenth of the
+    its id is a ghost); a victim is sought in the small queue while it holds its share of the
     pages, where a page read since it came moves to the main queue and an unread one is the
     victim (a ghost once deleted); in the main queue a read page goes round again, one use
     fewer."""
@@ -257,7 +258,7 @@ def test_s3fifo_matches_a_list_model(ops: list[tuple[int, int]]) -> None:
 
     def victim() -> int | None:
         while small or main:
-            if small and (not main or len(small) >= 0.1 * len(uses)):
+            if small and (not main or len(small) >= SMALL_SHARE * len(uses)):
                 if uses[small[0]] == 0:
                     return small[0]
                 uses[small[0]] = 0

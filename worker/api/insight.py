@@ -21,9 +21,11 @@ from typing import Annotated, Any
 
 import httpx
 from fastapi import Query
+from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from pagestore.api import StoreStats
 from ufs.status import file_id
 from worker import keys
 from worker.api import contract as c
@@ -82,6 +84,15 @@ def describe(service: WorkerService) -> dict[str, Any]:
             "invalidated_pages": page_stats.invalidated_pages,
             "pinned_bytes": page_stats.pinned_bytes,
             "pin_limit_bytes": page_stats.pin_limit_bytes,
+            "quotas": [
+                {
+                    "name": name,
+                    "used_bytes": q.used_bytes,
+                    "limit_bytes": q.limit_bytes,
+                    "evictions": q.evictions,
+                }
+                for name, q in page_stats.quotas.items()
+            ],
             "dirs": [
                 {
                     "path": d.path,
@@ -94,8 +105,45 @@ def describe(service: WorkerService) -> dict[str, Any]:
             ],
         },
         "metadata": {**service.meta.counters(), **service.meta.entries()},
+        "policy": policy_actions(service, page_stats),
         "stats": service.stats(),
     }
+
+
+def policy_actions(service: WorkerService, page_stats: StoreStats) -> dict[str, Any]:
+    """What the cache policy did since start (README, "Cache policy"): reads by admission
+    decision, reads served through, TTL frees, pins, pinned bytes, quota evictions; the same
+    counts as ``/metrics`` (``dora_admission_reads``, ``dora_passthrough_reads``,
+    ``dora_ttl_frees``, ``dora_pins``, ``dora_unpins``, ``dora_pinned_bytes``,
+    ``dora_quota_evictions``), for ``dora cache policy`` and the console."""
+    metrics = service.metrics
+    return {
+        "admission": {
+            sample.labels["decision"]: int(sample.value)
+            for family in metrics.admission.collect()
+            for sample in family.samples
+            if sample.name.endswith("_total")
+        },
+        "passthrough_reads": _total(metrics.passthrough_reads),
+        "ttl_frees": _total(metrics.ttl_frees),
+        "pins": _total(metrics.pins),
+        "unpins": _total(metrics.unpins),
+        "pinned_bytes": page_stats.pinned_bytes,
+        "pin_limit_bytes": page_stats.pin_limit_bytes,
+        "quota_evictions": sum(q.evictions for q in page_stats.quotas.values()),
+    }
+
+
+def _total(counter: Counter) -> int:
+    """The count of a counter without labels."""
+    return int(
+        sum(
+            sample.value
+            for family in counter.collect()
+            for sample in family.samples
+            if sample.name.endswith("_total")
+        )
+    )
 
 
 def _ufs_health(service: WorkerService) -> dict[str, Any]:

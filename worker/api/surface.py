@@ -20,6 +20,7 @@ from worker.common.deadlines import TIMEOUT_HEADER, request_deadline
 from worker.common.errors import ErrorKind
 from worker.request import RequestContext, exchange
 from worker.service import WorkerService
+from worker.tls.clientcert import subject_name
 
 Handler = Callable[..., Awaitable[Response]]
 """A route: the service (or what the surface's ``bind`` made of it) in, the answer out; errors
@@ -49,7 +50,14 @@ def context(
     call = exchange(request.scope)
     deadline = request_deadline(request.headers.get(TIMEOUT_HEADER))
     return service.request(
-        uri, sync_interval, version, call, serve_stale, caller_of(request), deadline
+        uri,
+        sync_interval,
+        version,
+        call,
+        serve_stale,
+        caller_of(request),
+        deadline,
+        identity=subject_name(request.scope),
     )
 
 

@@ -1,11 +1,13 @@
 """``dora cache advise``: the page store a target hit ratio needs, from each worker's miss-ratio
-curve (``GET /v1/cache/advice``)."""
+curve (``GET /v1/cache/advice``); ``dora cache policy``: what each worker's cache policy did
+(``GET /v1/overview``'s ``policy`` and quotas)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from worker.cli.common import EXIT_FAILURE, EXIT_USAGE, config_options, load
@@ -42,6 +44,23 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     advise.add_argument("--worker", metavar="HOST:PORT", help="ask this worker only")
     advise.add_argument("--json", action="store_true", help="print each worker's answer as JSON")
     advise.set_defaults(handler=advise_capacity)
+    policy = actions.add_parser(
+        "policy",
+        parents=[config_options()],
+        help="what the cache policy did: admission, pass-through, TTL frees, pins, quotas",
+        description=POLICY_DESCRIPTION,
+    )
+    policy.add_argument("--worker", metavar="HOST:PORT", help="ask this worker only")
+    policy.add_argument("--json", action="store_true", help="print each worker's answer as JSON")
+    policy.set_defaults(handler=policy_actions)
+
+
+POLICY_DESCRIPTION = """\
+What each worker's cache policy did since it started (README, "Cache policy"): reads by
+admission decision, reads served through, files freed by a TTL, pins and pinned bytes, and
+each quota's bytes against its limit with the pages it evicted (GET /v1/overview). Asks
+--worker, else every worker of dora.user.workers. Exit status: 0 done, 1 a worker could not
+answer, 2 a usage error."""
 
 
 def _ratio(text: str) -> float:
@@ -55,31 +74,79 @@ def _ratio(text: str) -> float:
 
 
 def advise_capacity(args: argparse.Namespace) -> int:
+    return _each_worker(
+        args,
+        "advise",
+        "/v1/cache/advice",
+        {"target_hit": str(args.target_hit)},
+        advice_text,
+    )
+
+
+def policy_actions(args: argparse.Namespace) -> int:
+    return _each_worker(
+        args,
+        "policy",
+        "/v1/overview",
+        {},
+        policy_text,
+        lambda answer: {"policy": answer["policy"], "quotas": answer["page_store"]["quotas"]},
+    )
+
+
+def _each_worker(
+    args: argparse.Namespace,
+    action: str,
+    route: str,
+    params: dict[str, str],
+    text: Callable[[str, dict[str, Any]], str],
+    pick: Callable[[dict[str, Any]], dict[str, Any]] = lambda answer: answer,
+) -> int:
+    """Ask --worker, or every worker, for ``route`` and print what ``pick`` keeps of each
+    answer, as JSON (--json) or as ``text``."""
     config = load(args)
     try:
         workers = [args.worker] if args.worker else list(ClientOptions.resolve(config).workers)
     except ValueError as exc:
-        print(f"dora cache advise: {exc}", file=sys.stderr)
+        print(f"dora cache {action}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     status = 0
     for worker in workers:
         try:
             calls = WorkerCalls(config, worker)
         except ValueError as exc:
-            print(f"dora cache advise: {exc}", file=sys.stderr)
+            print(f"dora cache {action}: {exc}", file=sys.stderr)
             return EXIT_USAGE
         try:
-            answer = calls.call("GET", "/v1/cache/advice", {"target_hit": str(args.target_hit)})
+            answer = pick(calls.call("GET", route, params))
         except DoraError as exc:
-            print(f"dora cache advise: {exc}", file=sys.stderr)
+            print(f"dora cache {action}: {exc}", file=sys.stderr)
             status = EXIT_FAILURE
             continue
         finally:
             calls.close()
-        print(
-            json.dumps({"worker": worker, **answer}) if args.json else advice_text(worker, answer)
-        )
+        print(json.dumps({"worker": worker, **answer}) if args.json else text(worker, answer))
     return status
+
+
+def policy_text(worker: str, answer: dict[str, Any]) -> str:
+    """What a worker's cache policy did, as lines for a person."""
+    policy = answer["policy"]
+    decisions = ", ".join(f"{n} {d.replace('_', ' ')}" for d, n in policy["admission"].items())
+    lines = [
+        f"{worker}: reads {decisions}; {policy['passthrough_reads']} served through",
+        f"  ttl: {policy['ttl_frees']} files freed",
+        f"  pins: {policy['pins']} made, {policy['unpins']} undone; pinned "
+        f"{size_text(policy['pinned_bytes'], True)} of "
+        f"{size_text(policy['pin_limit_bytes'], True)}",
+        f"  quotas: {policy['quota_evictions']} pages evicted",
+    ]
+    for quota in answer["quotas"]:
+        lines.append(
+            f"    {quota['name']}: {size_text(quota['used_bytes'], True)} of "
+            f"{size_text(quota['limit_bytes'], True)}, {quota['evictions']} evicted"
+        )
+    return "\n".join(lines)
 
 
 def advice_text(worker: str, answer: dict[str, Any]) -> str:

@@ -22,7 +22,8 @@ RULES_FILE: PropertyKey[str | None] = PropertyKey(
     KeyType.STRING,
     None,
     "A file of path rules '<pattern> <directive>...' (immutable, max-age=, serve-stale, "
-    "admission=, window=, pin, ttl=, quota=), one per line; per directive the first matching "
+    "admission=, window=, pin, ttl=, quota=), one per line, and 'caller:<identity> quota=<size>' "
+    "lines (a client certificate's identity, mutual TLS); per directive the first matching "
     "line wins, and the file wins over the other rule sources. Re-read when it changes.",
 )
 CACHE_INCLUDE: PropertyKey[list[str]] = PropertyKey(

@@ -17,9 +17,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from config import Config, ConfigError
+from pagestore.quota import NO_CHARGE, Charge
 from worker.common.client_keys import READ_TYPE, SERVE_STALE, SYNC_INTERVAL
 from worker.rules.keys import CACHE_EXCLUDE, CACHE_INCLUDE, PATH_CONF, RULES_FILE
-from worker.rules.model import Policy, Rule
+from worker.rules.model import Policy, Quota, Rule
 from worker.rules.parse import admission_default, parse_file, parse_filters, parse_table
 from worker.rules.ruleset import Defaults, RuleSet
 
@@ -132,6 +133,16 @@ class Rules:
     def resolve(self, canonical_uri: str) -> Policy:
         """What applies to ``canonical_uri`` (``ufs.uri.normalize``d) by the rules in force."""
         return self.current().resolve(canonical_uri)
+
+    def charge_of(self, canonical_uri: str) -> Charge:
+        """The quota a file's pages count against by its path's rules alone: a restored
+        page's (who stored it is not known after a restart)."""
+        quota = self.resolve(canonical_uri).quota
+        return NO_CHARGE if quota is None else (quota.account,)
+
+    def caller_quota(self, identity: str) -> Quota | None:
+        """The quota of ``identity``'s calls by the rules in force (``RuleSet.caller_quota``)."""
+        return self.current().caller_quota(identity)
 
     def explain(self, canonical_uri: str) -> list[str]:
         """What applies to ``canonical_uri``, one line per field with the rule it comes from

@@ -11,6 +11,8 @@ import enum
 import re
 from dataclasses import dataclass, fields
 
+from pagestore.quota import Account
+
 DEFAULT_WINDOW_MS = 3_600_000
 """How long a first read is remembered for second-read admission when a rule names no
 ``window``."""
@@ -49,26 +51,45 @@ class Settings:
 FIELDS: tuple[str, ...] = tuple(field.name for field in fields(Settings))
 
 
+CALLER = "caller:"
+"""How a rules file line names a caller identity rather than a URI pattern (``caller:alice``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One rule: it matches a URI under ``prefix`` (on a segment boundary) or one that
-    ``regex`` matches whole; ``origin`` names where it was read (``file:line``, or the key)
-    and ``text`` is how it was written there."""
+    ``regex`` matches whole, or, with ``caller``, the calls of that proven identity (the
+    client certificate's under mutual TLS; such a rule only sets a quota); ``origin`` names
+    where it was read (``file:line``, or the key) and ``text`` is how it was written there."""
 
     settings: Settings
     origin: str
     text: str
     prefix: str | None = None
     regex: re.Pattern[str] | None = None
+    caller: str | None = None
+
+    @property
+    def pattern(self) -> str:
+        """What the rule matches, as written (its first word)."""
+        return self.text.split(maxsplit=1)[0]
 
 
 @dataclass(frozen=True, slots=True)
 class Quota:
-    """A quota and the rule it belongs to: the bytes of every path that rule matches count
-    against ``limit`` together."""
+    """A quota and the rule it belongs to (``rule``: where it was read): the bytes of every
+    path that rule matches (or that its caller stores) count against ``limit`` together, under
+    the rule's pattern as ``name`` (``s3://lake/gold/**``, ``caller:alice``: the label its
+    metrics carry)."""
 
     limit: int
     rule: str
+    name: str
+
+    @property
+    def account(self) -> Account:
+        """What the page store charges pages to for this quota."""
+        return Account(self.name, self.limit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ Directives: ``immutable`` (never re-check a cached status) or ``max-age=<duratio
 ``serve-stale[=true|false]``; ``admission=cache|pass|second-read`` and, with second-read,
 ``window=<duration>``; ``pin[=true|false]``; ``ttl=<duration>``; ``quota=<size>``. Each at
 most once a line. Patterns: ``**`` any number of whole segments, ``*`` and ``?`` within one
-segment; ``<uri>/**`` is the prefix ``<uri>``.
+segment; ``<uri>/**`` is the prefix ``<uri>``. A line ``caller:<identity> quota=<size>``
+gives the calls of a client certificate's identity (mutual TLS) a quota of their own.
 
 The prefix table (``dora.worker.path.conf``): comma-separated ``<uri prefix> <key>=<value>...``
 for the sync interval and the read type (``NO_CACHE`` is ``admission=pass``); and the globs of
@@ -35,7 +36,7 @@ from ufs.errors import UfsInvalidPath
 from worker.common.client_keys import NO_CACHE, READ_TYPE, SYNC_INTERVAL
 from worker.rules.globs import any_of, as_prefix, compile_glob, none_of
 from worker.rules.keys import CACHE_EXCLUDE, CACHE_INCLUDE, PATH_CONF
-from worker.rules.model import Admission, Rule, Settings
+from worker.rules.model import CALLER, Admission, Rule, Settings
 
 NEVER = -1
 SYNTAX = (
@@ -99,6 +100,9 @@ def parse_file(text: str, source: str) -> tuple[Rule, ...]:
         if len(words) < 2:
             raise ConfigError(f"{where}: {SYNTAX}")
         settings = _settings(words[1:], where)
+        if words[0].startswith(CALLER):
+            rules.append(_caller_rule(words, settings, where))
+            continue
         try:
             prefix = as_prefix(words[0])
             regex = None if prefix is not None else compile_glob(words[0])
@@ -106,6 +110,14 @@ def parse_file(text: str, source: str) -> tuple[Rule, ...]:
             raise ConfigError(f"{where}: {exc}") from None
         rules.append(Rule(settings, where, " ".join(words), prefix, regex))
     return tuple(rules)
+
+
+def _caller_rule(words: list[str], settings: Settings, where: str) -> Rule:
+    """A ``caller:<identity> quota=<size>`` line: the quota of that proven identity's calls."""
+    identity = words[0][len(CALLER) :]
+    if not identity or settings != Settings(quota=settings.quota) or settings.quota is None:
+        raise ConfigError(f"{where}: expected '{CALLER}<identity> quota=<size>'")
+    return Rule(settings, where, " ".join(words), caller=identity)
 
 
 def _settings(directives: list[str], where: str) -> Settings:

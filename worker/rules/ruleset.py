@@ -72,8 +72,13 @@ class RuleSet:
         self.defaults = defaults
         self._index = PrefixIndex()
         self._globs: list[tuple[int, Rule]] = []
+        self._callers: dict[str, Quota] = {}
         for position, rule in enumerate(self.rules):
-            if rule.prefix is not None:
+            if rule.caller is not None:
+                quota = rule.settings.quota
+                if quota is not None:
+                    self._callers.setdefault(rule.caller, Quota(quota, rule.origin, rule.pattern))
+            elif rule.prefix is not None:
                 self._index.add(rule.prefix, position)
             else:
                 self._globs.append((position, rule))
@@ -114,8 +119,13 @@ class RuleSet:
             window=given("window", DEFAULT_WINDOW_MS),
             pin=given("pin", False),
             ttl=given("ttl", None),
-            quota=None if quota is None else Quota(given("quota", 0), quota.origin),
+            quota=None if quota is None else Quota(given("quota", 0), quota.origin, quota.pattern),
         )
+
+    def caller_quota(self, identity: str) -> Quota | None:
+        """The quota of the calls of ``identity`` (a client certificate's, proven by mutual
+        TLS), if a ``caller:<identity>`` rule gives one."""
+        return self._callers.get(identity)
 
     def names(self, canonical_uri: str) -> bool:
         """Whether a rule might give ``canonical_uri`` another sync interval than its parent

@@ -21,7 +21,7 @@ def test_per_field_the_first_matching_line_wins(tmp_path: Path) -> None:
     assert data.sync_interval == -1  # the glob's line comes first
     assert data.admission is Admission.SECOND_READ  # the glob sets none: the next line's
     assert (data.pin, data.serve_stale) == (True, True)  # only the last line sets these
-    assert data.quota == Quota(1 << 30, f"{rules}:2")
+    assert data.quota == Quota(1 << 30, f"{rules}:2", "s3://lake/gold/**")
     other = policy(config, "s3://lake/gold/a.csv")
     assert other.sync_interval == 60_000
 

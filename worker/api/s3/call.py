@@ -26,6 +26,7 @@ from worker.api.s3auth import BodyCheck, Credentials, Principal, Verifier
 from worker.common.deadlines import TIMEOUT_HEADER, request_deadline
 from worker.request import UNKNOWN_CALLER, RequestContext, exchange
 from worker.service import WorkerService, mount_roots
+from worker.tls.clientcert import subject_name
 
 SYNC_HEADER = "x-dora-sync-interval"
 """The per-call sync interval of an S3 request (the other surfaces' ``sync_interval``)."""
@@ -128,6 +129,7 @@ class S3Call:
             None,
             self.caller,
             request_deadline(headers.get(TIMEOUT_HEADER)),
+            identity=subject_name(self.request.scope),
         )
 
     async def receive(self, out: Callable[[bytes], object], limit: int) -> int:

@@ -190,6 +190,15 @@ async function showCache() {
     ["Evictions", String(p.evictions)],
     ["Pinned", `${bytes(p.pinned_bytes)} of ${bytes(p.pin_limit_bytes)}`, "pinned"],
   ]);
+  // What the cache policy did (dora cache policy prints the same).
+  const c = o.policy, n = (d) => String(c.admission[d] || 0);
+  cards("policy-cards", [
+    ["Reads admitted", n("admitted"), "admitted"],
+    ["Passed through", n("passed_through"), "passed-through"],
+    ["Deferred (second read)", n("deferred"), "deferred"],
+    ["TTL frees", String(c.ttl_frees), "ttl-frees"],
+    ["Quota evictions", String(c.quota_evictions), "quota-evictions"],
+  ]);
   const dirs = $("dirs");
   dirs.replaceChildren();
   const t = document.createElement("table");
@@ -201,6 +210,14 @@ async function showCache() {
     cell(row, d.in_service ? "in service" : "OUT OF SERVICE");
   }
   dirs.append(t);
+  // One row per quota rule that has stored a page: its bytes against its limit.
+  $("quotas-none").hidden = p.quotas.length > 0;
+  table("quotas", ["quota", "used", "", "evictions"], p.quotas.map((q) => (row) => {
+    cell(row, q.name, "uri");
+    cell(row, `${bytes(q.used_bytes)} of ${bytes(q.limit_bytes)}`);
+    bar(row, q.limit_bytes ? q.used_bytes / q.limit_bytes : 0);
+    cell(row, String(q.evictions));
+  }));
   const samples = h.samples;
   const delta = (key) => (now, before) => Math.max(0, now[key] - before[key]);
   drawLineChart($("chart-hits"), [{
