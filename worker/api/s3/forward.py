@@ -27,13 +27,16 @@ mid-answer cuts the answer short (the client sees a short body and retries)."""
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import httpx
+import aiohttp
 from prometheus_client import Counter
 from starlette.responses import Response, StreamingResponse
+from yarl import URL
 
 from worker import keys as worker_keys
 from worker.api.s3 import keys
@@ -59,34 +62,54 @@ READS = frozenset({"GetObject", "HeadObject"})
 """The operations served by the key's owner."""
 WRITES = frozenset({"PutObject", "CopyObject", "DeleteObject"})
 """The operations whose change the key's owner applies before the answer."""
+RELAY_BUFFER = 1 << 20
+"""How much of an owner's answer is read at once: large pieces, few sends (measured: 64 KiB
+pieces cost the relaying worker several times the CPU per byte)."""
 # Hop-by-hop headers, and what the answering worker sets itself.
 _NOT_RELAYED = frozenset(
     {b"connection", b"keep-alive", b"transfer-encoding", b"date", b"server",
      b"x-amz-request-id", REVISION_HEADER.lower().encode()}
 )  # fmt: skip
-_RELAY_CHUNK = 256 << 10
+
+
+@dataclass(frozen=True)
+class OwnerLink:
+    """How a worker reaches the owners: connection timeout, TLS (None: the default
+    verification), the worker token (for the revision of a write). Immutable."""
+
+    connect_timeout_s: float
+    tls: ssl.SSLContext | None
+    token: str | None
+
+    def session(self) -> aiohttp.ClientSession:
+        """A session of kept-alive connections; made on the event loop it serves."""
+        # Only the connection is bounded: an owner answers by its own deadlines.
+        timeouts = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout_s)
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self.tls if self.tls is not None else True),
+            timeout=timeouts,
+            auto_decompress=False,
+            skip_auto_headers=("Accept-Encoding", "User-Agent"),  # what the client sent, only
+            read_bufsize=RELAY_BUFFER,
+        )
 
 
 class Forwarder:
     """Finds a key's owner and passes it the key's reads (and its writes' revisions).
 
-    Thread-safety: :meth:`read` and :meth:`settle` run on the event loop (one
-    ``httpx.AsyncClient``, its connections kept alive); :meth:`owner` may run anywhere (the
+    Thread-safety: :meth:`read` and :meth:`settle` run on the event loop (one aiohttp session,
+    made there on first use, its connections kept alive); :meth:`owner` may run anywhere (the
     locality is thread-safe). The membership is first listed in a thread of its own
-    (:meth:`start`): until then every key is served where it arrives."""
+    (:meth:`start`): until then every key is served where it arrives. It lives as long as the
+    worker's process (its session, the membership's watch)."""
 
     def __init__(
-        self,
-        locality: Locality,
-        itself: tuple[str, int],
-        http: httpx.AsyncClient,
-        token: str | None,
-        outcomes: Counter,
+        self, locality: Locality, itself: tuple[str, int], link: OwnerLink, outcomes: Counter
     ) -> None:
         self._locality = locality
         self._itself = itself
-        self._http = http
-        self._token = token
+        self._link = link
+        self._session: aiohttp.ClientSession | None = None
         self._outcomes = outcomes
         self._ready = False
         self._unreachable: set[str] = set()  # owners said to be unreachable, logged once each
@@ -98,12 +121,9 @@ class Forwarder:
         s3_port = config.get(keys.PORT)
         if not config.get(client_keys.ETCD_ENDPOINTS) or not s3_port:
             return None
-        timeout_s = config.get(keys.OWNER_TIMEOUT) / 1000
-        # A read waits for the owner's answer as long as the owner takes: its own deadlines
-        # bound its store calls; only the connection is bounded here.
-        timeout = httpx.Timeout(timeout_s, read=None)
-        tls = user_files(config).context() if config.get(tls_keys.WORKER_CERT) else True
-        http = httpx.AsyncClient(timeout=timeout, verify=tls, follow_redirects=False)
+        # Owners are reached as a client reaches them: the dora.user.tls.* files.
+        tls = user_files(config).context() if config.get(tls_keys.WORKER_CERT) else None
+        link = OwnerLink(config.get(keys.OWNER_TIMEOUT) / 1000, tls, config.get(worker_keys.TOKEN))
         host = advertised_host(config, config.get(worker_keys.BIND_HOST))
         outcomes = Counter(
             "dora_s3_owner_requests",
@@ -113,10 +133,14 @@ class Forwarder:
             ["outcome"],
             registry=service.metrics.registry,
         )
-        forwarder = cls(Locality.from_config(config), (host, s3_port), http, config.get(
-            worker_keys.TOKEN), outcomes)  # fmt: skip
+        forwarder = cls(Locality.from_config(config), (host, s3_port), link, outcomes)
         forwarder.start()
         return forwarder
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = self._link.session()
+        return self._session
 
     def start(self) -> None:
         """List the membership in a thread (the first listing waits on etcd)."""
@@ -145,27 +169,38 @@ class Forwarder:
         if owner is None or owner.s3_url is None:
             return None
         request = call.request
-        query = request.scope.get("query_string", b"")
-        url = httpx.URL(owner.s3_url).copy_with(raw_path=raw_path.encode("latin-1")
-                                                + (b"?" + query if query else b""))  # fmt: skip
-        headers = [(k, v) for k, v in request.headers.raw if k not in _NOT_RELAYED]
-        headers.append((FORWARDED_HEADER.encode(), f"{self._itself[0]}:{self._itself[1]}".encode()))
-        sent = self._http.build_request(request.method, url, headers=headers)
+        query = request.scope.get("query_string", b"").decode("latin-1")
+        target = URL(owner.s3_url + raw_path + (f"?{query}" if query else ""), encoded=True)
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw
+                   if k not in _NOT_RELAYED]  # fmt: skip
+        headers.append((FORWARDED_HEADER, f"{self._itself[0]}:{self._itself[1]}"))
         try:
-            answer = await self._http.send(sent, stream=True)
-        except httpx.TransportError as exc:
+            answer = await self._send(request.method, target, headers)
+        except aiohttp.ClientConnectionError as exc:
             self._missed(owner, exc)
             exchange(request.scope).must_sync = True
             return None
         self._outcomes.labels("served").inc()
-        relayed = [(k, v) for k, v in answer.headers.raw if k.lower() not in _NOT_RELAYED]
+        self._unreachable.discard(owner.name)
+        relayed = [(k.lower(), v) for k, v in answer.raw_headers if k.lower() not in _NOT_RELAYED]
         if request.method == "HEAD":
-            await answer.aclose()
-            response = Response(b"", answer.status_code)
+            answer.release()
+            response = Response(b"", answer.status)
         else:
-            response = StreamingResponse(_relay(answer, owner.name), answer.status_code)
+            response = StreamingResponse(_relay(answer, owner.name), answer.status)
         response.raw_headers = relayed
         return response
+
+    async def _send(
+        self, method: str, target: URL, headers: list[tuple[str, str]]
+    ) -> aiohttp.ClientResponse:
+        try:
+            return await self._http().request(method, target, headers=headers,
+                                              allow_redirects=False)  # fmt: skip
+        except aiohttp.ServerDisconnectedError:
+            # A kept-alive connection the owner had closed (idle): once more, on a new one.
+            return await self._http().request(method, target, headers=headers,
+                                              allow_redirects=False)  # fmt: skip
 
     async def settle(self, call: S3Call) -> None:
         """Have the owner of the key ``call`` changed apply the change before the answer."""
@@ -174,19 +209,20 @@ class Forwarder:
         if owner is None:
             return
         headers = {REVISION_HEADER: str(revision)}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
+        if self._link.token:
+            headers["Authorization"] = f"Bearer {self._link.token}"
         try:
-            answer = await self._http.get(
+            async with self._http().get(
                 f"{owner.url}/v1/status", params={"path": call.uri()}, headers=headers
-            )
-        except httpx.TransportError as exc:
+            ) as answer:
+                status = answer.status
+        except aiohttp.ClientError as exc:
             self._missed(owner, exc, "unsettled")
             return
         # 404 is the answer for a key deleted; anything else but 200 means it was not heard.
-        if answer.status_code not in (200, 404):
+        if status not in (200, 404):
             log.warning("S3: owner %s answered %d to the revision of a write to %s",
-                        owner.name, answer.status_code, call.uri())  # fmt: skip
+                        owner.name, status, call.uri())  # fmt: skip
             self._outcomes.labels("unsettled").inc()
             return
         self._outcomes.labels("settled").inc()
@@ -195,23 +231,19 @@ class Forwarder:
         self._outcomes.labels(outcome).inc()
         if owner.name not in self._unreachable:
             self._unreachable.add(owner.name)
-            log.warning("S3: the owner %s cannot be reached (%s: %s); serving its keys here",
-                        owner.name, type(exc).__name__, exc)  # fmt: skip
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-        self._locality.close()
+            log.warning("S3: the owner %s cannot be reached (%s: %s); its keys are served here "
+                        "until it answers again", owner.name, type(exc).__name__, exc)  # fmt: skip
 
 
-async def _relay(answer: httpx.Response, owner: str) -> AsyncIterator[bytes]:
+async def _relay(answer: aiohttp.ClientResponse, owner: str) -> AsyncIterator[bytes]:
     """The owner's body as it arrives; broken off, a cut answer (the client retries)."""
     try:
-        async for chunk in answer.aiter_raw(_RELAY_CHUNK):
+        async for chunk in answer.content.iter_any():
             yield chunk
-    except httpx.HTTPError as exc:
+    except aiohttp.ClientError as exc:
         raise WorkerUnavailable(f"the owner {owner} broke off its answer ({exc})") from None
     finally:
-        await answer.aclose()
+        answer.release()
 
 
 Handler = Callable[["S3Call"], Awaitable[Response]]
