@@ -97,6 +97,9 @@ def test_a_key_is_served_by_its_owner_whichever_worker_is_asked(
     assert owner.cached_bytes(uri) == len(first)
     assert a.cached_bytes(uri) == 0 and b.cached_bytes(uri) == 0
     assert b.metric(OWNED) >= 2 and a.metric(OWNED) >= 1
+    traffic = b.http.get("/v1/overview").json()["s3"]  # what the console's Overview shows
+    assert traffic["owner_requests"]["served"] >= 2
+    assert {"GetObject", "HeadObject"} <= {op["operation"] for op in traffic["operations"]}
 
     # Read-your-writes through another worker, while the owner holds the first version's pages.
     second = b"second version " * 1000
