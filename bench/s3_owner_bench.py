@@ -10,8 +10,9 @@ requests signed as boto3 signs them (before the clock starts):
 - ``large``: the whole file, ``--large`` times (MiB/s), from the owner and from the other
   worker (which passes it to the owner and relays the answer);
 - ``range``: 64 KiB at spread offsets, ``--requests`` times, p50 latency (ms), both ways.
-Prints each figure's median and min-max over ``--reps`` rounds and the ratios. ``--profile``
-records both workers with py-spy under forwarded 64 MB GETs (``bench/out/``)."""
+Prints each figure's median and min-max over ``--reps`` rounds and the ratios. ``--profile
+large|range`` records both workers with py-spy under forwarded GETs of that kind
+(``bench/out/``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -69,7 +71,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--large", type=int, default=3)
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile", choices=("large", "range"),
+                        help="py-spy both workers under forwarded GETs of this kind")  # fmt: skip
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
         base = Path(temp)
@@ -114,8 +117,13 @@ def run(
                 requests = [(url, signed(url, {"Range": f"bytes={o}-{o + RANGE - 1}"}))
                             for o in offsets]  # fmt: skip
                 figures.setdefault(f"64KiB {where} p50 ms", []).append(ranged(client, requests))
-        if options.profile:
-            profile([owner[0].pid, other[0].pid], client, at_other)
+        pids = [owner[0].pid, other[0].pid]
+        few = [(at_other, signed(at_other, {"Range": f"bytes={o}-{o + RANGE - 1}"}))
+               for o in offsets[:50]]  # fmt: skip
+        if options.profile == "large":
+            profile(pids, lambda: large(client, at_other, signed(at_other, {}), 1))
+        elif options.profile == "range":
+            profile(pids, lambda: ranged(client, few))
     for name, values in figures.items():
         print(f"{name:24s} {statistics.median(values):10.3f}  "
               f"[{min(values):.3f}-{max(values):.3f}]")  # fmt: skip
@@ -127,8 +135,8 @@ def run(
     print(json.dumps({name: round(value, 3) for name, value in median.items()}))
 
 
-def profile(pids: list[int], client: httpx.Client, url: str) -> None:
-    """py-spy's raw profiles of ``pids`` under 20 s of forwarded 64 MB GETs (bench/out/)."""
+def profile(pids: list[int], load: Callable[[], float]) -> None:
+    """py-spy's raw profiles of ``pids`` under 20 s of ``load`` (bench/out/)."""
     out = Path("bench/out")
     out.mkdir(parents=True, exist_ok=True)
     spy = str(Path(sys.executable).with_name("py-spy"))
@@ -138,7 +146,7 @@ def profile(pids: list[int], client: httpx.Client, url: str) -> None:
     time.sleep(1)
     deadline = time.monotonic() + 18
     while time.monotonic() < deadline:
-        large(client, url, signed(url, {}), 1)
+        load()
     for recorder in recorders:
         recorder.wait()
     print(f"py-spy: {out}/s3_owner_{{{','.join(map(str, pids))}}}.txt")

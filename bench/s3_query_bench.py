@@ -12,8 +12,8 @@ through the endpoint and straight to the store (through the same proxy). DuckDB 
 interpreter ``tests/integration/duckdb_support.py`` builds (``.venv-duckdb``: its httpfs wheel
 matches an older DuckDB), each time in a fresh process, timed inside it after a first run that
 warms DuckDB itself. Prints each figure's median and min-max over the rounds, and the ratios;
-every answer is checked against the direct read's rows. ``--profile`` records the worker under
-the warm DuckDB queries with py-spy (``--profile-out``)."""
+every answer is checked against the direct read's rows. ``--profile TOOL`` records the worker
+under that tool's warm queries with py-spy (``--profile-out``)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=16)
     parser.add_argument("--rows", type=int, default=52_000)
     parser.add_argument("--latency-ms", type=int, default=20)
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile", choices=TOOLS, help="py-spy the worker under this tool")
     parser.add_argument("--profile-out", default="bench/out/s3_query_worker.txt")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
@@ -151,11 +151,11 @@ def run(
         endpoint = statistics.median(figures[f"{tool} endpoint"])
         print(f"{tool}: straight to the store / through the endpoint = {store / endpoint:.2f}x")
     if options.profile:
-        profile(options.profile_out, worker_pid, through)
+        profile(options.profile_out, worker_pid, options.profile, through)
 
 
-def profile(out: str, pid: int, target: s3query.S3Target) -> None:
-    """py-spy's summary of the worker while DuckDB queries it warm, into ``out``."""
+def profile(out: str, pid: int, tool: str, target: s3query.S3Target) -> None:
+    """py-spy's raw profile of the worker while ``tool`` queries it warm, into ``out``."""
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     spy = Path(sys.executable).with_name("py-spy")
     recorder = subprocess.Popen([str(spy), "record", "-p", str(pid), "-f", "raw", "-o", out,
@@ -163,7 +163,7 @@ def profile(out: str, pid: int, target: s3query.S3Target) -> None:
     time.sleep(1)
     deadline = time.monotonic() + 25
     while time.monotonic() < deadline:
-        duckdb(target)
+        RUNNERS[tool](target)
     recorder.wait()
     print(f"py-spy: {out}")
 

@@ -22,7 +22,9 @@ it is asked: from its own cache, re-checked with the store first (a cache miss's
 may hold writes this worker has not heard of yet), and counts it
 (``dora_s3_owner_requests_total{outcome="unreachable"}``). Only when the store is down too is
 the answer SlowDown (503), as for any key neither cached nor readable. An owner that breaks off
-mid-answer cuts the answer short (the client sees a short body and retries)."""
+an answer of up to :data:`RELAY_BUFFER` (read whole before it is relayed) is served around the
+same way; one that breaks off a larger answer already under way cuts it short (the client sees
+a short body and retries)."""
 
 from __future__ import annotations
 
@@ -162,7 +164,8 @@ class Forwarder:
 
     async def read(self, call: S3Call, raw_path: str) -> Response | None:
         """The owner's answer to ``call`` (a read), or None when the key is this worker's or
-        its owner cannot be reached (the request is then to be served here, re-checked)."""
+        its owner cannot be reached or breaks off before its answer is under way (the request
+        is then to be served here, re-checked)."""
         if FORWARDED_HEADER in call.request.headers:
             return None
         owner = self.owner(call.uri())
@@ -176,16 +179,19 @@ class Forwarder:
         headers.append((FORWARDED_HEADER, f"{self._itself[0]}:{self._itself[1]}"))
         try:
             answer = await self._send(request.method, target, headers)
-        except aiohttp.ClientConnectionError as exc:
+            small = answer.content_length is not None and answer.content_length <= RELAY_BUFFER
+            # A small answer is read whole: no stream to pace, no task watching for a hang-up.
+            body = await answer.read() if small or request.method == "HEAD" else None
+        except aiohttp.ClientError as exc:
             self._missed(owner, exc)
             exchange(request.scope).must_sync = True
             return None
         self._outcomes.labels("served").inc()
         self._unreachable.discard(owner.name)
         relayed = [(k.lower(), v) for k, v in answer.raw_headers if k.lower() not in _NOT_RELAYED]
-        if request.method == "HEAD":
+        if body is not None:
             answer.release()
-            response = Response(b"", answer.status)
+            response = Response(body, answer.status)
         else:
             response = StreamingResponse(_relay(answer, owner.name), answer.status)
         response.raw_headers = relayed
