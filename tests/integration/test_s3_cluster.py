@@ -3,16 +3,20 @@ SeaweedFS, with boto3 at its defaults. A key is served by its owner on the ring 
 worker a client talks to, so only the owner holds its pages; a write through any worker is read
 back through any other (read-your-writes, with every worker's sync interval -1: only the feed
 and the owner's revision make them re-check); with the owner down, a worker serves the key
-itself, re-checked with the store, and counts it. The access log names the access key id that
+itself, re-checked with the store, and counts it; over TLS the owner is reached over HTTPS,
+trusted by the workers' dora.user.tls.ca.file. The access log names the access key id that
 signed each request, never a signature."""
 
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 
+from tests.worker.tls.certs import CA
 from worker.cluster.localetcd import LocalEtcd
 from worker.common.ring import HashRing
 from worker.locals3 import LocalS3, free_port
@@ -20,6 +24,7 @@ from worker.locals3 import LocalS3, free_port
 from .cluster_support import ClusterWorker, wait_for
 from .conftest import BUCKET
 from .s3_endpoint_support import KEY_ID, SECRET
+from .tls_support import tls_defines
 
 pytestmark = pytest.mark.integration
 
@@ -29,20 +34,31 @@ SETTLED = 'dora_s3_owner_requests_total{outcome="settled"}'
 
 
 class S3Worker(ClusterWorker):
-    """A cluster worker over bucket ``itest`` of SeaweedFS with its S3 endpoint on."""
+    """A cluster worker over bucket ``itest`` of SeaweedFS with its S3 endpoint on; over HTTPS
+    with ``ca`` (its certificate's authority, which it also trusts as a client)."""
 
-    def __init__(self, work: Path, etcd: LocalEtcd, seaweedfs: LocalS3) -> None:
+    def __init__(
+        self, work: Path, etcd: LocalEtcd, seaweedfs: LocalS3, ca: CA | None = None
+    ) -> None:
         self.s3_port = free_port()
+        tls = [] if ca is None else [*tls_defines(ca.issue(work.name)),
+                                     f"dora.user.tls.ca.file={ca.file}"]  # fmt: skip
         super().__init__(
             work, work, etcd, f"dora.worker.ufs.roots=s3://{BUCKET}", *seaweedfs.storage_defines(),
             f"dora.worker.s3.port={self.s3_port}", f"dora.worker.s3.access.key.id={KEY_ID}",
             f"dora.worker.s3.secret.access.key={SECRET}", "dora.worker.http.access.log=true",
+            *tls,
         )  # fmt: skip
+        self.scheme = "http" if ca is None else "https"
+        self.verify: bool | str = True if ca is None else str(ca.file)
+        if ca is not None:
+            trusted = ssl.create_default_context(cafile=str(ca.file))
+            self.http = httpx.Client(base_url=f"https://{self.address}", verify=trusted)
 
     def s3(self) -> Any:
-        return boto3.client("s3", endpoint_url=f"http://127.0.0.1:{self.s3_port}",
+        return boto3.client("s3", endpoint_url=f"{self.scheme}://127.0.0.1:{self.s3_port}",
                             aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET,
-                            region_name="us-east-1")  # fmt: skip
+                            region_name="us-east-1", verify=self.verify)  # fmt: skip
 
     def cached_bytes(self, uri: str) -> int:
         answer = self.status(uri)
@@ -113,6 +129,34 @@ def test_a_key_is_served_by_its_owner_whichever_worker_is_asked(
     log = a.log()
     assert f"caller={KEY_ID}" in log
     assert "Signature=" not in log and "x-amz-signature" not in log.lower()
+
+
+@pytest.mark.slow
+def test_over_tls_the_owner_is_reached_over_https(
+    tmp_path: Path, seaweedfs: LocalS3, tls_ca: CA, s3_root: str
+) -> None:
+    etcd = LocalEtcd(tmp_path / "etcd").start()
+    made = [S3Worker(tmp_path / f"tls{i}", etcd, seaweedfs, tls_ca) for i in range(2)]
+    try:
+        for worker in made:
+            worker.start()
+        for worker in made:
+            wait_for(lambda w=worker: w.metric("dora_cluster_member_registered") == 1)  # type: ignore[misc]
+        key = f"{s3_root.removeprefix(f's3://{BUCKET}/')}/tls.bin"
+        uri = f"s3://{BUCKET}/{key}"
+        name = HashRing([w.address for w in made], 200).owner(uri)
+        owner, other = sorted(made, key=lambda w: w.address != name)
+        other.s3().put_object(Bucket=BUCKET, Key=key, Body=b"over https" * 1000)
+        for _ in range(2):  # the first read may come before the membership is listed
+            got = other.s3().get_object(Bucket=BUCKET, Key=key)["Body"].read()
+            assert got == b"over https" * 1000
+        assert other.metric(OWNED) >= 1 and other.metric(UNREACHABLE) == 0
+        assert owner.cached_bytes(uri) == 10_000
+    finally:
+        for worker in made:
+            worker.stop()
+            worker.http.close()
+        etcd.stop()
 
 
 def test_with_its_owner_down_a_worker_serves_the_key_itself(
