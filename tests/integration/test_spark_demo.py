@@ -23,7 +23,7 @@ def processes_mentioning(text: str) -> list[int]:
     ]
 
 
-@pytest.mark.timeout(900)  # twelve Spark runs, and Spark's start, on two shared cores
+@pytest.mark.timeout(900)  # twelve Spark runs, six of Polars, Spark's start, two shared cores
 def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     work = tmp_path / "work"
     args = ["--files", "4", "--rows-per-file", "2000"]
@@ -39,12 +39,13 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     header = next(
         i for i, line in enumerate(lines) if line.startswith("run ") and "checksum" in line
     )
-    table = [line for line in lines[header + 2 :] if line.strip()][:12]
+    table = [line for line in lines[header + 2 :] if line.strip()][:18]
     # Two spaces separate columns; contender names have single spaces.
     cells = [[cell.strip() for cell in line.split("  ") if cell.strip()] for line in table]
     runs = {(row[0], row[1]): row for row in cells}
     contenders = ["native (webhdfs)", "native, pass-through", "python dora source",
-                  "spark on a local copy"]  # fmt: skip
+                  "spark on a local copy", "polars (S3 endpoint)",
+                  "polars, straight to S3"]  # fmt: skip
     assert sorted(runs) == sorted((r, c) for r in ("cold", "warm", "changed") for c in contenders)
     assert all(row[-1] == "yes" for row in cells)
     checksums = {key: row[-2] for key, row in runs.items()}
@@ -58,6 +59,11 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     # The warm native run reads the cached pages straight from their files.
     assert runs[("warm", "native (webhdfs)")][7] != "0.0 MB"
     assert runs[("warm", "native, pass-through")][7] == "0.0 MB"
+    # Polars' own S3 reader (issue 33): through the worker's S3 endpoint the warm run reads
+    # nothing from the store, straight to it every run reads the data.
+    assert runs[("warm", "polars (S3 endpoint)")][5] == "0.0 MB"
+    assert runs[("cold", "polars (S3 endpoint)")][5] != "0.0 MB"
+    assert runs[("warm", "polars, straight to S3")][5] != "0.0 MB"
     # Outside writes: the worker, at -1, served each one's bytes, told by the filer's feed.
     assert "the filer's change feed consumed by: worker" in out.stdout
     outside = next(line for line in lines if line.strip().startswith("worker ") and "ms" in line)

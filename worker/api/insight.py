@@ -2,8 +2,9 @@
 
 - ``GET /v1/overview``: version, uptime, configuration sources, mount roots, readiness and
   restore, UFS health (latency quantiles, the last unavailability), security (token, TLS),
-  the UFS change feeds (what they applied, their lag per source), the page store per directory
-  and the metadata tiers;
+  the UFS change feeds (what they applied, their lag per source), the page store per directory,
+  the metadata tiers and the S3 endpoint's traffic (requests and latency per operation, and in
+  a cluster the reads its keys' owners answered);
 - ``GET /v1/history``: the counters sampled every few seconds over the last hour;
 - ``GET /v1/files/top``: the files read most through this worker, with how much is cached;
 - ``GET /v1/jobs``: every load job the worker remembers;
@@ -107,6 +108,7 @@ def describe(service: WorkerService) -> dict[str, Any]:
         "metadata": {**service.meta.counters(), **service.meta.entries()},
         "policy": policy_actions(service, page_stats),
         "stats": service.stats(),
+        "s3": s3_traffic(service),
     }
 
 
@@ -144,6 +146,42 @@ def _total(counter: Counter) -> int:
             if sample.name.endswith("_total")
         )
     )
+
+
+S3_ROUTE = "s3:"
+"""The S3 endpoint's operations in ``dora_request_seconds``: ``route="s3:<Operation>"``."""
+
+
+def s3_traffic(service: WorkerService) -> dict[str, Any]:
+    """Per S3 operation since start: requests and latency quantiles (from the request latency
+    histogram's buckets); and the endpoint's requests for keys other workers own, by outcome
+    (``worker.api.s3.forward``)."""
+    buckets: dict[str, dict[float, float]] = {}
+    for family in service.metrics.request_latency.collect():
+        for sample in family.samples:
+            route = sample.labels.get("route", "")
+            if sample.name.endswith("_bucket") and route.startswith(S3_ROUTE):
+                bound = float(sample.labels["le"])
+                buckets.setdefault(route.removeprefix(S3_ROUTE), {})[bound] = sample.value
+    operations = []
+    for name, counts in sorted(buckets.items()):
+        quantiles = histogram_quantiles(counts.items(), (0.5, 0.99))
+        operations.append(
+            {
+                "operation": name,
+                "requests": int(max(counts.values(), default=0)),
+                "p50_ms": _ms(quantiles[0.5]),
+                "p99_ms": _ms(quantiles[0.99]),
+            }
+        )
+    owners = {
+        sample.labels["outcome"]: int(sample.value)
+        for family in service.metrics.registry.collect()
+        if family.name == "dora_s3_owner_requests"
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    }
+    return {"operations": operations, "owner_requests": owners}
 
 
 def _ufs_health(service: WorkerService) -> dict[str, Any]:

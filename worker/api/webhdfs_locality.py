@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from config import Config
 from config.loader import Source
 from worker.cluster.etcd import Etcd
+from worker.cluster.layout import WorkerInfo
 from worker.cluster.members import MembershipView
 from worker.common import client_keys
 from worker.common.credentials import Credentials
@@ -94,6 +95,12 @@ class Locality:
         or None without a cluster or with none listed."""
         live = self._membership().names() if self._endpoints else ()
         return self._ring_of(live).owner(canonical_uri) if live else None
+
+    def live_member(self, canonical_uri: str) -> WorkerInfo | None:
+        """The entry of the owner of ``canonical_uri`` among the live workers (its S3 endpoint
+        with it), or None without a cluster or with none listed."""
+        owner = self.live_owner(canonical_uri)
+        return None if owner is None else self._membership().member(owner)
 
     def _ring_of(self, members: tuple[str, ...]) -> HashRing:
         ring = self._ring

@@ -12,8 +12,9 @@ both holding Alluxio's JSON ``WorkerServiceEntity`` (``Identity``, ``ServiceEnti
 clients that read it, Alluxio's and alluxiofs up to 1.0.17, need the identity and the address to
 place the worker on their ring), plus a ``Dora`` object
 with what only doracache has (start time, capacity, the URL scheme clients reach it by:
-``http`` or ``https``). Alluxio's Gson reader ignores the extra field. The worker id is, as in
-Alluxio, the MD5 of the worker's main address.
+``http`` or ``https``, and the port of its S3 endpoint when it serves one, so another worker
+can pass it the S3 reads of the keys it owns). Alluxio's Gson reader ignores the extra field.
+The worker id is, as in Alluxio, the MD5 of the worker's main address.
 
 Our own keys live under ``/dora/<cluster>/``: ``feed`` (the invalidation feed, one key whose
 revisions are the events' order) and ``applied/<worker id>`` (the feed revision each worker has
@@ -69,6 +70,8 @@ class WorkerInfo:
     started_ms: int
     capacity_bytes: int
     scheme: str = "http"
+    s3_port: int = 0
+    """The worker's S3 endpoint port (``dora.worker.s3.port``; 0: it serves none)."""
 
     @property
     def id(self) -> str:
@@ -83,6 +86,11 @@ class WorkerInfo:
     def url(self) -> str:
         """The base URL clients reach the worker at."""
         return f"{self.scheme}://{self.name}"
+
+    @property
+    def s3_url(self) -> str | None:
+        """The base URL of the worker's S3 endpoint (same host and scheme), None without one."""
+        return f"{self.scheme}://{self.host}:{self.s3_port}" if self.s3_port else None
 
     def encode(self) -> bytes:
         entity: dict[str, Any] = {
@@ -105,6 +113,7 @@ class WorkerInfo:
                 "StartTimeMs": self.started_ms,
                 "CapacityBytes": self.capacity_bytes,
                 "Scheme": self.scheme,
+                **({"S3Port": self.s3_port} if self.s3_port else {}),
             },
         }
         return json.dumps(entity, separators=(",", ":")).encode()
@@ -122,6 +131,7 @@ class WorkerInfo:
             started_ms=entries.integer(extra.get("StartTimeMs", 0), "worker StartTimeMs"),
             capacity_bytes=entries.integer(extra.get("CapacityBytes", 0), "worker CapacityBytes"),
             scheme=_scheme(extra.get("Scheme", "http")),
+            s3_port=entries.integer(extra.get("S3Port", 0), "worker S3Port", 0, 65535),
         )
 
 

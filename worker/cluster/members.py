@@ -186,9 +186,14 @@ class MembershipView:
 
     def url(self, name: str) -> str | None:
         """The base URL of the live worker ``host:port`` (with the scheme it registered)."""
+        member = self.member(name)
+        return None if member is None else member.url
+
+    def member(self, name: str) -> WorkerInfo | None:
+        """The entry of the live worker ``host:port`` (None: not a live worker)."""
         for info in self.members.values():
             if info.name == name:
-                return info.url
+                return info
         return None
 
     def _relist(self) -> bool:

@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 from config import Config
 from ufs import uri as uris
 from ufs.status import UfsStatus
+from worker.api.s3 import keys as s3_keys
 from worker.cluster import keys as cluster_keys
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd
@@ -104,7 +105,8 @@ class ClusterNode:
         started_ms = int(time.time() * 1000)
         scheme = "https" if config.get(tls_keys.WORKER_CERT) else "http"
         capacity = service.pages.capacity_bytes
-        self.info = layout.WorkerInfo(host, port, started_ms, capacity, scheme)
+        s3_port = config.get(s3_keys.PORT) or 0
+        self.info = layout.WorkerInfo(host, port, started_ms, capacity, scheme, s3_port)
         self.publisher = Publisher(
             self.etcd,
             PublisherOptions(
@@ -146,10 +148,7 @@ class ClusterNode:
         worker: it serves and keeps trying."""
         if not config.get(client_keys.ETCD_ENDPOINTS):
             return None
-        host = config.get(cluster_keys.ADVERTISE_HOST) or bind_host
-        if host in ("0.0.0.0", "::", ""):
-            host = socket.getfqdn()
-        node = cls(config, service, host, port)
+        node = cls(config, service, advertised_host(config, bind_host), port)
         node.publisher.start()
         node.follower.start()
         node.registration.start()
@@ -181,6 +180,13 @@ class ClusterNode:
         self.publisher.close(self.timeout_s)
         self.follower.close()
         self.etcd.close()
+
+
+def advertised_host(config: Config, bind_host: str) -> str:
+    """The host a worker bound to ``bind_host`` registers under: ``dora.cluster.advertise.host``,
+    else the bind host, else (a wildcard bind) the host's name."""
+    host: str = config.get(cluster_keys.ADVERTISE_HOST) or bind_host
+    return socket.getfqdn() if host in ("0.0.0.0", "::", "") else host
 
 
 class _ClusterCollector(Collector):

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress()
     if args.hosts > 1:
         return _hosts_demo(options, args.hosts, progress)
-    progress.say("doracache demo: taxi trips by pickup hour and zone, read four ways")
+    progress.say("doracache demo: taxi trips by pickup hour and zone, read four ways and by Polars")
     try:
         report = run_demo(options, progress)
     except KeyboardInterrupt:

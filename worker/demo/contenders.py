@@ -38,6 +38,10 @@ class Worker:
 
     address: str
     token: str | None
+    s3_endpoint: str | None = None
+    """The worker's S3 endpoint (``http://host:port``), when the demo turned it on."""
+    s3_secret: str | None = None
+    """The secret of the endpoint's key pair (made per run)."""
 
     def invalidate(self, uri: str) -> None:
         """Drop the worker's metadata and pages under ``uri`` (the next run starts cold)."""

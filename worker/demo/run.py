@@ -1,7 +1,8 @@
 """The demo job: a PySpark pipeline over taxi trips read four ways side by side (Spark's own
 reader through the cache over ``webhdfs://``, the same with caching off, the Python ``dora``
-source, and Spark on a local copy), cold, warm, and after the data changed under them; each
-answer checked against a direct read of the UFS.
+source, and Spark on a local copy; on S3 also the same query by Polars' own S3 reader through
+the worker's S3 endpoint and straight to the store), cold, warm, and after the data changed
+under them; each answer checked against a direct read of the UFS.
 
 Steps: generate (or reuse) the dataset; start a local S3 server behind a proxy that adds
 ``--ufs-latency`` and counts what the store sees (or use a directory); upload the dataset and
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -36,13 +38,17 @@ from worker.demo.dataset import data_files, ensure_dataset, trips
 from worker.demo.link import cost
 from worker.demo.outside import OutsideReport, Reader, measure
 from worker.demo.report import Progress, RunResult, megabytes
+from worker.demo.s3query import PolarsRun, S3Target
 from worker.demo.spec import DatasetSpec, default_work_dir
 from worker.demo.stage import BUCKET, DirStage, S3Stage, Stage, overwrite_local
+from worker.locals3 import ACCESS_KEY, SECRET_KEY, free_port
 from worker.spark import procs
 from worker.spark.sidecar import ensure_worker_info, stop_worker
 from worker.spark.webhdfs import short_circuit_bytes, spark_conf
 
 STAT_KEYS = ("bytes_from_ufs", "bytes_from_cache")
+S3_KEY_ID = "demo"
+"""The access key id of the worker's S3 endpoint in the demo (its secret is made per run)."""
 OUTSIDE_KEY = "outside/probe.txt"
 
 
@@ -88,18 +94,36 @@ class Demo:
         return pipeline.checksum(pipeline.arrow_aggregate(tables))
 
     def query(self, contender: Contender, run: str, reference: str) -> RunResult:
+        """``contender``'s Spark run of the query, measured."""
+        return self.measured(
+            contender.name,
+            run,
+            contender.sync(run),
+            lambda: pipeline.spark_aggregate(contender.load(self.spark, run)),
+            reference,
+        )
+
+    def measured(
+        self,
+        name: str,
+        run: str,
+        sync: str,
+        compute: Callable[[], list[pipeline.Row]],
+        reference: str,
+    ) -> RunResult:
+        """One run of the query by ``compute``: its time, what the store and the worker saw."""
         before = worker_stats(self.worker)
         page_files = short_circuit_bytes(self.spark)
         cost(self.stage.link)
         started = time.monotonic()
-        with self.progress.step(f"{run}: {contender.name}"):
-            rows = pipeline.spark_aggregate(contender.load(self.spark, run))
+        with self.progress.step(f"{run}: {name}"):
+            rows = compute()
         seconds = time.monotonic() - started
         after = worker_stats(self.worker)
         result = RunResult(
-            contender=contender.name,
+            contender=name,
             run=run,
-            sync=contender.sync(run),
+            sync=sync,
             seconds=seconds,
             ufs=cost(self.stage.link),
             bytes_from_cache=after["bytes_from_cache"] - before["bytes_from_cache"],
@@ -110,6 +134,10 @@ class Demo:
         )
         self.results.append(result)
         return result
+
+    def s3_query(self, contender: PolarsRun, run: str, reference: str) -> RunResult:
+        """A run of the query by Polars' own S3 reader."""
+        return self.measured(contender.name, run, contender.sync(run), contender.rows, reference)
 
 
 def worker_stats(worker: Worker) -> dict[str, int]:
@@ -166,6 +194,11 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoRepo
             contender.make_cold()
             demo.query(contender, "cold", reference)
             demo.query(contender, "warm", reference)
+        s3_runners = polars_runs(stage, worker)
+        for s3_contender in s3_runners:
+            s3_contender.make_cold()
+            demo.s3_query(s3_contender, "cold", reference)
+            demo.s3_query(s3_contender, "warm", reference)
         changed = names[len(names) // 2]
         with progress.step(f"overwriting {changed} in the UFS and in the local copy"):
             table = trips(spec, len(names) // 2, revision=1)
@@ -175,7 +208,28 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoRepo
             reference = demo.reference(names)
         for contender in runners:
             demo.query(contender, "changed", reference)
+        for s3_contender in s3_runners:
+            demo.s3_query(s3_contender, "changed", reference)
         return DemoReport(demo.results, outside_writes(stage, worker, progress))
+
+
+def polars_runs(stage: Stage, worker: Worker) -> list[PolarsRun]:
+    """On S3, Polars' own S3 reader through the worker's S3 endpoint and straight to the store
+    (through the same delaying link the worker reaches it by); none on a local directory."""
+    if not isinstance(stage, S3Stage) or worker.s3_endpoint is None:
+        return []
+    store = stage.link.url if stage.link is not None else stage.server.endpoint
+    cached = f"{stage.base}/{CACHED}"
+    return [
+        PolarsRun(
+            "polars (S3 endpoint)",
+            S3Target(worker.s3_endpoint, S3_KEY_ID, worker.s3_secret or "", BUCKET, CACHED),
+            lambda: worker.invalidate(cached),
+        ),
+        PolarsRun(
+            "polars, straight to S3", S3Target(store, ACCESS_KEY, SECRET_KEY, BUCKET, CACHED)
+        ),
+    ]
 
 
 def outside_writes(stage: Stage, worker: Worker, progress: Progress) -> OutsideReport | None:
@@ -196,9 +250,17 @@ def start_worker(
 ) -> Worker:
     """The sidecar worker serving the stage, owned by this process, with the path rules of the
     two dataset copies."""
-    defines = [*stage.defines(), path_rules(stage.base, sync_rule), *options.defines]
+    defines = [*stage.defines(), path_rules(stage.base, sync_rule)]
+    s3_port, s3_secret = None, None
+    if isinstance(stage, S3Stage):
+        s3_port, s3_secret = free_port(), secrets.token_urlsafe(24)
+        defines += [f"dora.worker.s3.port={s3_port}", f"dora.worker.s3.access.key.id={S3_KEY_ID}",
+                    f"dora.worker.s3.secret.access.key={s3_secret}"]  # fmt: skip
+    defines += options.defines
     info = ensure_worker_info(defines, state_dir=state_dir, owner_pid=os.getpid())
-    return Worker(info.address, info.token)
+    host = info.address.rsplit(":", 1)[0]
+    s3_endpoint = None if s3_port is None else f"http://{host}:{s3_port}"
+    return Worker(info.address, info.token, s3_endpoint, s3_secret)
 
 
 def start_spark(

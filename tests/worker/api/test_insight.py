@@ -101,3 +101,28 @@ def test_with_a_token_the_page_is_open_and_the_data_is_not(data_dir: Path, tmp_p
     finally:
         client.close()
         service.close()
+
+
+def test_overview_counts_s3_requests_per_operation(
+    s3_service: WorkerService, data_dir: Path
+) -> None:
+    from tests.worker.api.s3_support import S3Api
+
+    (data_dir / "k.bin").write_bytes(b"s3 bytes")
+    s3 = S3Api(s3_service)
+    api = Api(s3_service)
+    try:
+        assert api.get("/v1/overview").json()["s3"] == {"operations": [], "owner_requests": {}}
+        for _ in range(3):
+            assert s3.get("/data/k.bin").content == b"s3 bytes"
+        assert s3.request("HEAD", "/data/k.bin").status_code == 200
+        assert s3.get("/data/missing").status_code == 404
+        traffic = api.get("/v1/overview").json()["s3"]
+    finally:
+        s3.close()
+        api.close()
+    by_name = {op["operation"]: op for op in traffic["operations"]}
+    assert by_name["GetObject"]["requests"] == 4
+    assert by_name["HeadObject"]["requests"] == 1
+    assert by_name["GetObject"]["p50_ms"] > 0
+    assert traffic["owner_requests"] == {}  # no cluster: every key is served here

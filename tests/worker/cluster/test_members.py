@@ -28,6 +28,14 @@ def test_the_entry_is_alluxios_worker_service_entity() -> None:
     assert WorkerInfo.decode(info(28080).encode()) == info(28080)
 
 
+def test_the_entry_carries_the_s3_endpoint_when_the_worker_serves_one() -> None:
+    served = WorkerInfo("10.0.0.5", 28080, 1, 1, "https", s3_port=29000)
+    assert WorkerInfo.decode(served.encode()) == served
+    assert served.s3_url == "https://10.0.0.5:29000"
+    assert info(28080).s3_url is None
+    assert "S3Port" not in json.loads(info(28080).encode())["Dora"]
+
+
 def entry(host: object = "h", port: object = 80) -> bytes:
     return json.dumps({"WorkerNetAddress": {"Host": host, "HttpServerPort": port}}).encode()
 
@@ -47,6 +55,10 @@ FORGED_MEMBERS = {
     "host with a space": entry(host="a b"),
     "host empty": entry(host=""),
     "100k deep": b"[" * 100_000,
+    "s3 port 65536": b'{"WorkerNetAddress":{"Host":"h","HttpServerPort":1},'
+    b'"Dora":{"S3Port":65536}}',
+    "s3 port string": b'{"WorkerNetAddress":{"Host":"h","HttpServerPort":1},'
+    b'"Dora":{"S3Port":"29000"}}',
     "capacity negative": b'{"WorkerNetAddress":{"Host":"h","HttpServerPort":1},'
     b'"Dora":{"CapacityBytes":-1}}',
 }

@@ -6,6 +6,6 @@ imports no server code), ``buckets`` (bucket names to mount roots, keys to URIs)
 them once), ``call`` (what every operation starts from: the endpoint built once, the request's
 bucket, key, verified caller, contexts and checked body), ``conditions`` (If-* headers),
 ``bucketops``, ``objects``, ``listing`` and ``multipart`` (the operations), ``keepalive`` (an
-answer kept busy while long work runs), and ``routing`` (which operation a request is, the
-surface and the port it is served on). Signatures are ``worker.api.s3auth``'s. This module
-imports nothing."""
+answer kept busy while long work runs), ``forward`` (in a cluster, a key served by its owner),
+and ``routing`` (which operation a request is, the surface and the port it is served on).
+Signatures are ``worker.api.s3auth``'s. This module imports nothing."""

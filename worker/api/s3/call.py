@@ -22,6 +22,7 @@ from worker.api.params import interval
 from worker.api.s3 import keys
 from worker.api.s3.buckets import Buckets
 from worker.api.s3.errors import S3Error
+from worker.api.s3.forward import Forwarder
 from worker.api.s3auth import BodyCheck, Credentials, Principal, Verifier
 from worker.common.deadlines import TIMEOUT_HEADER, request_deadline
 from worker.request import UNKNOWN_CALLER, RequestContext, exchange
@@ -69,6 +70,8 @@ class Endpoint:
     """The threads PutObjects stream their bodies in, one per upload the worker takes at once
     (``dora.worker.http.max.concurrent.uploads``): apart from the thread pool every other
     request uses, so slow uploaders never starve reads of threads."""
+    forwarder: Forwarder | None = None
+    """In a cluster, what serves a key from its owner (``worker.api.s3.forward``)."""
 
     @classmethod
     def bind(cls, service: WorkerService) -> Endpoint:
@@ -79,7 +82,8 @@ class Endpoint:
         uploads = Path(config.get(WORK_DIR)).expanduser() / UPLOADS_DIR
         buckets = Buckets.from_config(config, service.roots)
         threads = CapacityLimiter(config.get(MAX_UPLOADS))
-        return cls(service, buckets, verifier, uploads, time.time_ns(), threads)
+        forwarder = Forwarder.from_config(service)
+        return cls(service, buckets, verifier, uploads, time.time_ns(), threads, forwarder)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,16 @@ UPLOAD_EXPIRY: PropertyKey[int] = PropertyKey(
     minimum=1,
 )
 
+OWNER_TIMEOUT: PropertyKey[int] = PropertyKey(
+    "dora.worker.s3.owner.timeout",
+    KeyType.DURATION,
+    "1s",
+    "In a cluster, how long a worker tries to connect to the worker that owns a key before it "
+    "serves the key itself, re-checked with the store (the owner is down or cut off).",
+    minimum=1,
+)
+
 KEYS: list[PropertyKey[Any]] = [
-    PORT, BUCKETS, DOMAIN, ACCESS_KEY_ID, SECRET_ACCESS_KEY, ANONYMOUS, UPLOAD_EXPIRY
+    PORT, BUCKETS, DOMAIN, ACCESS_KEY_ID, SECRET_ACCESS_KEY, ANONYMOUS, UPLOAD_EXPIRY,
+    OWNER_TIMEOUT,
 ]  # fmt: skip

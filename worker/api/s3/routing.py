@@ -27,6 +27,7 @@ from worker.api.params import Lean
 from worker.api.s3 import bucketops, listing, objects, uploadops
 from worker.api.s3.call import Endpoint, S3Call
 from worker.api.s3.errors import answer, not_implemented, render, request_id, translated
+from worker.api.s3.forward import through_owner
 from worker.api.surface import Route, Surface
 from worker.common import errors as catalogue
 from worker.request import UNKNOWN_CALLER, exchange
@@ -174,7 +175,7 @@ async def serve(endpoint: Endpoint, request: Request) -> Response:
         name, handler = operation(request.method, bucket, key, request.query_params,
                                   request.headers)  # fmt: skip
         call = S3Call(endpoint, request, bucket, key, verified.principal, verified.body)
-        response = await handler(call)
+        response = await through_owner(endpoint.forwarder, name, handler, call, resource)
     except Exception as exc:  # noqa: BLE001 — each error becomes S3's answer; bugs go on up
         error = translated(exc)
         endpoint.service.metrics.error_answered(error.code, str(exc))

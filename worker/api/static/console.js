@@ -123,6 +123,30 @@ async function showOverview() {
     ? `${f.sources.join(", ")}: ${f.received} events received, ${f.applied} applied, ${f.unchanged} already current, ${f.gaps} gaps (each a re-check of what was cached)`
     : "none (outside writes are seen when a sync interval re-checks)";
   showFeedLag(f.lag);
+  showS3(o.s3);
+}
+
+// Requests and latency per S3 operation since start; in a cluster, the reads of keys another
+// worker owns (served by that owner, or here when it could not be reached).
+function showS3(s3) {
+  const ops = s3.operations;
+  const owners = s3.owner_requests;
+  const ms = (v) => (v === null ? "-" : `${v} ms`);
+  const total = ops.reduce((n, op) => n + op.requests, 0);
+  const cluster = Object.keys(owners).length
+    ? ` · keys other workers own: ${owners.served || 0} reads served by their owner, ${owners.unreachable || 0} served here (owner unreachable), ${owners.settled || 0} writes applied by their owner`
+    : "";
+  $("s3-summary").textContent = ops.length
+    ? `${total} requests${cluster}`
+    : "no S3 requests (the endpoint is on with dora.worker.s3.port)";
+  $("s3-ops").hidden = ops.length === 0;
+  table("s3-ops", ["operation", "requests", "p50", "p99"], ops.map((op) => (row) => {
+    row.className = "s3-operation";
+    cell(row, op.operation);
+    cell(row, String(op.requests));
+    cell(row, ms(op.p50_ms));
+    cell(row, ms(op.p99_ms));
+  }));
 }
 
 // Per source: from each event's own time (the store's clock) to its application here; the bar
