@@ -27,12 +27,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from pagestore import modes
+from ufs.attributes import Attributes
 from ufs.status import UfsStatus
 from worker import keys as worker_keys
 from worker.api.body import COPY_CHUNK
 from worker.api.params import byte_range, header_number
 from worker.api.s3 import keys as s3_keys
 from worker.api.s3 import xmlbody
+from worker.api.s3.attributes import requested
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag
 from worker.api.s3.errors import S3Error, invalid_argument
@@ -72,6 +74,8 @@ class Upload:
     key: str
     initiated_ns: int
     initiator: str
+    attributes: Attributes
+    """What the object is to be stored with (CreateMultipartUpload's headers)."""
 
     def parts(self) -> list[StoredPart]:
         found = []
@@ -94,8 +98,9 @@ def _load(directory: Path, upload_id: str) -> Upload:
         meta = json.loads((directory / upload_id / _META).read_text())
     except (OSError, ValueError):
         raise _no_such_upload(upload_id) from None
+    attributes = Attributes(meta.get("headers", {}), meta.get("user", {}))
     return Upload(upload_id, directory / upload_id, meta["bucket"], meta["key"],
-                  meta["initiated_ns"], meta["initiator"])  # fmt: skip
+                  meta["initiated_ns"], meta["initiator"], attributes)  # fmt: skip
 
 
 def _upload(call: S3Call) -> Upload:
@@ -131,13 +136,15 @@ async def create(call: S3Call) -> Response:
     await run_in_threadpool(call.service.admit, target, "create")
     upload_id = secrets.token_hex(16)
     expiry = call.service.config.get(s3_keys.UPLOAD_EXPIRY)
+    attributes = requested(call.request.headers)
 
     def work() -> None:
         _expire(call.endpoint.uploads, expiry)
         directory = call.endpoint.uploads / upload_id
         modes.make_dirs(directory, modes.PRIVATE_DIR)
         meta = {"bucket": bucket, "key": key, "initiated_ns": time.time_ns(),
-                "initiator": call.caller}  # fmt: skip
+                "initiator": call.caller, "headers": dict(attributes.headers),
+                "user": dict(attributes.user)}  # fmt: skip
         modes.write_file(directory / _META, json.dumps(meta).encode(), modes.PRIVATE_FILE)
 
     await run_in_threadpool(work)
@@ -257,7 +264,8 @@ async def complete(call: S3Call) -> Response:
     location = f"{call.request.url.scheme}://{host}/{upload.bucket}/{quote(upload.key)}"
 
     def work() -> UfsStatus:
-        status, _ = call.service.write(target, _concatenated(chosen))
+        status, _ = call.service.write(target, _concatenated(chosen), upload.attributes)
+        call.endpoint.memo.forget(target.uri)
         shutil.rmtree(upload.directory, ignore_errors=True)
         return status
 
