@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from botocore.exceptions import ClientError
 
 from worker.locals3 import LocalS3
 
@@ -104,3 +105,28 @@ def test_local_bucket_keeps_no_metadata(endpoint: Endpoint, tmp_path: Path) -> N
                   ContentType="text/plain", Metadata={"a": "1"})  # fmt: skip
     head = s3.head_object(Bucket="scratch", Key=f"{tmp_path.name}/x")
     assert head["ContentType"] == "binary/octet-stream" and head["Metadata"] == {}
+
+
+def test_listing_answers_as_s3_does(endpoint: Endpoint) -> None:
+    s3 = endpoint.client()
+    prefix = f"{endpoint.prefix}/ls/"
+    for name in ("a", "b"):
+        s3.put_object(Bucket=BUCKET, Key=prefix + name, Body=b"x")
+    none = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix, MaxKeys=0)
+    assert none["KeyCount"] == 0 and none["IsTruncated"] is False
+    assert s3.list_objects(Bucket=BUCKET, Prefix=prefix, MaxKeys=0)["IsTruncated"] is False
+    echoed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix, ContinuationToken="")
+    assert echoed["ContinuationToken"] == "" and echoed["KeyCount"] == 2
+    # boto3 asks v1 for url-encoded keys and decodes the keys, not the Prefix
+    odd = s3.list_objects(Bucket=BUCKET, Prefix=prefix + "\n")
+    assert odd["Prefix"] == prefix + "\n" and "Contents" not in odd
+
+
+def test_a_conditional_put_is_refused_not_done(endpoint: Endpoint) -> None:
+    s3 = endpoint.client()
+    key = f"{endpoint.prefix}/kept"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=b"first")
+    with pytest.raises(ClientError) as refused:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"second", IfNoneMatch="*")
+    assert refused.value.response["Error"]["Code"] == "NotImplemented"
+    assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == b"first"

@@ -28,7 +28,7 @@ from worker.api.s3 import xmlbody
 from worker.api.s3.attributes import requested
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag, failed, precondition_failed
-from worker.api.s3.errors import S3Error, invalid_argument, translated
+from worker.api.s3.errors import S3Error, invalid_argument, not_implemented, translated
 from worker.common.errors import IsADirectory
 from worker.common.ranges import ByteRange, Span, Window
 from worker.reader import ReadResult
@@ -172,6 +172,7 @@ async def put_object(call: S3Call) -> Response:
     folder (a directory where the store has them)."""
     target = call.context(call.uri())
     service = call.service
+    _unconditional(call)
     await run_in_threadpool(service.admit, target, "create")
     if (call.key or "").endswith("/"):
         try:
@@ -189,6 +190,14 @@ async def put_object(call: S3Call) -> Response:
         )
         call.endpoint.memo.forget(target.uri)
     return Response(b"", 200, {"ETag": etag(status)})
+
+
+def _unconditional(call: S3Call) -> None:
+    """Refuse a conditional write (``If-Match``, ``If-None-Match``): the store's write is not
+    made conditional here, and writing anyway could overwrite what the client meant to keep."""
+    for name in ("if-match", "if-none-match"):
+        if name in call.request.headers:
+            raise not_implemented(f"A conditional PutObject ({name})")
 
 
 async def delete_object(call: S3Call) -> Response:
