@@ -130,3 +130,19 @@ def test_a_conditional_put_is_refused_not_done(endpoint: Endpoint) -> None:
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"second", IfNoneMatch="*")
     assert refused.value.response["Error"]["Code"] == "NotImplemented"
     assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == b"first"
+
+
+def test_a_part_copies_a_range_inside_its_source_or_nothing(endpoint: Endpoint) -> None:
+    s3 = endpoint.client()
+    source, key = f"{endpoint.prefix}/five", f"{endpoint.prefix}/dest"
+    s3.put_object(Bucket=BUCKET, Key=source, Body=b"12345")
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    where = {"Bucket": BUCKET, "Key": key, "UploadId": upload, "PartNumber": 1}
+    with pytest.raises(ClientError) as past:
+        s3.upload_part_copy(**where, CopySource={"Bucket": BUCKET, "Key": source},
+                            CopySourceRange="bytes=0-21")  # fmt: skip
+    assert past.value.response["Error"]["Code"] == "InvalidRange"
+    copied = s3.upload_part_copy(**where, CopySource={"Bucket": BUCKET, "Key": source},
+                                 CopySourceRange="bytes=1-3")  # fmt: skip
+    assert copied["CopyPartResult"]["ETag"]
+    s3.abort_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload)

@@ -41,6 +41,7 @@ from worker.api.s3.errors import S3Error, invalid_argument
 from worker.api.s3.keepalive import answered_while_working
 from worker.api.s3.objects import pinned_chunks, source_status
 from worker.api.s3.xmlbody import el
+from worker.common.ranges import ByteRange
 
 MAX_PARTS = 10_000
 MIN_PART = 5 << 20
@@ -198,7 +199,7 @@ async def upload_part_copy(call: S3Call) -> Response:
     upload, number = _upload(call), _part_number(call)
     _, status = await source_status(call)
     header = call.request.headers.get("x-amz-copy-source-range")
-    span = None if header is None else byte_range(header)
+    span = None if header is None else _within(byte_range(header), status.size)
     temp = upload.directory / f".{number:05d}.{secrets.token_hex(4)}"
 
     def work() -> str:
@@ -217,6 +218,17 @@ async def upload_part_copy(call: S3Call) -> Response:
     digest = await run_in_threadpool(work)
     answer = xmlbody.copy_result("CopyPartResult", f'"{digest}"', time.time_ns())
     return Response(answer, 200, media_type=xmlbody.MEDIA_TYPE)
+
+
+def _within(span: ByteRange | None, size: int) -> ByteRange:
+    """``span`` when it lies inside an object of ``size`` bytes: a part copies the bytes it
+    names or nothing (InvalidRange), where a GET's range would be cut at the end."""
+    if span is None or span.first is None or span.last is None:
+        raise invalid_argument("x-amz-copy-source-range must be bytes=first-last")
+    if span.last >= size:
+        raise S3Error("InvalidRange", 416, f"the range ends past the source's {size} bytes",
+                      {"Content-Range": f"bytes */{size}"})  # fmt: skip
+    return span
 
 
 def _chosen(upload: Upload, asked: list[xmlbody.Part], limit: int) -> list[StoredPart]:
