@@ -55,6 +55,7 @@ DIFFERENCES = {
 """Tests SeaweedFS passes and the worker does not, and why."""
 
 
+@pytest.mark.timeout(1200)
 def test_worker_passes_what_the_store_passes(tmp_path: Path) -> None:
     checkout = suite.suite_dir()
     if checkout is None:
@@ -79,8 +80,13 @@ def test_worker_passes_what_the_store_passes(tmp_path: Path) -> None:
                 suite.start(checkout, store_conf, store_pool, tmp_path / "store.xml"),
                 suite.start(checkout, worker_conf, worker_pool, tmp_path / "worker.xml"),
             ]
-            for run in runs:
-                run.wait(timeout=900)
+            try:
+                for run in runs:
+                    run.wait(timeout=1000)
+            finally:
+                for run in runs:
+                    run.kill()  # a run still going when this test gives up stops with it
+                    run.wait()
         finally:
             worker.stop()
     on_store = suite.outcomes(tmp_path / "store.xml")

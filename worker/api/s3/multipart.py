@@ -221,11 +221,11 @@ async def upload_part_copy(call: S3Call) -> Response:
 
 
 def _within(span: ByteRange | None, size: int) -> ByteRange:
-    """``span`` when it lies inside an object of ``size`` bytes: a part copies the bytes it
+    """``span`` when it ends inside an object of ``size`` bytes: a part copies the bytes it
     names or nothing (InvalidRange), where a GET's range would be cut at the end."""
-    if span is None or span.first is None or span.last is None:
+    if span is None:
         raise invalid_argument("x-amz-copy-source-range must be bytes=first-last")
-    if span.last >= size:
+    if span.last is not None and span.first is not None and span.last >= size:
         raise S3Error("InvalidRange", 416, f"the range ends past the source's {size} bytes",
                       {"Content-Range": f"bytes */{size}"})  # fmt: skip
     return span
