@@ -22,6 +22,7 @@ from fsspec.spec import AbstractFileSystem
 
 from config import Config
 from ufs import uri as uris
+from ufs.attributes import NO_ATTRIBUTES, Attributes, AttributeStore
 from ufs.backend import WRITE_CHUNK, UfsBackend
 from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner
 from ufs.errors import (
@@ -259,7 +260,12 @@ class Ufs:
         return io.BufferedReader(_RangeReader(self, status), WRITE_CHUNK)
 
     def write(
-        self, uri: str, data: bytes | Iterable[bytes], *, deadline: Deadline | None = None
+        self,
+        uri: str,
+        data: bytes | Iterable[bytes],
+        *,
+        deadline: Deadline | None = None,
+        attributes: Attributes = NO_ATTRIBUTES,
     ) -> UfsStatus:
         """Write (create or replace) a file from bytes or an iterable of chunks; the status of
         what was written, as the write itself reports it (:meth:`UfsBackend.write`): a file
@@ -276,13 +282,34 @@ class Ufs:
         The caller's ``deadline`` bounds the whole write, each request of a stream included
         (a caller that waits for chunks from a client of its own counts its deadline from
         when it has them all, as the worker's surfaces spool a body before writing it).
+
+        ``attributes`` are stored with the file where the store keeps them
+        (:class:`ufs.attributes.AttributeStore`), and dropped elsewhere.
         """
         backend = self._of(uri)
+        if attributes and isinstance(backend, AttributeStore):
+            chunks = (
+                iter((bytes(data),))
+                if isinstance(data, bytes | bytearray | memoryview)
+                else iter(data)
+            )
+            kept = partial(backend.write_attributed, uri, chunks, partial(self._bound, deadline))
+            return self._call("write", uri, lambda _: kept(attributes), deadline, retry=False)
         if isinstance(data, bytes | bytearray | memoryview):
             payload = bytes(data)
             return self._call("write", uri, partial(backend.write, uri, payload), deadline)
         stream = partial(backend.write_stream, uri, iter(data), partial(self._bound, deadline))
         return self._call("write", uri, lambda _: stream(), deadline, retry=False)
+
+    def attributes(self, uri: str, version: str, *, deadline: Deadline | None = None) -> Attributes:
+        """What the store keeps of file ``uri`` at ``version`` besides its bytes
+        (:mod:`ufs.attributes`): none where it keeps nothing. UfsVersionChanged when the file
+        is at another version."""
+        backend = self._of(uri)
+        if not isinstance(backend, AttributeStore):
+            return NO_ATTRIBUTES
+        look = partial(backend.attributes, uri, version)
+        return self._call("status", uri, look, deadline)
 
     def append(
         self, uri: str, data: Iterable[bytes], *, deadline: Deadline | None = None

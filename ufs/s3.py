@@ -18,6 +18,7 @@ import s3fs
 from botocore.exceptions import ClientError
 
 from ufs import uri as uris
+from ufs.attributes import HEADERS, Attributes
 from ufs.backend import WRITE_CHUNK
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import UfsInvalidPath, UfsTooLarge, UfsVersionChanged
@@ -67,8 +68,9 @@ def storage_options(options: UfsOptions) -> dict[str, Any]:
 
 class S3Backend(FsspecBackend):
     """S3 (``s3://``, ``s3a://``) through s3fs. Versions are ETags, and a read with a version
-    carries ``If-Match``, so it can never return bytes of another version. A
-    :class:`ufs.stores.BucketStore` and :class:`ufs.stores.UploadStore`. Thread-safe."""
+    carries ``If-Match``, so it can never return bytes of another version. Objects keep their
+    attributes (``ufs.attributes.AttributeStore``). A :class:`ufs.stores.BucketStore` and
+    :class:`ufs.stores.UploadStore`. Thread-safe."""
 
     pins_versions = True
 
@@ -130,6 +132,29 @@ class S3Backend(FsspecBackend):
         upload is aborted, so nothing of it becomes visible."""
         return self._upload(uri, chunks, step)
 
+    def write_attributed(
+        self,
+        uri: str,
+        chunks: Iterator[bytes],
+        step: Callable[[], Deadline],
+        attributes: Attributes,
+    ) -> UfsStatus:
+        """:meth:`write_stream`, the object created with ``attributes`` (its PUT's, or its
+        multipart upload's, headers)."""
+        return self._upload(uri, chunks, step, _arguments(attributes))
+
+    def attributes(self, uri: str, version: str, deadline: Deadline) -> Attributes:
+        """From a HEAD with ``If-Match``: the headers as the store answered them, as sent."""
+        bucket, _, key = self.path(uri).partition("/")
+        head = self.s3("head_object", Bucket=bucket, Key=key, IfMatch=f'"{version}"')
+        try:
+            response = self.run(head, deadline)
+        except OSError as exc:
+            if _precondition_failed(exc):
+                raise UfsVersionChanged(uri, version, None) from exc
+            raise
+        return Attributes.from_headers(response["ResponseMetadata"]["HTTPHeaders"])
+
     def append(self, status: UfsStatus, data: Iterable[bytes], deadline: Deadline) -> UfsStatus:
         """Emulated, as S3 has no append: the object is read at the version seen and written
         back with ``data`` after it by a PUT with ``If-Match`` on that version, so a change
@@ -159,16 +184,21 @@ class S3Backend(FsspecBackend):
         return self._written(status.uri, total, response, deadline)
 
     def _put(
-        self, uri: str, data: bytes, **conditions: str
+        self, uri: str, data: bytes, **arguments: Any
     ) -> Callable[[], Coroutine[Any, Any, Any]]:
         bucket, _, key = self.path(uri).partition("/")
-        return self.s3("put_object", Bucket=bucket, Key=key, Body=data, **conditions)
+        return self.s3("put_object", Bucket=bucket, Key=key, Body=data, **arguments)
 
     def _upload(
-        self, uri: str, chunks: Iterator[bytes], deadline: Callable[[], Deadline]
+        self,
+        uri: str,
+        chunks: Iterator[bytes],
+        deadline: Callable[[], Deadline],
+        arguments: dict[str, Any] | None = None,
     ) -> UfsStatus:
         bucket, _, key = self.path(uri).partition("/")
-        upload = _Multipart(self, bucket, key)
+        arguments = arguments or {}
+        upload = _Multipart(self, bucket, key, arguments)
         buffer = bytearray()
         size = 0
         try:
@@ -180,7 +210,7 @@ class S3Backend(FsspecBackend):
                     del buffer[:PART_SIZE]
                     self.run(partial(upload.send, part), deadline())
             if upload.id is None:
-                response = self.run(self._put(uri, bytes(buffer)), deadline())
+                response = self.run(self._put(uri, bytes(buffer), **arguments), deadline())
             else:
                 if buffer:
                     self.run(lambda: upload.send(bytes(buffer)), deadline())
@@ -240,8 +270,9 @@ class S3Backend(FsspecBackend):
         bucket, _, key = self.path(uri).partition("/")
         return {"Bucket": bucket, "Key": key}
 
-    def create_upload(self, uri: str, deadline: Deadline) -> str:
-        created = self._asked(self.s3("create_multipart_upload", **self._object(uri)), deadline)
+    def create_upload(self, uri: str, deadline: Deadline, attributes: Attributes) -> str:
+        create = self.s3("create_multipart_upload", **self._object(uri), **_arguments(attributes))
+        created = self._asked(create, deadline)
         return str(created["UploadId"])
 
     def upload_part(
@@ -301,15 +332,19 @@ class S3Backend(FsspecBackend):
 class _Multipart:
     """One multipart upload, created with its first part. Used by one thread at a time."""
 
-    def __init__(self, backend: S3Backend, bucket: str, key: str) -> None:
+    def __init__(
+        self, backend: S3Backend, bucket: str, key: str, arguments: dict[str, Any]
+    ) -> None:
         self._backend = backend
         self._where = {"Bucket": bucket, "Key": key}
+        self._arguments = arguments
         self.id: str | None = None
         self._parts: list[dict[str, Any]] = []
 
     async def send(self, data: bytes) -> None:
         if self.id is None:
-            created = await self._backend.s3("create_multipart_upload", **self._where)()
+            create = self._backend.s3("create_multipart_upload", **self._where, **self._arguments)
+            created = await create()
             self.id = str(created["UploadId"])
         number = len(self._parts) + 1
         sent = await self._backend.s3(
@@ -333,6 +368,26 @@ class _Multipart:
         abort = self._backend.s3("abort_multipart_upload", UploadId=self.id, **self._where)
         loop: asyncio.AbstractEventLoop = self._backend.filesystem.loop
         asyncio.run_coroutine_threadsafe(asyncio.wait_for(abort(), timeout), loop)
+
+
+_ARGUMENTS = {name: name.replace("-", "") for name in HEADERS}
+"""botocore's parameter of each kept header (``Content-Type``: ``ContentType``)."""
+
+
+def _arguments(attributes: Attributes) -> dict[str, Any]:
+    """A PUT's (or CreateMultipartUpload's) botocore arguments that store ``attributes``."""
+    arguments: dict[str, Any] = {}
+    for name, value in attributes.headers.items():
+        if name == "Expires":
+            try:  # botocore takes a date only; S3 keeps only a date
+                arguments["Expires"] = parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                continue
+        else:
+            arguments[_ARGUMENTS[name]] = value
+    if attributes.user:
+        arguments["Metadata"] = dict(attributes.user)
+    return arguments
 
 
 def _date_ns(response: dict[str, Any]) -> int:

@@ -20,6 +20,7 @@ from functools import partial
 from typing import IO, Protocol, TypeVar, runtime_checkable
 
 from ufs import uri as uris
+from ufs.attributes import Attributes
 from ufs.deadline import Deadline
 from ufs.errors import UfsError
 from ufs.status import UfsStatus
@@ -102,7 +103,9 @@ class UploadStore(Protocol):
     raise as :class:`BucketStore`'s do (NoSuchUpload, InvalidPart, ... as
     :class:`UfsStoreRefused`)."""
 
-    def create_upload(self, uri: str, deadline: Deadline) -> str: ...
+    def create_upload(self, uri: str, deadline: Deadline, attributes: Attributes) -> str:
+        """A new upload of ``uri``, the object to be stored with ``attributes``; its id."""
+        ...
 
     def upload_part(
         self, uri: str, upload_id: str, number: int, body: IO[bytes], size: int, deadline: Deadline
@@ -154,8 +157,9 @@ class Uploads(_Bounded):
         super().__init__(call)
         self._store = store
 
-    def create(self, uri: str, deadline: Deadline | None) -> str:
-        return self._run("create upload", uri, partial(self._store.create_upload, uri), deadline)
+    def create(self, uri: str, deadline: Deadline | None, attributes: Attributes) -> str:
+        create = partial(self._store.create_upload, uri, attributes=attributes)
+        return self._run("create upload", uri, create, deadline)
 
     def upload_part(self, uri: str, upload_id: str, number: int, body: IO[bytes], size: int,
                     deadline: Deadline | None) -> str:  # fmt: skip

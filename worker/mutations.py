@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pagestore.api import PageStore
 from ufs import uri as uris
 from ufs.adapter import DIR_VERSION, Ufs
+from ufs.attributes import NO_ATTRIBUTES, Attributes
 from ufs.errors import UfsNotFound
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
@@ -65,10 +66,16 @@ class Mutations:
             return None
         return self._tell(list(events), origins)
 
-    def write(self, call: RequestContext, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
-        """Write through to the UFS; the new status and whether the file was created."""
+    def write(
+        self,
+        call: RequestContext,
+        data: bytes | Iterable[bytes],
+        attributes: Attributes = NO_ATTRIBUTES,
+    ) -> tuple[UfsStatus, bool]:
+        """Write through to the UFS (with ``attributes`` where the store keeps them); the new
+        status and whether the file was created."""
         with self.audit.mutation("create", call):
-            return self._write(call, data)
+            return self._write(call, data, attributes)
 
     def admit(self, call: RequestContext, cmd: str) -> None:
         """Check ``call.uri`` against the mount roots before the body of a write is read (a
@@ -86,8 +93,13 @@ class Mutations:
         with self.audit.mutation("create", call):
             return self._recorded(call, write)
 
-    def _write(self, call: RequestContext, data: bytes | Iterable[bytes]) -> tuple[UfsStatus, bool]:
-        return self._recorded(call, lambda uri: self.ufs.write(uri, data, deadline=call.deadline))
+    def _write(
+        self, call: RequestContext, data: bytes | Iterable[bytes], attributes: Attributes
+    ) -> tuple[UfsStatus, bool]:
+        return self._recorded(
+            call,
+            lambda uri: self.ufs.write(uri, data, deadline=call.deadline, attributes=attributes),
+        )
 
     def _recorded(
         self, call: RequestContext, write: Callable[[str], UfsStatus]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,6 +20,7 @@ from config.core_keys import WORK_DIR
 from worker.api.keys import MAX_UPLOADS
 from worker.api.params import interval
 from worker.api.s3 import keys
+from worker.api.s3.attributes import AttributeMemo
 from worker.api.s3.buckets import Buckets
 from worker.api.s3.errors import S3Error
 from worker.api.s3.forward import Forwarder
@@ -72,6 +73,8 @@ class Endpoint:
     request uses, so slow uploaders never starve reads of threads."""
     forwarder: Forwarder | None = None
     """In a cluster, what serves a key from its owner (``worker.api.s3.forward``)."""
+    memo: AttributeMemo = field(default_factory=AttributeMemo)
+    """The attributes (type, metadata) of the object versions last read."""
 
     @classmethod
     def bind(cls, service: WorkerService) -> Endpoint:

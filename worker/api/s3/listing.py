@@ -86,8 +86,11 @@ def _tree(call: S3Call, directory: str, prefix: str, flat: bool, after: str) -> 
 
 
 def page(call: S3Call, prefix: str, delimiter: str, after: str, max_keys: int) -> Page:
-    """Up to ``max_keys`` entries of :func:`walk` and whether more follow."""
+    """Up to ``max_keys`` entries of :func:`walk` and whether more follow (none do for a
+    page of none: S3 answers ``max-keys=0`` with an empty page that is not truncated)."""
     entries: list[Entry] = []
+    if max_keys == 0:
+        return Page(entries, False)
     walker = walk(call, prefix, delimiter, after)
     for entry in walker:
         if len(entries) == max_keys:
@@ -165,7 +168,7 @@ async def list_objects_v2(call: S3Call) -> Response:
         el("MaxKeys", max_keys),
         el("KeyCount", len(found.entries)),
         el("IsTruncated", found.truncated),
-        el("ContinuationToken", token) if token else "",
+        el("ContinuationToken", token) if token is not None else "",
         el("StartAfter", encode(start_after)) if start_after else "",
         encoding,
     ]
@@ -177,7 +180,9 @@ async def list_objects_v2(call: S3Call) -> Response:
 
 
 async def list_objects(call: S3Call) -> Response:
-    """ListObjects (v1): ``marker`` in place of a token; ``NextMarker`` with a delimiter."""
+    """ListObjects (v1): ``marker`` in place of a token; ``NextMarker`` with a delimiter. With
+    ``encoding-type=url`` its ``Prefix`` stays as given: S3 encodes only the keys, the marker
+    and the delimiter of a v1 answer (and its clients decode only those)."""
     query = call.request.query_params
     bucket = call.named_bucket()
     prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
@@ -186,7 +191,7 @@ async def list_objects(call: S3Call) -> Response:
     found = await run_in_threadpool(page, call, prefix, delimiter, marker, max_keys)
     parts = [
         el("Name", bucket),
-        el("Prefix", encode(prefix)),
+        el("Prefix", prefix),
         el("Marker", encode(marker)),
         el("Delimiter", encode(delimiter)) if delimiter else "",
         el("MaxKeys", max_keys),

@@ -27,12 +27,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from pagestore import modes
+from ufs.attributes import Attributes
 from ufs.status import UfsStatus
 from worker import keys as worker_keys
 from worker.api.body import COPY_CHUNK
-from worker.api.params import byte_range
 from worker.api.s3 import keys as s3_keys
 from worker.api.s3 import xmlbody
+from worker.api.s3.attributes import requested
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag
 from worker.api.s3.errors import S3Error
@@ -44,6 +45,7 @@ from worker.api.s3.partlists import (
     MIN_PART,
     ListedPart,
     ListedUpload,
+    copy_range,
     no_such_upload,
     part_number,
     parts_paging,
@@ -80,6 +82,8 @@ class Upload:
     key: str
     initiated_ns: int
     initiator: str
+    attributes: Attributes
+    """What the object is to be stored with (CreateMultipartUpload's headers)."""
 
     def parts(self) -> list[StoredPart]:
         found = []
@@ -97,8 +101,9 @@ def _load(directory: Path, upload_id: str) -> Upload:
         meta = json.loads((directory / upload_id / _META).read_text())
     except (OSError, ValueError):
         raise no_such_upload(upload_id) from None
+    attributes = Attributes(meta.get("headers", {}), meta.get("user", {}))
     return Upload(upload_id, directory / upload_id, meta["bucket"], meta["key"],
-                  meta["initiated_ns"], meta["initiator"])  # fmt: skip
+                  meta["initiated_ns"], meta["initiator"], attributes)  # fmt: skip
 
 
 def _upload(call: S3Call) -> Upload:
@@ -134,13 +139,15 @@ async def create(call: S3Call) -> Response:
     await run_in_threadpool(call.service.admit, target, "create")
     upload_id = secrets.token_hex(16)
     expiry = call.service.config.get(s3_keys.UPLOAD_EXPIRY)
+    attributes = requested(call.request.headers)
 
     def work() -> None:
         _expire(call.endpoint.uploads, expiry)
         directory = call.endpoint.uploads / upload_id
         modes.make_dirs(directory, modes.PRIVATE_DIR)
         meta = {"bucket": bucket, "key": key, "initiated_ns": time.time_ns(),
-                "initiator": call.caller}  # fmt: skip
+                "initiator": call.caller, "headers": dict(attributes.headers),
+                "user": dict(attributes.user)}  # fmt: skip
         modes.write_file(directory / _META, json.dumps(meta).encode(), modes.PRIVATE_FILE)
 
     await run_in_threadpool(work)
@@ -186,7 +193,7 @@ async def upload_part_copy(call: S3Call) -> Response:
     upload, number = _upload(call), part_number(call)
     _, status = await source_status(call)
     header = call.request.headers.get("x-amz-copy-source-range")
-    span = None if header is None else byte_range(header)
+    span = None if header is None else copy_range(header, status.size)
     temp = upload.directory / f".{number:05d}.{secrets.token_hex(4)}"
 
     def work() -> str:
@@ -252,7 +259,8 @@ async def complete(call: S3Call) -> Response:
     location = f"{call.request.url.scheme}://{host}/{upload.bucket}/{quote(upload.key)}"
 
     def work() -> UfsStatus:
-        status, _ = call.service.write(target, _concatenated(chosen))
+        status, _ = call.service.write(target, _concatenated(chosen), upload.attributes)
+        call.endpoint.memo.forget(target.uri)
         shutil.rmtree(upload.directory, ignore_errors=True)
         return status
 

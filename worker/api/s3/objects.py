@@ -18,21 +18,23 @@ from urllib.parse import unquote
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from ufs.attributes import Attributes
 from ufs.errors import UfsIsADirectory, UfsNotFound
 from ufs.status import UfsStatus
 from worker import keys as worker_keys
 from worker.api.body import read_body
 from worker.api.params import byte_range, header_number
 from worker.api.s3 import xmlbody
+from worker.api.s3.attributes import requested
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag, failed, precondition_failed
-from worker.api.s3.errors import S3Error, invalid_argument, translated
+from worker.api.s3.errors import S3Error, invalid_argument, not_implemented, translated
 from worker.common.errors import IsADirectory
 from worker.common.ranges import ByteRange, Span, Window
 from worker.reader import ReadResult
 
 DEFAULT_TYPE = "binary/octet-stream"
-"""S3's Content-Type of an object stored without one (the stores' types are not kept here)."""
+"""S3's Content-Type of an object stored without one (or in a store that keeps none)."""
 OVERRIDES = {
     "response-content-type": "Content-Type",
     "response-content-language": "Content-Language",
@@ -44,14 +46,16 @@ OVERRIDES = {
 """GetObject's query parameters that set a header of the answer."""
 
 
-def object_headers(call: S3Call, status: UfsStatus) -> dict[str, str]:
+def object_headers(call: S3Call, status: UfsStatus, attributes: Attributes) -> dict[str, str]:
     """What every answer about an object carries: its ETag and Last-Modified (the store's),
-    its type, byte ranges offered, and the ``response-*`` overrides the request asked for."""
+    its type, kept headers and user metadata (``attributes``), byte ranges offered, and the
+    ``response-*`` overrides the request asked for."""
     headers = {
         "ETag": etag(status),
         "Last-Modified": xmlbody.http_time(status.mtime_ns),
         "Content-Type": DEFAULT_TYPE,
         "Accept-Ranges": "bytes",
+        **attributes.to_headers(),
     }
     query = call.request.query_params
     for name, header in OVERRIDES.items():
@@ -60,9 +64,22 @@ def object_headers(call: S3Call, status: UfsStatus) -> dict[str, str]:
     return headers
 
 
-async def _status(call: S3Call) -> UfsStatus:
-    """The object's status, as fresh as the request asks; NoSuchKey for a prefix."""
-    return _file(await run_in_threadpool(call.service.status, call.context(call.uri())))
+def stored_attributes(call: S3Call, status: UfsStatus) -> Attributes:
+    """The attributes the store keeps with the version ``status`` names: remembered ones
+    (:class:`worker.api.s3.attributes.AttributeMemo`), else the store's answer. Blocking."""
+
+    def load() -> Attributes:
+        return call.service.ufs.attributes(status.uri, status.version,
+                                           deadline=call.context(status.uri).deadline)  # fmt: skip
+
+    return call.endpoint.memo.get(status, load)
+
+
+def _head(call: S3Call) -> tuple[UfsStatus, Attributes]:
+    """The object's status, as fresh as the request asks, and its attributes; NoSuchKey for
+    a prefix."""
+    status = _file(call.service.status(call.context(call.uri())))
+    return status, stored_attributes(call, status)
 
 
 def _file(status: UfsStatus) -> UfsStatus:
@@ -99,6 +116,7 @@ async def get_object(call: S3Call) -> Response:
     thread-pool hop."""
     span, part = _span(call)
     context = call.context(call.uri())
+    kept: list[Attributes] = []
 
     def start() -> ReadResult:
         status = _file(call.service.status(context))
@@ -106,13 +124,14 @@ async def get_object(call: S3Call) -> Response:
         if refused == 412:
             raise precondition_failed()
         if refused == 304:
-            shown = object_headers(call, status)
-            raise _NotModified({k: shown[k] for k in ("ETag", "Last-Modified")})
+            raise _NotModified({"ETag": etag(status),
+                                "Last-Modified": xmlbody.http_time(status.mtime_ns)})  # fmt: skip
+        kept.append(stored_attributes(call, status))
         pinned = replace(context, version=status.version)
         return call.service.read_span(pinned, Window() if span is None else span)
 
     def answer(result: ReadResult) -> tuple[int, dict[str, str]]:
-        headers = object_headers(call, result.status)
+        headers = object_headers(call, result.status, kept[0])
         if part:
             headers["x-amz-mp-parts-count"] = "1"
         if span is None and not part:
@@ -128,8 +147,8 @@ async def get_object(call: S3Call) -> Response:
 
 
 async def head_object(call: S3Call) -> Response:
-    status = await _status(call)
-    headers = object_headers(call, status)
+    status, attributes = await run_in_threadpool(_head, call)
+    headers = object_headers(call, status, attributes)
     refused = failed(call.request.headers, status)
     if refused is not None:
         return Response(b"", refused, headers)
@@ -153,6 +172,7 @@ async def put_object(call: S3Call) -> Response:
     folder (a directory where the store has them)."""
     target = call.context(call.uri())
     service = call.service
+    _unconditional(call)
     await run_in_threadpool(service.admit, target, "create")
     if (call.key or "").endswith("/"):
         try:
@@ -164,8 +184,20 @@ async def put_object(call: S3Call) -> Response:
         status = await run_in_threadpool(service.mkdir, target.renewed())
     else:
         limit = service.config.get(worker_keys.MAX_WRITE_SIZE)
-        status, _ = await call.written(lambda chunks: service.write(target, chunks), limit)
+        attributes = requested(call.request.headers)
+        status, _ = await call.written(
+            lambda chunks: service.write(target, chunks, attributes), limit
+        )
+        call.endpoint.memo.forget(target.uri)
     return Response(b"", 200, {"ETag": etag(status)})
+
+
+def _unconditional(call: S3Call) -> None:
+    """Refuse a conditional write (``If-Match``, ``If-None-Match``): the store's write is not
+    made conditional here, and writing anyway could overwrite what the client meant to keep."""
+    for name in ("if-match", "if-none-match"):
+        if name in call.request.headers:
+            raise not_implemented(f"A conditional PutObject ({name})")
 
 
 async def delete_object(call: S3Call) -> Response:
@@ -177,6 +209,7 @@ async def delete_object(call: S3Call) -> Response:
 
 
 def _delete(call: S3Call, uri: str) -> None:
+    call.endpoint.memo.forget(uri)
     with contextlib.suppress(UfsNotFound, UfsIsADirectory):
         call.service.delete(call.context(uri))
 
@@ -264,7 +297,13 @@ async def copy_object(call: S3Call) -> Response:
     await run_in_threadpool(call.service.admit, target, "create")
 
     def work() -> UfsStatus:
-        return call.service.write(target, pinned_chunks(call, status))[0]
+        if directive == "REPLACE":
+            attributes = requested(call.request.headers)
+        else:
+            attributes = stored_attributes(call, status)
+        written = call.service.write(target, pinned_chunks(call, status), attributes)[0]
+        call.endpoint.memo.forget(target.uri)
+        return written
 
     written = await run_in_threadpool(work)
     answer = xmlbody.copy_result("CopyObjectResult", etag(written), written.mtime_ns)

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.api.params import header_number
+from worker.api.params import byte_range, header_number
 from worker.api.s3 import xmlbody
 from worker.api.s3.call import S3Call
 from worker.api.s3.errors import S3Error, invalid_argument
 from worker.api.s3.xmlbody import el
+from worker.common.ranges import ByteRange
 
 MAX_PARTS = 10_000
 MIN_PART = 5 << 20
@@ -131,3 +132,16 @@ def uploads_result(
         el("IsTruncated", truncated),
         body,
     )
+
+
+def copy_range(header: str, size: int) -> ByteRange:
+    """The range an ``x-amz-copy-source-range`` ``header`` names, when it ends inside an
+    object of ``size`` bytes: a part copies the bytes it names or nothing (InvalidRange), where
+    a GET's range would be cut at the end."""
+    span = byte_range(header)
+    if span is None:
+        raise invalid_argument("x-amz-copy-source-range must be bytes=first-last")
+    if span.last is not None and span.first is not None and span.last >= size:
+        raise S3Error("InvalidRange", 416, f"the range ends past the source's {size} bytes",
+                      {"Content-Range": f"bytes */{size}"})  # fmt: skip
+    return span

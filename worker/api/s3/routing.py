@@ -153,6 +153,11 @@ def _address(path: str) -> tuple[str | None, str | None]:
     return (bucket or None), (key if sep else None)
 
 
+def _has_body(request: Request) -> bool:
+    headers = request.headers
+    return headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
+
+
 async def serve(endpoint: Endpoint, request: Request) -> Response:
     """One S3 request, answered: its operation's answer, or its error in S3's XML."""
     started = time.perf_counter()
@@ -180,9 +185,10 @@ async def serve(endpoint: Endpoint, request: Request) -> Response:
         error = translated(exc)
         endpoint.service.metrics.error_answered(error.code, str(exc))
         response = answer(error, resource, head, rid)
-        if request.method in ("PUT", "POST"):
-            # A refusal may come before the body was read: what is left of it on the
-            # connection is no next request, so the connection ends with this answer.
+        if _has_body(request):
+            # The body may be unread (a client that sent ``Expect: 100-continue`` sends none
+            # after an error answer), and what follows on the connection is then not a request:
+            # the connection ends with the answer.
             response.headers["Connection"] = "close"
     response.headers["x-amz-request-id"] = rid
     latency = endpoint.service.metrics.request_latency.labels(f"s3:{name}")

@@ -25,8 +25,8 @@ from ufs import uri as uris
 from ufs.status import UfsStatus
 from ufs.stores import Uploads
 from worker import keys as worker_keys
-from worker.api.params import byte_range
 from worker.api.s3 import xmlbody
+from worker.api.s3.attributes import requested
 from worker.api.s3.call import S3Call
 from worker.api.s3.conditions import etag
 from worker.api.s3.errors import malformed_xml
@@ -37,6 +37,7 @@ from worker.api.s3.partlists import (
     MAX_PART,
     ListedPart,
     ListedUpload,
+    copy_range,
     no_such_upload,
     part_number,
     parts_paging,
@@ -62,7 +63,8 @@ def _upload_id(call: S3Call) -> str:
 async def create(call: S3Call, store: Uploads) -> Response:
     target = call.context(call.uri())
     await run_in_threadpool(call.service.admit, target, "create")
-    upload_id = await run_in_threadpool(store.create, target.uri, target.deadline)
+    attributes = requested(call.request.headers)
+    upload_id = await run_in_threadpool(store.create, target.uri, target.deadline, attributes)
     answer = xmlbody.document("InitiateMultipartUploadResult", el("Bucket", call.named_bucket()),
                               el("Key", call.key or ""), el("UploadId", upload_id))  # fmt: skip
     return Response(answer, 200, media_type=xmlbody.MEDIA_TYPE)
@@ -96,7 +98,7 @@ async def upload_part_copy(call: S3Call, store: Uploads) -> Response:
     upload_id, number = _upload_id(call), part_number(call)
     _, status = await source_status(call)
     header = call.request.headers.get("x-amz-copy-source-range")
-    span = None if header is None else byte_range(header)
+    span = None if header is None else copy_range(header, status.size)
 
     def work() -> str:
         with call.service.spool.open() as spooled:
