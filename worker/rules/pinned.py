@@ -30,33 +30,34 @@ log = logging.getLogger(__name__)
 
 class RulePins:
     """Applies ``rules``' pins to what ``pages`` holds. ``by_hand(uri)``: whether a ``dora fs
-    pin`` covers ``uri``. Thread-safe: ``_lock`` keeps one application at a time (a reload
-    during the one after a restore waits for it)."""
+    pin`` covers ``uri``. Thread-safe: ``_lock`` keeps one application at a time, each from the
+    rule set the one before applied (``_applied``) to the one in force then, so applications
+    that run late or out of order still end at the rules in force."""
 
     def __init__(self, rules: Rules, pages: PageStore, by_hand: Callable[[str], bool]) -> None:
         self._rules = rules
         self._pages = pages
         self._by_hand = by_hand
         self._lock = threading.Lock()
+        self._applied: RuleSet | None = None
 
     def start(self) -> None:
         """Pin the restored pages of the files the rules pin, in the background once the restore
-        is done, and follow every reload of the rules."""
+        is done, and follow every reload of the rules (in the background too: a reload found
+        by a lookup is in a request's thread, and this goes through every cached file)."""
         self._rules.on_reload(self.reloaded)
-        threading.Thread(
-            target=lambda: self.apply(None, self._rules.current()),
-            name="rule-pins-restore",
-            daemon=True,
-        ).start()
+        self.reloaded()
 
-    def reloaded(self, before: RuleSet, after: RuleSet) -> None:
-        """A :meth:`Rules.on_reload` listener."""
-        self.apply(before, after)
+    def reloaded(self, *_: RuleSet) -> None:
+        """A :meth:`Rules.on_reload` listener: :meth:`apply` the rules, in another thread."""
+        threading.Thread(target=self.apply, name="rule-pins", daemon=True).start()
 
-    def apply(self, before: RuleSet | None, after: RuleSet) -> int:
-        """Pin the cached files ``after`` pins and (``before``: what was in force) unpin those
-        only ``before`` pinned; how many files changed. Waits for the store to be ready."""
+    def apply(self) -> int:
+        """Pin the cached files the rules in force pin and unpin those only the rules applied
+        before pinned; how many files changed. Waits for the store to be ready."""
         with self._lock:
+            before, after = self._applied, self._rules.current()
+            self._applied = after
             uris = self._pages.file_uris()
             limit = self._pages.stats().pin_limit_bytes
             full = False

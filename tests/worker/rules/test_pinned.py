@@ -3,6 +3,7 @@ and on a reload (a new ``pin`` pins what is cached under it, a dropped one unpin
 ``dora fs pin``), within ``pin.max``."""
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,14 @@ def pinned_pages(store: PageStore) -> int:
     return store.stats().pinned_bytes // PAGE_SIZE
 
 
+def wait_pinned(store: PageStore, pages: int) -> None:
+    """Wait until ``pages`` pages are pinned (a reload applies its pins in another thread)."""
+    deadline = time.monotonic() + 10
+    while pinned_pages(store) != pages and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pinned_pages(store) == pages
+
+
 def rules_file(tmp_path: Path, text: str) -> Rules:
     path = tmp_path / "rules"
     path.write_text(text)
@@ -46,7 +55,7 @@ def test_restored_pages_of_a_pinning_rule_are_pinned(tmp_path: Path) -> None:
     store = open_local(options)  # what a restart restores, nothing pinned yet
     try:
         assert pinned_pages(store) == 0
-        assert RulePins(rules, store, lambda uri: False).apply(None, rules.current()) == 1
+        assert RulePins(rules, store, lambda uri: False).apply() == 1
         assert pinned_pages(store) == 3
     finally:
         store.close()
@@ -64,10 +73,10 @@ def test_a_reload_pins_and_unpins_but_keeps_the_pins_made_by_hand(tmp_path: Path
         assert pinned_pages(store) == 3
         rules.path.write_text("s3://lake/** pin\n")  # type: ignore[union-attr]
         assert rules.reload()
-        assert pinned_pages(store) == 5
+        wait_pinned(store, 5)
         rules.path.write_text("s3://lake/** max-age=1s\n")  # type: ignore[union-attr]
         assert rules.reload()
-        assert pinned_pages(store) == 3  # the pin by hand stays
+        wait_pinned(store, 3)  # the pin by hand stays
     finally:
         store.close()
 
@@ -81,7 +90,7 @@ def test_a_rule_past_the_bound_pins_what_fits_and_says_so_once(
         for name in ("a", "b", "c"):
             store_file(store, f"s3://lake/gold/{name}", 2)
         with caplog.at_level(logging.WARNING, logger="worker.rules.pinned"):
-            assert RulePins(rules, store, lambda uri: False).apply(None, rules.current()) == 3
+            assert RulePins(rules, store, lambda uri: False).apply() == 3
         assert pinned_pages(store) == 4
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1
