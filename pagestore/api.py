@@ -233,6 +233,10 @@ class Store(Space, Protocol):
         (see :meth:`PageStore.delete_prefix`); called once the prefix is invalidated."""
         ...
 
+    def file_uris(self) -> dict[str, str]:
+        """See :meth:`PageStore.file_uris`."""
+        ...
+
     def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
         """Bytes held of each ``(file_id, version)``, in order."""
         ...
@@ -378,6 +382,11 @@ class PageStore(Space, Protocol):
         """Charge each page a restore finds to ``charge_of(its file's URI)`` (the quotas its
         path's rules give), as a page stored now would be; call it before :meth:`start`.
         ``charge_of`` is called with no lock of the store held."""
+        ...
+
+    def file_uris(self) -> dict[str, str]:
+        """The URI of each file with pages stored, by file id (what a change of the rules'
+        pins goes through). Waits for the store to be ready."""
         ...
 
     def pin_prefix(self, prefix: str, pinned: bool = True) -> int:

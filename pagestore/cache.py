@@ -331,6 +331,11 @@ class PageCache:
         """See PageStore.charge_restored."""
         self.store.charge_restored(charge_of)
 
+    def file_uris(self) -> dict[str, str]:
+        """See PageStore.file_uris."""
+        self.store.wait_ready()
+        return self.store.file_uris()
+
     def pin_prefix(self, prefix: str, pinned: bool = True) -> int:
         """See PageStore.pin_prefix."""
         self.store.wait_ready()

@@ -108,6 +108,10 @@ class FileTable:
         self._live += entry.refs == 0
         entry.refs += 1
 
+    def uris(self) -> dict[str, str]:
+        """The URI of each file with pages, by id."""
+        return {file_id: entry.uri for file_id, entry in self._files.items() if entry.refs}
+
     def release(self, file_id: str) -> bool:
         """Drop a reference (a page was removed, or a write failed or was refused). True when
         it was the last and the record is on disk: the caller unlinks it, then calls

@@ -147,6 +147,10 @@ class MemoryStore:
         with self._lock:
             return {file_id for file_id, (uri, _) in self._uris.items() if uri_under(uri, prefix)}
 
+    def file_uris(self) -> dict[str, str]:
+        with self._lock:
+            return {file_id: uri for file_id, (uri, _) in self._uris.items()}
+
     def _remove(self, key: PageKey) -> None:
         self._used -= len(self._pages.pop(key))
         self._evictor.on_delete(key)

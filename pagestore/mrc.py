@@ -29,6 +29,13 @@ costs one count of flags within a block (in C) and two walks of ``log2(4n / BLOC
 ``n`` tracked pages. When the times run out the pages are renumbered ``0..n-1`` and nothing is
 superseded.
 
+The curve follows the work: every :data:`HALF_LIFE` sampled references (eight times the pages
+tracked at most) the weight of everything counted so far — the histogram, the first
+references and the count of references — is halved, so after the work moves to other files the
+old reuse pattern fades (to 1/8 of its weight within three half-lives) and the curve becomes the
+new one's. On a steady workload the halving scales hits and references alike and changes
+nothing; a half-life well past the largest tracked distance keeps long reuses counted.
+
 Capacities are pages times the page size: a store whose pages are shorter (the last page of a
 file) holds more pages per byte than the curve assumes, so the advice errs towards more space.
 """
@@ -51,6 +58,9 @@ MAX_SAMPLES = 32768
 """Sampled pages tracked at most. Each costs a dict entry, a heap entry and room for up to
 eight times, about 250 bytes: some 8 MB in all, within the 16 MB the model may use
 (``tests/pagestore/test_mrc.py`` measures it)."""
+HALF_LIFE = 8 * MAX_SAMPLES
+"""The default half-life of the curve's weights: 262,144 sampled references, eight times the
+pages tracked at most, so the longest distance tracked is counted many times over a half-life."""
 SUB_BINS = 64
 """Bins per power of two of distances past ``2 * SUB_BINS`` pages (each bin spans 1/64 of its
 distance at most); distances below ``2 * SUB_BINS`` have a bin each, so small traces are exact."""
@@ -210,9 +220,15 @@ class MissRatioCurve:
     model's one lock, a leaf, only for sampled pages. :meth:`curve` takes it to copy the
     histogram."""
 
-    def __init__(self, page_size: int, max_samples: int = MAX_SAMPLES, rate: float = 1.0) -> None:
-        if page_size <= 0 or max_samples <= 0 or not 0 < rate <= 1:
-            raise ValueError(f"bad model size: {page_size=} {max_samples=} {rate=}")
+    def __init__(
+        self,
+        page_size: int,
+        max_samples: int = MAX_SAMPLES,
+        rate: float = 1.0,
+        half_life: int = HALF_LIFE,
+    ) -> None:
+        if page_size <= 0 or max_samples <= 0 or not 0 < rate <= 1 or half_life <= 0:
+            raise ValueError(f"bad model size: {page_size=} {max_samples=} {rate=} {half_life=}")
         self.page_size = page_size
         self._max = max_samples
         self._threshold = int(rate * P)
@@ -235,6 +251,13 @@ class MissRatioCurve:
         """Estimated references by distance bin (no distance exceeds ``max_samples / R``)."""
         self._first = 0.0
         self._sampled = 0
+        self._half_life = half_life
+        self._since_aged = 0
+        """Sampled references since the weights were last halved."""
+        self._aged = 0.0
+        """References counted up to the last halving, halved as often as the histogram."""
+        self._seen_mark = 0
+        """References seen (the threads' counters) at the last halving."""
 
     def record(self, page_id: PageId) -> None:
         """Count one reference to ``page_id`` (a page served from the cache or stored in it)."""
@@ -249,9 +272,9 @@ class MissRatioCurve:
             self._reference(key)
 
     def curve(self) -> Curve:
-        """The curve of every reference recorded so far."""
+        """The curve of the references recorded so far, the older ones weighing less (aged)."""
         with self._lock:
-            seen = self._seen_before + sum(cell[0] for _, cell in self._seen)
+            seen = self._aged + self._seen_total() - self._seen_mark
             counted = [(slot, weight) for slot, weight in enumerate(self._bins) if weight > 0]
             bins = _adjusted(counted, seen - self._first)
             return Curve(
@@ -262,6 +285,10 @@ class MissRatioCurve:
                 references=max(float(seen), self._first + sum(w for _, _, w in bins)),
                 bins=bins,
             )
+
+    def _seen_total(self) -> int:
+        """References seen, sampled or not, by every thread (the lock held)."""
+        return self._seen_before + sum(cell[0] for _, cell in self._seen)
 
     def _count_thread(self) -> None:
         """Give this thread its counter, holding its first reference; fold the counters of
@@ -284,6 +311,9 @@ class MissRatioCurve:
             self._renumber()
         now = self._now
         self._sampled += 1
+        self._since_aged += 1
+        if self._since_aged >= self._half_life:
+            self._age()
         weight = self._weight
         last = self._last
         previous = last.get(key)
@@ -313,6 +343,15 @@ class MissRatioCurve:
         self._now = now + 1
         if len(last) > self._max:
             self._lower_threshold()
+
+    def _age(self) -> None:
+        """Halve the weight of everything counted so far."""
+        self._since_aged = 0
+        seen = self._seen_total()
+        self._aged = (self._aged + seen - self._seen_mark) / 2
+        self._seen_mark = seen
+        self._first /= 2
+        self._bins = [weight / 2 for weight in self._bins]
 
     def _lower_threshold(self) -> None:
         """Drop the pages of the largest sample value tracked and sample below it from now on."""

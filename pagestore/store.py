@@ -486,6 +486,10 @@ class DiskStore:
                 self._restore_prefixes.append(prefix)
             return {file_id for d in self._dirs for file_id in d.files.under(prefix)}
 
+    def file_uris(self) -> dict[str, str]:
+        with self._lock:
+            return {file_id: uri for d in self._dirs for file_id, uri in d.files.uris().items()}
+
     # -- gauges ------------------------------------------------------------------------------
 
     @property

@@ -86,6 +86,9 @@ class TieredStore:
     def files_under(self, prefix: str) -> set[str]:
         return self._back.files_under(prefix) | self._front.files_under(prefix)
 
+    def file_uris(self) -> dict[str, str]:
+        return self._front.file_uris() | self._back.file_uris()
+
     def cached_bytes_many(self, files: Sequence[tuple[str, str]]) -> list[int]:
         return self._back.cached_bytes_many(files)
 

@@ -54,6 +54,7 @@ from worker.request import UNKNOWN_CALLER, Exchange, RequestContext
 from worker.request import context as request_context
 from worker.rules.keys import TTL_CHECK_INTERVAL
 from worker.rules.live import Rules
+from worker.rules.pinned import RulePins
 from worker.rules.ttl import Expiry
 from worker.spool import SPOOL_DIR, BodySpool
 
@@ -138,6 +139,7 @@ class WorkerService(Mutations, Pinning):
         self.spool = BodySpool(Path(config.get(WORK_DIR)).expanduser() / SPOOL_DIR)
         self.spool.sweep()
         self._start_pins(Path(config.get(WORK_DIR)).expanduser() / PINS_FILE)
+        RulePins(self.rules, self.pages, self.pins.covers).start()  # cached pages too
 
     @classmethod
     def from_config(cls, config: Config) -> WorkerService:

@@ -35,7 +35,7 @@ def test_prints_the_capacity_a_target_needs(worker: WorkerProcess) -> None:
     done = dora("cache", "advise", "--target-hit", "0.5", "--worker", worker.address)
     assert (done.returncode, done.stderr) == (0, "")
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(f"{worker.address}: 6 page reads seen since start, 6 sampled")
+    assert lines[0].startswith(f"{worker.address}: 6 page reads in the curve (aged), 6 sampled")
     assert "LRU's curve" in lines[0]
     assert lines[1] == "  capacity now 1.0 GiB: hit ratio 0.500"
     assert lines[2] == f"  target hit ratio 0.5: needs 3.0 MiB ({3 * MB} B)"

@@ -3,6 +3,7 @@ evicts everything else, and through a restart; a rule's ``pin`` does the same; t
 refuses a pin past it, naming the key."""
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,5 +106,51 @@ def test_a_rule_pins_the_files_it_matches(tmp_path: Path, data: Path) -> None:
         worker.http.get("/v1/read", params={"path": hot})
         scan(worker, data)
         assert cached(worker, hot) == 2 * MB
+    finally:
+        worker.stop()
+
+
+def wait_pinned(worker: WorkerProcess, expected: float) -> None:
+    deadline = time.monotonic() + 30
+    while pinned_bytes(worker) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pinned_bytes(worker) == expected
+
+
+def test_a_rules_pins_hold_the_pages_restored_after_a_restart(tmp_path: Path, data: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.write_text(f"file://{data}/hot.bin pin\n")
+    hot = f"file://{data}/hot.bin"
+    worker = start(tmp_path, data, f"dora.worker.path.rules.file={rules}")
+    try:
+        worker.http.get("/v1/read", params={"path": hot})
+    finally:
+        worker.stop()
+    again = start(tmp_path, data, f"dora.worker.path.rules.file={rules}")
+    try:
+        wait_pinned(again, 2 * MB)  # pinned once restored, before any page of it is stored
+        scan(again, data)
+        assert cached(again, hot) == 2 * MB
+    finally:
+        again.stop()
+
+
+def test_a_reload_pins_and_unpins_what_is_cached_under_the_rule(tmp_path: Path, data: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.write_text(f"file://{data}/** max-age=1h\n")
+    hot = f"file://{data}/hot.bin"
+    worker = start(tmp_path, data, f"dora.worker.path.rules.file={rules}")
+    try:
+        worker.http.get("/v1/read", params={"path": hot})
+        rules.write_text(f"file://{data}/hot.bin pin\n")
+        worker.process.send_signal(signal.SIGHUP)
+        wait_pinned(worker, 2 * MB)
+        scan(worker, data)
+        assert cached(worker, hot) == 2 * MB
+        rules.write_text(f"file://{data}/** max-age=1h\n")
+        worker.process.send_signal(signal.SIGHUP)
+        wait_pinned(worker, 0)
+        scan(worker, data)
+        assert cached(worker, hot) == 0
     finally:
         worker.stop()

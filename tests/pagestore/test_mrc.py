@@ -188,3 +188,29 @@ def test_threads_that_ended_keep_their_count_and_not_their_counter() -> None:
     model.record(PageId(FILE, "v1", 0))
     assert model.curve().references == 51
     assert len(model._seen) == 1  # this thread's; the ended ones are one figure
+
+
+def test_the_curve_follows_the_work_to_other_pages() -> None:
+    """A loop over 2,000 pages, then random reads of 500 others: ten half-lives into the new
+    work the curve at 500 pages is the new work's alone (without aging it stays near the mix of
+    both, about 0.66)."""
+    rng = random.Random(11)
+    before = list(range(2000)) * 25
+    after = [100_000 + rng.randrange(500) for _ in range(100_000)]
+    aged = fed(before + after, half_life=10_000).curve()
+    alone = fed(after).curve()
+    assert alone.hit_ratio(500 * PAGE) > 0.99
+    assert aged.hit_ratio(500 * PAGE) == pytest.approx(alone.hit_ratio(500 * PAGE), abs=0.02)
+    assert aged.hit_ratio(2000 * PAGE) == pytest.approx(alone.hit_ratio(2000 * PAGE), abs=0.02)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_aging_leaves_a_steady_workload_s_curve_as_it_was(seed: int) -> None:
+    """Halving hits and references alike every 5,000 references changes a steady curve by
+    little (within 3 points of LRU at each capacity tried)."""
+    trace = zipf_trace(3000, 60_000, seed)
+    curve = fed(trace, half_life=5000).curve()
+    for pages in (50, 200, 1000, 2500):
+        assert curve.hit_ratio(pages * PAGE) == pytest.approx(
+            lru_hit_ratio(trace, pages), abs=0.03
+        ), pages

@@ -110,3 +110,15 @@ def test_the_bound_is_a_share_of_capacity_or_a_size(text: str, limit: int) -> No
 def test_a_bound_that_is_neither_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="share of the capacity"):
         PinMax.parse(text)
+
+
+def test_file_uris_names_each_file_with_pages(make_store: StoreFactory) -> None:
+    """What a change of the rules' pins goes through (``worker.rules.pinned``)."""
+    store = make_store(pages=8)
+    fill_with(store, [page(0), page(1), page(0, FILE_B)])
+    assert store.file_uris() == {
+        FILE_A: uri(page(0)),
+        FILE_B: uri(page(0, FILE_B)),
+    }
+    store.delete_file(FILE_A)
+    assert store.file_uris() == {FILE_B: uri(page(0, FILE_B))}

@@ -153,7 +153,7 @@ def advice_text(worker: str, answer: dict[str, Any]) -> str:
     """A worker's advice as lines for a person."""
     target = answer["target_hit"]
     lines = [
-        f"{worker}: {answer['references']} page reads seen since start, "
+        f"{worker}: {answer['references']} page reads in the curve (aged), "
         f"{answer['sampled']} sampled (rate {answer['sample_rate']:.3g}); "
         f"LRU's curve (the evictor is {answer['evictor']})"
     ]

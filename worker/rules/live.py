@@ -4,7 +4,8 @@ re-read while the worker runs.
 The file is checked for a change at most once a second, on lookups, and :meth:`Rules.reload`
 re-reads it at once (what a SIGHUP handler calls). A file that no longer reads or parses is
 reported in the log, naming the file, the line and the directive, and the rules read before
-stay in force; at start, a bad file stops the worker with that error.
+stay in force; at start, a bad file stops the worker with that error. Listeners
+(:meth:`Rules.on_reload`) hear each rule set that replaced another, with the one before.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ log = logging.getLogger(__name__)
 
 CHECK_EVERY_S = 1.0
 
+Listener = Callable[[RuleSet, RuleSet], None]
+"""Told ``(before, after)`` when a reload put ``after`` in force."""
+
 
 class Rules:
     """The rule set in force: the rules file's rules (``path``; None: no file) before the
     ``fixed`` rules of the configuration, over ``defaults``.
 
     Thread-safe: ``_lock`` guards checking and re-reading the file; the rule set is immutable
-    and replaced whole, so lookups read it without the lock."""
+    and replaced whole, so lookups read it without the lock. Listeners are called in the
+    thread that reloaded, after the lock is released (so they may look rules up)."""
 
     def __init__(
         self,
@@ -51,6 +56,7 @@ class Rules:
         self._stamp = self._identity()
         self._set = self._build()
         self._checked = clock()
+        self._listeners: list[Listener] = []
 
     @classmethod
     def from_config(cls, config: Config, clock: Callable[[], float] = time.monotonic) -> Rules:
@@ -92,11 +98,13 @@ class Rules:
         now = self._clock()
         if self.path is None or now - self._checked < CHECK_EVERY_S:
             return self._set
+        changed = None
         with self._lock:
             if now - self._checked >= CHECK_EVERY_S:
                 self._checked = now
                 if self._identity() != self._stamp:
-                    self._reload_locked()
+                    changed = self._reload_locked()
+        self._tell(changed)
         return self._set
 
     def reload(self) -> bool:
@@ -105,16 +113,28 @@ class Rules:
         read or parsed, and the rules before stay in force."""
         with self._lock:
             self._checked = self._clock()
-            return self._reload_locked()
+            changed = self._reload_locked()
+        self._tell(changed)
+        return changed is not None
 
-    def _reload_locked(self) -> bool:
+    def on_reload(self, listener: Listener) -> None:
+        """Call ``listener(before, after)`` after each reload that put a new rule set in force."""
+        self._listeners.append(listener)
+
+    def _tell(self, changed: tuple[RuleSet, RuleSet] | None) -> None:
+        if changed is not None:
+            for listener in self._listeners:
+                listener(*changed)
+
+    def _reload_locked(self) -> tuple[RuleSet, RuleSet] | None:
+        """The rule sets before and after, or None when the file could not be used."""
         self._stamp = self._identity()
         before = self._set
         try:
             self._set = self._build()
         except ConfigError as exc:
             log.error("path rules not reloaded, the previous ones stay in force: %s", exc)
-            return False
+            return None
         old, new = self._file_rules(before), self._file_rules(self._set)
         log.info(
             "path rules reloaded from %s: %d rules, %d new, %d gone",
@@ -123,7 +143,7 @@ class Rules:
             len(new - old),
             len(old - new),
         )
-        return True
+        return before, self._set
 
     def _file_rules(self, rules: RuleSet) -> set[str]:
         """What the rules file's rules in ``rules`` say, to tell which rules a reload changed
