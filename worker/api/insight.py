@@ -24,14 +24,12 @@ from fastapi import Query
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from ufs.status import file_id
 from worker import keys
 from worker.api import contract as c
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route
-from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-from worker.cluster.status import cluster_status
-from worker.common import client_keys
+from worker.cluster.etcd import EtcdError, EtcdUnavailable
+from worker.cluster.view import NoCluster
 from worker.common.tls import user_files
 from worker.feeds import keys as feed_keys
 from worker.insight import histogram_quantiles
@@ -144,7 +142,7 @@ def _top_files(service: WorkerService, limit: int) -> list[dict[str, Any]]:
     reads = service.top_files.top(limit)
     statuses = service.meta.reads.peek([r.uri for r in reads])
     known = [(r, s) for r, s in zip(reads, statuses, strict=True) if s is not None]
-    cached = service.pages.cached_bytes_many([(file_id(s.uri), s.version) for _, s in known])
+    cached = service.cached_bytes([s for _, s in known])
     return [
         {
             "uri": r.uri,
@@ -160,7 +158,7 @@ def _top_files(service: WorkerService, limit: int) -> list[dict[str, Any]]:
 
 
 async def jobs(service: WorkerService) -> Response:
-    return json_response({"jobs": [job.to_dict() for job in service.loads.jobs()]})
+    return json_response({"jobs": [job.to_dict() for job in service.load_jobs()]})
 
 
 async def cluster(service: WorkerService) -> Response:
@@ -168,16 +166,13 @@ async def cluster(service: WorkerService) -> Response:
 
 
 def _cluster(service: WorkerService) -> dict[str, Any]:
-    endpoints: list[str] = service.config.get(client_keys.ETCD_ENDPOINTS)
-    if not endpoints:
-        return {"cluster": None, "etcd": [], "workers": []}
-    etcd = Etcd.from_config(service.config)
+    endpoints = list(service.cluster_endpoints())
     try:
-        snapshot = cluster_status(etcd, service.config.get(client_keys.CLUSTER_NAME))
+        snapshot = service.cluster_status()
+    except NoCluster:
+        return {"cluster": None, "etcd": [], "workers": []}
     except (EtcdUnavailable, EtcdError) as exc:
         return {"cluster": None, "etcd": endpoints, "workers": [], "error": str(exc)}
-    finally:
-        etcd.close()
     answer = snapshot.to_dict()
     answer["etcd"] = endpoints
     token = service.config.get(keys.TOKEN)

@@ -179,18 +179,16 @@ async def load(
     metadata_only: c.MetadataOnly = False,
 ) -> Response:
     include, exclude = _patterns(include), _patterns(exclude)
-    job = await run_in_threadpool(
-        service.loads.submit, path, recursive, include, exclude, metadata_only
-    )
+    job = await run_in_threadpool(service.load, path, recursive, include, exclude, metadata_only)
     return json_response(job.to_dict(), 202)
 
 
 async def load_progress(service: WorkerService, job_id: str) -> Response:
-    return _job_answer(service.loads.get(job_id), job_id)
+    return _job_answer(service.load_job(job_id), job_id)
 
 
 async def load_cancel(service: WorkerService, job_id: str) -> Response:
-    return _job_answer(service.loads.cancel(job_id), job_id)
+    return _job_answer(service.cancel_load(job_id), job_id)
 
 
 def _job_answer(job: Any, job_id: str) -> Response:
