@@ -35,6 +35,7 @@ from worker.common.errors import IsADirectory
 from worker.common.ranges import Span, Window
 from worker.compound import Compound
 from worker.feeds.change import CacheSink, Change
+from worker.freshness import listed
 from worker.insight import History, TopFiles
 from worker.load.job import LoadJob
 from worker.load.manager import LoadManager
@@ -44,6 +45,7 @@ from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.mutations import Mutations
+from worker.overview import Overview
 from worker.pinning import Pinning
 from worker.pins import FILE_NAME as PINS_FILE
 from worker.reader import Located, Reader, ReadResult
@@ -66,10 +68,11 @@ def mount_roots(config: Config) -> MountRoots:
         raise config.invalid(ufs_keys.ROOTS, str(exc)) from None
 
 
-class WorkerService(Mutations, Pinning, Compound):
+class WorkerService(Mutations, Pinning, Compound, Overview):
     """The cache agent's operations: lookups and reads here, the mutations in
     :class:`worker.mutations.Mutations`, pins in :class:`worker.pinning.Pinning`, and the
-    operations made of reads and writes in :class:`worker.compound.Compound`. Thread-safe: its
+    operations made of reads and writes in :class:`worker.compound.Compound`, the operator's
+    view in :class:`worker.overview.Overview`. Thread-safe: its
     parts are, and it holds no state of its own beyond them. ``close()`` stops load jobs,
     closes the cluster view, then flushes the metastore and page store."""
 
@@ -227,6 +230,20 @@ class WorkerService(Mutations, Pinning, Compound):
         entries = self.meta.reads.list_status(uri, call.fresh.sync_interval, call=call)
         # Entries that lead outside the roots are left out (see MountRoots.visible).
         return self.roots.visible(entries)
+
+    def status_age(self, status: UfsStatus) -> int | None:
+        """How long ago (ms) the worker last confirmed ``status`` with the UFS (None: it holds
+        no such version)."""
+        return self.meta.reads.status_age(status.uri, status.version)
+
+    def listing_age(self, call: RequestContext, children: Sequence[UfsStatus]) -> int | None:
+        """How long ago (ms) the worker last listed directory ``call.uri`` with ``children``."""
+        return self.meta.reads.listing_age(call.uri, list(children)) if children else None
+
+    def child_intervals(self, call: RequestContext, children: Sequence[str]) -> builtins.list[int]:
+        """For each of ``children`` of directory ``call.uri``, the sync interval a near-cache
+        keeps its status from the listing by (``worker.freshness.listed``)."""
+        return listed(self.rules, call.fresh, children)
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -433,6 +450,10 @@ class WorkerService(Mutations, Pinning, Compound):
             answer[name], ok = probe()
             answer["ready"] = answer["ready"] and ok
         return answer
+
+    def render_metrics(self) -> bytes:
+        """The worker's metrics in Prometheus's text format (its front processes' added)."""
+        return self.metrics.render()
 
     def stats(self) -> dict[str, int]:
         """A JSON-friendly summary for dashboards and the demo."""

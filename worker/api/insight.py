@@ -14,9 +14,7 @@
 from __future__ import annotations
 
 import ssl
-import time
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
 from typing import Annotated, Any
 
 import httpx
@@ -31,92 +29,14 @@ from worker.api.surface import Route
 from worker.cluster.etcd import EtcdError, EtcdUnavailable
 from worker.cluster.view import NoCluster
 from worker.common.tls import user_files
-from worker.feeds import keys as feed_keys
-from worker.insight import histogram_quantiles
 from worker.service import WorkerService
-from worker.tls import keys as tls_keys
 
 PEER_TIMEOUT_S = 2.0
 """How long ``/v1/cluster`` waits for each worker's own counters."""
 
 
 async def overview(service: WorkerService) -> Response:
-    return json_response(await run_in_threadpool(describe, service))
-
-
-def describe(service: WorkerService) -> dict[str, Any]:
-    """What ``/v1/overview`` answers."""
-    page_stats = service.pages.stats()
-    feeds: list[str] = service.config.get(feed_keys.FEEDS)
-    return {
-        "version": metadata.version("doracache"),
-        "started_at": service.started_at,
-        "uptime_s": round(time.time() - service.started_at, 1),
-        "config_sources": service.config.sources(),
-        "mount_roots": list(service.roots.roots),
-        "readiness": service.readiness(),
-        "restore": {
-            "ready": page_stats.ready,
-            "restored_pages": page_stats.restored_pages,
-            "restore_seconds": round(page_stats.restore_seconds, 3),
-        },
-        "ufs": _ufs_health(service),
-        "security": {
-            "token": bool(service.config.get(keys.TOKEN)),
-            "tls": bool(service.config.get(tls_keys.WORKER_CERT)),
-            "mutual_tls": bool(service.config.get(tls_keys.WORKER_CLIENT_CA)),
-        },
-        "feeds": {
-            "sources": feeds,
-            **service.changes.counters.snapshot(),
-            "lag": service.changes.lag.describe(),
-        },
-        "page_store": {
-            "pages": page_stats.pages,
-            "files": sum(d.files for d in page_stats.dirs),
-            "used_bytes": page_stats.used_bytes,
-            "capacity_bytes": page_stats.capacity_bytes,
-            "evictions": page_stats.evictions,
-            "invalidated_pages": page_stats.invalidated_pages,
-            "pinned_bytes": page_stats.pinned_bytes,
-            "pin_limit_bytes": page_stats.pin_limit_bytes,
-            "dirs": [
-                {
-                    "path": d.path,
-                    "used_bytes": d.used_bytes,
-                    "capacity_bytes": d.capacity_bytes,
-                    "in_service": d.in_service,
-                    "files": d.files,
-                }
-                for d in page_stats.dirs
-            ],
-        },
-        "metadata": {**service.meta.counters(), **service.meta.entries()},
-        "stats": service.stats(),
-    }
-
-
-def _ufs_health(service: WorkerService) -> dict[str, Any]:
-    """Latency quantiles of the UFS data reads since start (from the latency histogram's
-    buckets, as Prometheus would compute them) and the last time the UFS was unavailable."""
-    buckets: dict[float, float] = {}
-    for family in service.metrics.ufs_latency.collect():
-        for sample in family.samples:
-            if sample.name.endswith("_bucket"):
-                bound = float(sample.labels["le"])
-                buckets[bound] = buckets.get(bound, 0.0) + sample.value
-    quantiles = histogram_quantiles(buckets.items(), (0.5, 0.99))
-    last = service.metrics.last_errors.get("UfsUnavailable")
-    return {
-        "reads": int(max(buckets.values(), default=0)),
-        "latency_p50_ms": _ms(quantiles[0.5]),
-        "latency_p99_ms": _ms(quantiles[0.99]),
-        "last_error": None if last is None else {"at": last[0], "message": last[1]},
-    }
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 3)
+    return json_response(await run_in_threadpool(service.overview))
 
 
 async def history(
@@ -125,36 +45,14 @@ async def history(
         float | None, Query(ge=0, description="Only samples taken after this epoch second.")
     ] = None,
 ) -> Response:
-    service.history.start()  # a worker nobody looks at samples nothing
-    return json_response(
-        {"period_s": service.history.period_s, "samples": service.history.samples(since)}
-    )
+    return json_response(service.history_since(since))
 
 
 async def top_files(
     service: WorkerService,
     limit: Annotated[int, Query(ge=1, le=1000, description="How many files.")] = 20,
 ) -> Response:
-    return json_response({"files": await run_in_threadpool(_top_files, service, limit)})
-
-
-def _top_files(service: WorkerService, limit: int) -> list[dict[str, Any]]:
-    reads = service.top_files.top(limit)
-    statuses = service.meta.reads.peek([r.uri for r in reads])
-    known = [(r, s) for r, s in zip(reads, statuses, strict=True) if s is not None]
-    cached = service.cached_bytes([s for _, s in known])
-    return [
-        {
-            "uri": r.uri,
-            "reads": r.reads,
-            "bytes_read": r.bytes,
-            "size": s.size,
-            "version": s.version,
-            "cached_bytes": c,
-            "cached_fraction": 1.0 if s.size == 0 else round(c / s.size, 4),
-        }
-        for (r, s), c in zip(known, cached, strict=True)
-    ]
+    return json_response({"files": await run_in_threadpool(service.top_read, limit)})
 
 
 async def jobs(service: WorkerService) -> Response:

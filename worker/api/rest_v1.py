@@ -30,7 +30,7 @@ from worker.api.params import Query
 from worker.api.surface import Route, Surface, context
 from worker.common.errors import NotFound
 from worker.common.ranges import Window
-from worker.freshness import Freshness, listed
+from worker.freshness import Freshness
 from worker.reader import ReadResult
 from worker.service import WorkerService
 
@@ -45,7 +45,7 @@ async def readyz(service: WorkerService) -> Response:
 
 
 async def metrics_text(service: WorkerService) -> Response:
-    return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    return Response(service.render_metrics(), media_type=CONTENT_TYPE_LATEST)
 
 
 async def stats(service: WorkerService) -> Response:
@@ -75,7 +75,7 @@ def _aged(service: WorkerService, status: UfsStatus, fresh: Freshness) -> dict[s
     """``status`` as the API shows it, with how long ago the worker confirmed it and the sync
     interval a call to it without one gets (what a near-cache keeps it by)."""
     answer = service.describe(status)
-    answer["age_ms"] = service.meta.reads.status_age(status.uri, status.version)
+    answer["age_ms"] = service.status_age(status)
     answer["sync_interval_ms"] = fresh.path_interval
     return answer
 
@@ -90,9 +90,9 @@ async def listing(
 
     def work() -> dict[str, Any]:
         children = service.list(call)
-        age = service.meta.reads.listing_age(call.uri, children) if children else None
+        age = service.listing_age(call, children)
         entries = service.describe_many(children)
-        kept = listed(service.rules, call.fresh, [child.uri for child in children])
+        kept = service.child_intervals(call, [child.uri for child in children])
         for entry, interval in zip(entries, kept, strict=True):
             entry["age_ms"] = age
             entry["sync_interval_ms"] = interval

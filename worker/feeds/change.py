@@ -63,6 +63,19 @@ class ChangeSink(Protocol):
     def save_marker(self, source: str, value: bytes) -> None: ...
 
 
+class Feed(Protocol):
+    """A source followed on a thread of its own."""
+
+    @property
+    def connected(self) -> bool:
+        """Following the source (or, elected, taking part in the election)."""
+
+    def start(self) -> None: ...
+
+    def close(self) -> None:
+        """Stop following (and persist a position, where the feed keeps one). Idempotent."""
+
+
 class CacheSink:
     """Applies changes to one worker's cache, reports gaps and measures each source's lag
     (``lag``: also of the events other workers republish, see ``worker.cluster.node``).

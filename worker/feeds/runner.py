@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from config import Config
 from ufs.options import UfsOptions
 from worker.cluster import keys as cluster_keys
-from worker.feeds.change import CacheSink, ChangeSink
+from worker.feeds.change import CacheSink, ChangeSink, Feed
 from worker.feeds.elected import ElectedFeed
 from worker.feeds.keys import SEAWEED_RESUME_MAX_AGE, SqsSpec, feed_specs
 from worker.feeds.seaweedfs import SeaweedFeed
@@ -18,19 +18,6 @@ from worker.feeds.sqs import SqsFeed, sqs_client
 
 if TYPE_CHECKING:
     from worker.cluster.node import ClusterNode
-
-
-class Feed(Protocol):
-    """A source followed on a thread of its own."""
-
-    @property
-    def connected(self) -> bool:
-        """Following the source (or, elected, taking part in the election)."""
-
-    def start(self) -> None: ...
-
-    def close(self) -> None:
-        """Stop following (and persist a position, where the feed keeps one). Idempotent."""
 
 
 class Feeds:
