@@ -23,11 +23,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ufs.errors import UfsNotADirectory, UfsNotFound
 from ufs.status import UfsStatus
-from worker import keys
 from worker.api import alluxio_keys, params
 from worker.api import alluxio_params as ap
 from worker.api import alluxio_shapes as shapes
-from worker.api.body import file_chunks, read_body, spool_body
+from worker.api.body import file_chunks, read_body, spool_upload
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route as SurfaceRoute
@@ -189,7 +188,7 @@ async def write_chunk(service: WorkerService, request: Request) -> Response:
     """The body (sent chunked) as the file's new content, written through."""
     call = context(service, request, ap.target(request))
     params.optional_int(request.query_params, "chunkSize")
-    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_upload(request, service)
     try:
         _, created = await run_in_threadpool(service.write, call.renewed(), file_chunks(spool))
     finally:
@@ -203,7 +202,7 @@ async def write_page(service: WorkerService, request: Request) -> Response:
     leave a hole after the end of the file is 416."""
     uri, index = ap.target(request), ap.page_index(request)
     call = context(service, request, uri)
-    body = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
+    body = await spool_upload(request, service)
     call = call.renewed()  # the client's timeout counts from the end of its body
     try:
         created = await run_in_threadpool(

@@ -20,10 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ufs.status import UfsStatus
-from worker import keys
 from worker.api import advice, insight, locate, params, pins
 from worker.api import contract as c
-from worker.api.body import file_chunks, read_body, spool_body
+from worker.api.body import file_chunks, read_body, spool_upload
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.params import Query
@@ -131,7 +130,7 @@ async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Re
     call = context(service, request, path)
     # Refused before the body is read; in a thread, since for a local path it looks at the disk.
     await run_in_threadpool(service.admit, call, "create")
-    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_upload(request, service)
     try:
         # The client's timeout counts from the end of its body: so does the write's deadline.
         written, created = await run_in_threadpool(
