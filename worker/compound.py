@@ -14,13 +14,12 @@ import builtins
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
-from ufs.deadline import Deadline
 from ufs.errors import UfsAlreadyExists, UfsIsADirectory, UfsNotFound
 from ufs.roots import MountRoots
 from ufs.status import UfsStatus
 from worker.common.errors import RangeNotSatisfiable
 from worker.reader import ReadResult
-from worker.request import Exchange, RequestContext
+from worker.request import RequestContext
 from worker.spool import BodySpool
 
 COPY_CHUNK = 256 << 10
@@ -117,9 +116,9 @@ class Compound:
         version: str | None = None,
     ) -> RequestContext:
         """A call to ``uri`` made for ``call``: its exchange, caller and deadline."""
-        exchange: Exchange | None = call.exchange
-        deadline: Deadline | None = call.deadline
-        return self.request(uri, sync_interval, version, exchange, None, call.caller, deadline)
+        return self.request(
+            uri, sync_interval, version, call.exchange, None, call.caller, call.deadline
+        )
 
     def _checked(self, call: RequestContext, uri: str) -> UfsStatus:
         """The status of ``uri`` re-checked with the UFS (a mutation decides on the truth)."""
