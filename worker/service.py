@@ -72,9 +72,9 @@ class WorkerService(Mutations, Pinning, Compound, Overview):
     """The cache agent's operations: lookups and reads here, the mutations in
     :class:`worker.mutations.Mutations`, pins in :class:`worker.pinning.Pinning`, and the
     operations made of reads and writes in :class:`worker.compound.Compound`, the operator's
-    view in :class:`worker.overview.Overview`. Thread-safe: its
-    parts are, and it holds no state of its own beyond them. ``close()`` stops load jobs,
-    closes the cluster view, then flushes the metastore and page store."""
+    view in :class:`worker.overview.Overview`. Thread-safe: its parts are, and it holds no
+    state of its own beyond them. ``close()`` stops load jobs, closes the cluster view, then
+    flushes the metastore and page store."""
 
     def __init__(
         self,
