@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ufs.status import UfsStatus
-from worker.reader import ReadResult
-from worker.request import RequestContext
+
+if TYPE_CHECKING:
+    # Not at run time: the key registry (worker.keys) imports this package, and the reader
+    # would bring the metrics library into every `dora` command.
+    from worker.reader import ReadResult
+    from worker.request import RequestContext
 
 
 class LoadSource(Protocol):
