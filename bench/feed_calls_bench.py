@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from config import load_config
+from worker import assembly
 from worker.feeds.runner import Feeds
 from worker.keys import build_registry
 from worker.locals3 import LocalS3
@@ -38,7 +39,7 @@ def open_worker(work: Path, server: LocalS3, *defines: str, bucket: str = BUCKET
             *defines,
         ],
     )
-    return WorkerService.from_config(config)
+    return assembly.open_service(config)
 
 
 def main() -> None:
@@ -60,7 +61,7 @@ def main() -> None:
             "dora.user.file.metadata.sync.interval=-1",
             f"dora.ufs.change.feeds={feed}",
         )
-        feeds = Feeds.start(fed.config, fed)
+        feeds = Feeds.start(fed.config, fed.changes)
         try:
             fs = server.client()
             uris = [f"s3://{BUCKET}/t/part-{n:04d}.bin" for n in range(args.files)]

@@ -26,6 +26,7 @@ from functools import partial
 from pathlib import Path
 
 from config import load_config
+from worker import assembly
 from worker.keys import build_registry
 from worker.load import JobState
 from worker.server import tune_gc
@@ -49,7 +50,7 @@ def open_worker(work: Path, data: Path, defines: list[str]) -> WorkerService:
         environ={},
         defines=[f"dora.work.dir={work}", f"dora.worker.ufs.roots=file://{data}", *defines],
     )
-    service = WorkerService.from_config(config)
+    service = assembly.open_service(config)
     if not service.pages.wait_ready(60):
         raise RuntimeError("page store not ready")
     return service

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 
 from config import load_config
+from worker import assembly
 from worker.api.app import create_app
 from worker.keys import build_registry
-from worker.service import WorkerService
 
 SYNC = "dora.user.file.metadata.sync.interval"
 
@@ -58,7 +58,7 @@ async def run(count: int, calls: int) -> None:
                 f"dora.worker.path.conf={rules(count, f'file://{data}')}",
             ],
         )
-        service = WorkerService.from_config(config)
+        service = assembly.open_service(config)
         try:
             transport = httpx.ASGITransport(app=create_app(service))
             async with httpx.AsyncClient(transport=transport, base_url="http://w") as client:

@@ -30,8 +30,7 @@ from worker.api.app import create_app
 from worker.api.s3 import call as s3_call
 from worker.api.s3 import keys as s3_keys
 from worker.api.s3 import routing as s3
-from worker.cluster.node import ClusterNode
-from worker.feeds.runner import Feeds
+from worker.assembly import Assembly
 from worker.hangup import Hangups
 from worker.httpproto import SlowClientPolicy, protocol_class
 from worker.procs import keys as procs_keys
@@ -165,17 +164,17 @@ def serve(config: Config, options: ProcessOptions) -> int:
     Raises ConfigError, with nothing left open, when the worker cannot start: a value that
     cannot be used, a port that cannot be had, a store that refuses its directory."""
     host = config.get(keys.BIND_HOST)
-    listeners, tls, service = _open(config, host)
+    listeners, tls, assembly = _open(config, host)
+    service = assembly.service
     actual_port = listeners[0].getsockname()[1]
-    node = ClusterNode.start(config, service, host, actual_port)
-    feeds = Feeds.start(config, service, node)
+    assembly.start(host, actual_port)
     app: ASGIApp = create_app(service)
     if s3_port := config.get(alluxio_keys.S3_PORT):
         app = alluxio.objects_on_port(app, s3_port)
     if s3_api_port := config.get(s3_keys.PORT):
         app = s3.on_port(app, s3_api_port, config.get(s3_keys.DOMAIN))
         log.info("S3 endpoint on %s://%s:%d", scheme(tls), host, s3_api_port)
-    served = uvicorn_config(app if node is None else node.wrap(app), config, service, tls)
+    served = uvicorn_config(assembly.wrap(app), config, service, tls)
     # The front processes (dora.worker.processes > 1) share the port and pass calls on to the
     # primary's private socket; the primary drains them before it stops.
     fronts = Fronts.start(config, actual_port, GRACEFUL_SECONDS)
@@ -198,11 +197,7 @@ def serve(config: Config, options: ProcessOptions) -> int:
         log.info("worker stopping: flushing the metastore and page store")
         if fronts is not None:
             fronts.close()
-        if feeds is not None:
-            feeds.close()
-        if node is not None:
-            node.close()  # leave the ring first, and persist the feed position
-        service.close()
+        assembly.close()  # the feeds, the ring (persisting the feed position), the service
         if options.state_file is not None:
             options.state_file.unlink(missing_ok=True)
         for listener in listeners:
@@ -226,10 +221,10 @@ def _server(
     return fronts.server(served)
 
 
-def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | None, WorkerService]:
+def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | None, Assembly]:
     """The listening sockets (the worker's port first, then the Alluxio S3 port and the S3
-    endpoint's port if set), the TLS settings and the service; on any failure, closes what it
-    opened and raises."""
+    endpoint's port if set), the TLS settings and the worker's parts; on any failure, closes
+    what it opened and raises."""
     shared = config.get(procs_keys.PROCESSES) > 1
     listeners = [listen(host, config.get(keys.BIND_PORT), keys.BIND_HOST.name,
                         keys.BIND_PORT.name, reuse_port=shared)]  # fmt: skip
@@ -241,7 +236,7 @@ def _open(config: Config, host: str) -> tuple[list[socket.socket], ServerTls | N
         s3_call.check(config)  # the app binds the S3 endpoint after the service is open
         tls = ServerTls.from_config(config)
         tune_gc()
-        return listeners, tls, WorkerService.from_config(config)
+        return listeners, tls, Assembly.open(config)
     except BaseException:
         for opened in listeners:
             opened.close()

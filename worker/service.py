@@ -9,20 +9,16 @@ an operation makes or finds goes back on the context (``observed``). Nothing her
 
 from __future__ import annotations
 
-import contextlib
+import builtins
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from config import Config, ConfigError, PropertyKey
+from config import Config
 from config.core_keys import WORK_DIR
-from pagestore import keys as page_keys
 from pagestore.api import PageStore
-from pagestore.factory import page_cache
-from pagestore.options import PageStoreOptions
-from pagestore.owner import ForeignPageDirError
 from pagestore.shortcircuit import PageLocations
 from ufs import keys as ufs_keys
 from ufs.adapter import Ufs
@@ -32,21 +28,25 @@ from ufs.roots import MountRoots
 from ufs.status import UfsStatus, file_id
 from worker import keys
 from worker.audit import AuditLog
+from worker.cluster.layout import WorkerInfo
+from worker.cluster.status import ClusterStatus
+from worker.cluster.view import ClusterView
 from worker.common import client_keys
 from worker.common.errors import IsADirectory
 from worker.common.ranges import Span, Window
-from worker.feeds.change import CacheSink
-from worker.feeds.keys import feed_specs
+from worker.compound import Compound
+from worker.feeds.change import CacheSink, Change
+from worker.freshness import listed
 from worker.insight import History, TopFiles
-from worker.load import LoadManager
-from worker.meta import keys as meta_keys
+from worker.load.job import LoadJob
+from worker.load.manager import LoadManager
+from worker.load.source import LoadSource
 from worker.meta.counters import Counters
-from worker.meta.errors import MetastoreOpenError
-from worker.meta.generations import FILE_NAME as GENERATIONS_FILE
 from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
 from worker.mutations import Mutations
+from worker.overview import Overview
 from worker.pinning import Pinning
 from worker.pins import FILE_NAME as PINS_FILE
 from worker.reader import Located, Reader, ReadResult
@@ -70,30 +70,13 @@ def mount_roots(config: Config) -> MountRoots:
         raise config.invalid(ufs_keys.ROOTS, str(exc)) from None
 
 
-def _refused(config: Config, key: PropertyKey[Any], exc: Exception) -> ConfigError:
-    """A store refused the directory ``key`` names (or, unset, the one under the work dir);
-    ``exc`` names the directory and why."""
-    text = config.setting(key).text
-    if text:
-        return ConfigError(f"{exc} ({key.name}={text})")
-    return ConfigError(f"{exc} ({key.name} unset: under {WORK_DIR.name}={config.get(WORK_DIR)})")
-
-
-def _generation_file(path: Path) -> GenerationFile | None:
-    """The near-cache's counters at ``path``, or None (logged) when its disk cannot hold them:
-    a full or failing page disk costs same-host clients their near-cache, not the worker."""
-    try:
-        return GenerationFile(path)
-    except OSError as exc:
-        log.warning("no near-cache for same-host clients: generation file %s: %s", path, exc)
-        return None
-
-
-class WorkerService(Mutations, Pinning):
+class WorkerService(Mutations, Pinning, Compound, Overview):
     """The cache agent's operations: lookups and reads here, the mutations in
-    :class:`worker.mutations.Mutations`. Thread-safe: its parts are, and it holds no state of
-    its own beyond them. ``close()`` stops load jobs, then flushes the metastore and page
-    store."""
+    :class:`worker.mutations.Mutations`, pins in :class:`worker.pinning.Pinning`, and the
+    operations made of reads and writes in :class:`worker.compound.Compound`, the operator's
+    view in :class:`worker.overview.Overview`. Thread-safe: its parts are, and it holds no
+    state of its own beyond them. ``close()`` stops load jobs, closes the cluster view, then
+    flushes the metastore and page store."""
 
     def __init__(
         self,
@@ -102,25 +85,34 @@ class WorkerService(Mutations, Pinning):
         meta: MetadataManager,
         pages: PageStore,
         page_size: int,
+        *,
+        roots: MountRoots,
+        rules: Rules,
+        metrics: Metrics,
+        changes: CacheSink,
+        loads: Callable[[LoadSource], LoadManager],
+        cluster: ClusterView,
         generations: GenerationFile | None = None,
-        rules: Rules | None = None,
     ) -> None:
+        """Join the parts ``worker.assembly`` built: ``changes`` is where the change feeds and
+        the webhook apply their events, ``loads`` makes the load jobs over this service,
+        ``cluster`` is the cluster as this worker sees it (closed with the service)."""
         super().__init__(AuditLog(config.get(keys.AUDIT_LOG)))
         self.config = config
         # Every per-path decision reads these (worker.rules), resolved once per request.
-        self.rules = Rules.from_config(config) if rules is None else rules
+        self.rules = rules
         self.ufs = ufs
         self.meta = meta
         self.pages = pages
-        self.roots = mount_roots(config)
-        self.metrics = Metrics()
+        self.roots = roots
+        self.metrics = metrics
         self.reader = Reader(ufs, pages, page_size, self.metrics)
         self.page_size = page_size
         self.generations = generations
         self.metrics.near_cache.set(generations is not None)
         if generations is not None:
             meta.count_changes(generations)
-        self.loads = LoadManager(self)
+        self.loads = loads(self)
         self.started_at = time.time()
         self.history = History(self.stats)
         self.top_files = TopFiles()
@@ -131,8 +123,8 @@ class WorkerService(Mutations, Pinning):
         self._probes: dict[str, Callable[[], tuple[str, bool]]] = {}
         meta.writes.add_listener(self._drop_pages)
         self.metrics.watch(meta.counters, pages, self.loads.states)
-        # Where the UFS's change feeds (worker.feeds) and the webhook apply their events.
-        self.changes = CacheSink(self)
+        self.changes = changes
+        self._cluster = cluster
         self.expiry = Expiry(self.rules, self._free_expired)
         self.expiry.start(config.get(TTL_CHECK_INTERVAL) / 1000)
         # Where write bodies wait until they are whole (every surface's uploads).
@@ -140,40 +132,6 @@ class WorkerService(Mutations, Pinning):
         self.spool.sweep()
         self._start_pins(Path(config.get(WORK_DIR)).expanduser() / PINS_FILE)
         RulePins(self.rules, self.pages, self.pins.covers).start()  # cached pages too
-
-    @classmethod
-    def from_config(cls, config: Config) -> WorkerService:
-        """Open the metastore and page store the config names and start the page restore.
-
-        The mount roots and the per-path rules are checked before anything is opened. Raises
-        ConfigError naming the key when a value cannot be used, including a store that refuses
-        its directory; what was opened before a failure is closed again."""
-        mount_roots(config)
-        rules = Rules.from_config(config)
-        feed_specs(config)
-        ufs = Ufs.from_config(config)
-        options = PageStoreOptions.from_config(config)
-        pages = page_cache(config, options)
-        with contextlib.ExitStack() as opened:
-            try:
-                meta = MetadataManager.from_config(config, ufs)
-            except MetastoreOpenError as exc:
-                raise _refused(config, meta_keys.METASTORE_DIR, exc) from exc
-            opened.callback(meta.close)
-            opened.callback(pages.close)
-            pages.charge_restored(rules.charge_of)  # restored pages count against quotas too
-            try:
-                pages.start()
-            except ForeignPageDirError as exc:
-                raise _refused(config, page_keys.DIRS, exc) from exc
-            generations = _generation_file(options.dirs[0].path / GENERATIONS_FILE)
-            if generations is not None:
-                opened.callback(generations.close)
-            service = cls(config, ufs, meta, pages, options.page_size, generations, rules)
-            opened.pop_all()
-        # Once started: a refused start says only what was wrong, in one line.
-        log.info("configuration: %s", config.sources())
-        return service
 
     def close(self) -> None:
         """Idempotent."""
@@ -183,6 +141,7 @@ class WorkerService(Mutations, Pinning):
         self.expiry.close()
         self.history.close()
         self.loads.close()
+        self._cluster.close()
         self.reader.close()
         self.meta.close()
         self.pages.close()
@@ -284,6 +243,20 @@ class WorkerService(Mutations, Pinning):
         entries = self.meta.reads.list_status(uri, call.fresh.sync_interval, call=call)
         # Entries that lead outside the roots are left out (see MountRoots.visible).
         return self.roots.visible(entries)
+
+    def status_age(self, status: UfsStatus) -> int | None:
+        """How long ago (ms) the worker last confirmed ``status`` with the UFS (None: it holds
+        no such version)."""
+        return self.meta.reads.status_age(status.uri, status.version)
+
+    def listing_age(self, call: RequestContext, children: Sequence[UfsStatus]) -> int | None:
+        """How long ago (ms) the worker last listed directory ``call.uri`` with ``children``."""
+        return self.meta.reads.listing_age(call.uri, list(children)) if children else None
+
+    def child_intervals(self, call: RequestContext, children: Sequence[str]) -> builtins.list[int]:
+        """For each of ``children`` of directory ``call.uri``, the sync interval a near-cache
+        keeps its status from the listing by (``worker.freshness.listed``)."""
+        return listed(self.rules, call.fresh, children)
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -411,6 +384,71 @@ class WorkerService(Mutations, Pinning):
             "sync_interval_ms": self.config.get(client_keys.SYNC_INTERVAL),
         }
 
+    # -- load jobs and change feeds ------------------------------------------------------------
+
+    def load(
+        self,
+        path: str,
+        recursive: bool,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        metadata_only: bool = False,
+    ) -> LoadJob:
+        """Queue a load job for ``path`` (``worker.load.manager.LoadManager.submit``): its
+        statuses, and unless ``metadata_only`` its pages, cached in the background. Raises
+        what a status call on ``path`` raises, and LoadRejected when no job can be taken."""
+        return self.loads.submit(path, recursive, include, exclude, metadata_only)
+
+    def load_job(self, job_id: str) -> LoadJob | None:
+        """The load job ``job_id``, or None if it is unknown or has left the history."""
+        return self.loads.get(job_id)
+
+    def load_jobs(self) -> builtins.list[LoadJob]:
+        """Every load job still in the history, oldest first."""
+        return self.loads.jobs()
+
+    def latest_load(self, uri: str) -> LoadJob | None:
+        """The newest load job of ``uri`` (a URI within the mount roots), or None."""
+        return self.loads.latest(self.roots.check(uri))
+
+    def cancel_load(self, job_id: str) -> LoadJob | None:
+        """Cancel the load job ``job_id`` (None: unknown); a running one stops at its next
+        file."""
+        return self.loads.cancel(job_id)
+
+    def apply_changes(self, source: str, changes: Sequence[Change]) -> int | None:
+        """Apply what a change feed ``source`` reported outside the cluster's feed (the
+        webhook), and tell the change listeners (the other workers); the feed revision they
+        were published under (None: none)."""
+        self.changes.apply(source, changes)
+        return self.announce(*self.changes.published(source, changes))
+
+    # -- the cluster ---------------------------------------------------------------------------
+
+    def cluster_status(self) -> ClusterStatus:
+        """The cluster's members as etcd holds them (``worker.cluster.view.ClusterView``).
+        Raises NoCluster outside a cluster, EtcdUnavailable / EtcdError when etcd does not
+        answer."""
+        return self._cluster.status()
+
+    def cluster_endpoints(self) -> tuple[str, ...]:
+        """The cluster's etcd endpoints (none outside a cluster)."""
+        return self._cluster.endpoints
+
+    def owner_of(self, uri: str, *, live: bool = False) -> str | None:
+        """``host:port`` of the worker that owns ``uri`` on the clients' hash ring (None: no
+        ring names one); with ``live``, only among the workers etcd lists as live."""
+        return self._cluster.live_owner(uri) if live else self._cluster.owner(uri)
+
+    def owner_member(self, uri: str) -> WorkerInfo | None:
+        """The membership entry of :meth:`owner_of` ``uri`` among the live workers (its S3
+        endpoint with it), or None."""
+        return self._cluster.live_member(uri)
+
+    def cached_bytes(self, files: Sequence[UfsStatus]) -> builtins.list[int]:
+        """Bytes of each of ``files`` (at its version) the page store holds."""
+        return self.pages.cached_bytes_many([(file_id(f.uri), f.version) for f in files])
+
     # -- state ---------------------------------------------------------------------------------
 
     def readiness(self) -> dict[str, Any]:
@@ -431,6 +469,10 @@ class WorkerService(Mutations, Pinning):
             answer[name], ok = probe()
             answer["ready"] = answer["ready"] and ok
         return answer
+
+    def render_metrics(self) -> bytes:
+        """The worker's metrics in Prometheus's text format (its front processes' added)."""
+        return self.metrics.render()
 
     def stats(self) -> dict[str, int]:
         """A JSON-friendly summary for dashboards and the demo."""

@@ -53,7 +53,7 @@ def fed_worker(work: Path, bucket: str, feed: str, *defines: str) -> tuple[Worke
         f"dora.ufs.change.feeds={feed}",
         *defines,
     )
-    feeds = Feeds.start(service.config, service)
+    feeds = Feeds.start(service.config, service.changes)
     assert feeds is not None
     wait_until(lambda: all(f.connected for f in feeds.feeds))
     return service, feeds

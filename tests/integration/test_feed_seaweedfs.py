@@ -118,7 +118,7 @@ def test_without_resuming_a_filer_killed_and_restarted_is_a_gap(
         private_s3.kill()
         private_s3.start()
         assert body(service, uri) == b"before"  # sync interval -1, and no event: stale
-        feeds = Feeds.start(service.config, service)
+        feeds = Feeds.start(service.config, service.changes)
         assert feeds is not None
         wait_until(served(service, uri, b"after the crash"))
         assert service.changes.counters.snapshot()["gaps"] >= 2

@@ -14,6 +14,7 @@ from config import load_config
 from pagestore.page import version_key
 from tests.pagestore.support import stored_pages
 from ufs.status import file_id
+from worker import assembly
 from worker.api.app import create_app
 from worker.keys import build_registry
 from worker.service import WorkerService
@@ -45,15 +46,20 @@ class Api:
         self.loop.close()
 
 
-def open_service(work: Path, roots: str, *defines: str) -> WorkerService:
+def open_assembly(work: Path, roots: str, *defines: str) -> assembly.Assembly:
+    """A worker's parts as the worker process builds them (its node and feeds not started)."""
     config = load_config(
         build_registry(),
         environ={},
         defines=[f"dora.work.dir={work}", f"dora.worker.ufs.roots={roots}", *defines],
     )
-    service = WorkerService.from_config(config)
-    assert service.pages.wait_ready(10)
-    return service
+    assembled = assembly.Assembly.open(config)
+    assert assembled.service.pages.wait_ready(10)
+    return assembled
+
+
+def open_service(work: Path, roots: str, *defines: str) -> WorkerService:
+    return open_assembly(work, roots, *defines).service
 
 
 def page_files(work: Path, uri: str, version: str | None = None) -> list[Path]:

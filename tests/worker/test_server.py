@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from config import ConfigError, load_config
+from worker import assembly
 from worker.http_target import Utf8TargetProtocol
 from worker.httpproto import SlowClientGuard
 from worker.keys import build_registry
@@ -32,4 +33,4 @@ def test_a_bad_s3_bucket_is_refused_with_nothing_left_open(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match="dora.worker.s3.buckets"):
         serve(config, ProcessOptions())
     again = load_config(build_registry(), environ={}, defines=defines[:3])
-    WorkerService.from_config(again).close()
+    assembly.open_service(again).close()

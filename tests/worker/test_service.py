@@ -127,10 +127,10 @@ def test_a_bad_mount_root_is_refused_before_anything_opens(tmp_path: Path, data_
 def test_a_starting_service_logs_where_its_configuration_came_from(
     tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="worker.service"):
+    with caplog.at_level(logging.INFO, logger="worker.assembly"):
         service = open_service(tmp_path / "work", f"file://{data_dir}")
     service.close()
-    lines = [r.getMessage() for r in caplog.records if r.name == "worker.service"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "worker.assembly"]
     assert lines == [f"configuration: {service.config.sources()}"]
     assert "-D dora.work.dir, dora.worker.ufs.roots" in lines[0]
 

@@ -35,7 +35,7 @@ async def advice(
         Query(ge=0, description="Also answer the hit ratio at this capacity (bytes)."),
     ] = None,
 ) -> Response:
-    curve = await run_in_threadpool(service.pages.advice.curve)
+    curve = await run_in_threadpool(service.miss_ratio_curve)
     return json_response(describe(service, curve, target_hit, capacity))
 
 
@@ -43,7 +43,7 @@ def describe(
     service: WorkerService, curve: Curve, target_hit: float, capacity: int | None
 ) -> dict[str, Any]:
     """What ``/v1/cache/advice`` answers."""
-    current = service.pages.capacity_bytes
+    current = service.capacity_bytes()
     answer: dict[str, Any] = {
         "policy": "lru",
         "evictor": service.config.get(page_keys.EVICTOR),

@@ -12,22 +12,21 @@ Writes go through ``service.write``; the mutations answer ``{"success": true}``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ufs.errors import UfsAlreadyExists, UfsIsADirectory, UfsNotADirectory, UfsNotFound
+from ufs.errors import UfsNotADirectory, UfsNotFound
 from ufs.status import UfsStatus
-from worker import keys
 from worker.api import alluxio_keys, params
 from worker.api import alluxio_params as ap
 from worker.api import alluxio_shapes as shapes
-from worker.api.body import file_chunks, read_body, spool_body
+from worker.api.body import file_chunks, read_body, spool_upload
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route as SurfaceRoute
@@ -37,7 +36,6 @@ from worker.common.errors import InvalidRequest as BadRequest
 from worker.common.errors import RangeNotSatisfiable
 from worker.common.ranges import Span, Window
 from worker.reader import ReadResult
-from worker.request import RequestContext
 from worker.service import WorkerService
 
 Route = Callable[[WorkerService, Request], Awaitable[Response]]
@@ -145,7 +143,7 @@ async def read_page(service: WorkerService, request: Request) -> Response:
     """Page ``i`` of the file in this worker's page size, or ``[offset, offset+length)`` of
     it; a page that starts past the end of the file is 416."""
     uri, index = ap.target(request), ap.page_index(request)
-    page_size = service.reader.page_size
+    page_size = service.page_size
     within = params.optional_int(request.query_params, "offset") or 0
     length = params.optional_int(request.query_params, "length")
     if within >= page_size:
@@ -190,7 +188,7 @@ async def write_chunk(service: WorkerService, request: Request) -> Response:
     """The body (sent chunked) as the file's new content, written through."""
     call = context(service, request, ap.target(request))
     params.optional_int(request.query_params, "chunkSize")
-    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_upload(request, service)
     try:
         _, created = await run_in_threadpool(service.write, call.renewed(), file_chunks(spool))
     finally:
@@ -204,29 +202,12 @@ async def write_page(service: WorkerService, request: Request) -> Response:
     leave a hole after the end of the file is 416."""
     uri, index = ap.target(request), ap.page_index(request)
     call = context(service, request, uri)
-    start = index * service.reader.page_size
-    body = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
+    body = await spool_upload(request, service)
     call = call.renewed()  # the client's timeout counts from the end of its body
-
-    def work() -> bool:
-        try:
-            old = _checked(service, request, uri)
-        except UfsNotFound:
-            old = None
-        size = 0 if old is None else old.size
-        if start > size:
-            raise RangeNotSatisfiable(f"page {index} starts at {start}, past the end ({size})")
-        with service.spool.open() as content:
-            if old is not None and start:
-                _copy(_pinned(service, request, old, 0, start), content)
-            end = start + _copy(file_chunks(body), content)
-            if old is not None and end < size:
-                _copy(_pinned(service, request, old, end, None), content)
-            content.seek(0)
-            return service.write(call, file_chunks(content))[1]
-
     try:
-        created = await run_in_threadpool(work)
+        created = await run_in_threadpool(
+            service.write_at, call, index * service.page_size, file_chunks(body)
+        )
     finally:
         body.close()
     return json_response(SUCCESS, 201 if created else 200)
@@ -238,18 +219,9 @@ async def mkdir(service: WorkerService, request: Request) -> Response:
 
 
 async def touch(service: WorkerService, request: Request) -> Response:
-    """An empty file where none is; an existing file is left as it is (as Unix touch leaves
-    the content, and an object store has no times to set)."""
-    uri = ap.target(request)
-
-    def work() -> bool:
-        try:
-            _checked(service, request, uri)
-        except UfsNotFound:
-            return service.write(context(service, request, uri), b"")[1]
-        return False
-
-    return json_response(SUCCESS, 201 if await run_in_threadpool(work) else 200)
+    """An empty file where none is; an existing file is left as it is."""
+    call = context(service, request, ap.target(request))
+    return json_response(SUCCESS, 201 if await run_in_threadpool(service.touch, call) else 200)
 
 
 async def rm(service: WorkerService, request: Request) -> Response:
@@ -276,76 +248,9 @@ async def copy(service: WorkerService, request: Request) -> Response:
     existing destination file is replaced only with ``forced``."""
     src, dst = ap.target(request, "srcPath"), ap.unchecked_path(request, "dstPath")
     recursive, forced = ap.flag(request, "recursive"), ap.flag(request, "forced")
-
-    def work() -> None:
-        root, target = _checked(service, request, src), service.roots.check(dst)
-        if root.is_dir and not recursive:
-            raise UfsIsADirectory(f"cannot copy {root.uri!r}: a directory needs recursive")
-        sources = _files_under(service, request, root) if root.is_dir else [root]
-        for source in sources:
-            into = context(service, request, target + source.uri[len(root.uri) :])
-            _copy_file(service, request, source, into, forced)
-
-    await run_in_threadpool(work)
+    call = context(service, request, src)
+    await run_in_threadpool(service.copy, call, dst, recursive, forced)
     return json_response(SUCCESS)
-
-
-def _copy_file(
-    service: WorkerService, request: Request, source: UfsStatus, dst: RequestContext, forced: bool
-) -> None:
-    if not forced:
-        try:
-            _checked(service, request, dst.uri)
-        except UfsNotFound:
-            pass
-        else:
-            raise UfsAlreadyExists(f"cannot copy to {dst.uri!r}: it exists (use forced to replace)")
-    # Spooled whole first: a source that changes mid-read fails the copy before anything is
-    # written, rather than leaving a torn destination.
-    with service.spool.open() as content:
-        _copy(_pinned(service, request, source), content)
-        content.seek(0)
-        service.write(dst, file_chunks(content))
-
-
-def _files_under(service: WorkerService, request: Request, root: UfsStatus) -> list[UfsStatus]:
-    found: list[UfsStatus] = []
-    pending = [root.uri]
-    while pending:
-        directory = pending.pop()
-        for child in service.list(context(service, request, directory, 0)):
-            if child.is_dir:
-                pending.append(child.uri)
-            else:
-                found.append(child)
-    return found
-
-
-def _checked(service: WorkerService, request: Request, uri: str) -> UfsStatus:
-    """The status of ``uri`` re-checked with the UFS (a mutation decides on the truth), as a
-    call of ``request``'s (its exchange hears of a change the re-check finds)."""
-    return service.status(context(service, request, uri, 0))
-
-
-def _pinned(
-    service: WorkerService,
-    request: Request,
-    status: UfsStatus,
-    offset: int = 0,
-    length: int | None = None,
-) -> Iterator[bytes]:
-    """``[offset, offset + length)`` of the version ``status`` names (None: to the end), read as
-    a call of ``request``'s."""
-    call = context(service, request, status.uri, version=status.version)
-    return service.read(call, offset, length).chunks
-
-
-def _copy(chunks: Iterator[bytes], out: IO[bytes]) -> int:
-    copied = 0
-    for chunk in chunks:
-        out.write(chunk)
-        copied += len(chunk)
-    return copied
 
 
 # -- load jobs ---------------------------------------------------------------------------------
@@ -362,17 +267,17 @@ async def load(service: WorkerService, request: Request) -> Response:
         raise BadRequest(f"query parameter opType={op!r}: expected submit, progress or stop")
 
     def work() -> dict[str, Any]:
-        job = service.loads.latest(service.roots.check(path))
+        job = service.latest_load(path)
         running = job is not None and not job.state.final
         if op == "submit":
             if not running:
-                service.loads.submit(path, True, (), ())
+                service.load(path, True)
             return SUCCESS
         if job is None:
             raise UfsNotFound(f"no load job for {path!r}")
         if op == "progress":
             return shapes.load_progress(job, verbose)
-        service.loads.cancel(job.id)
+        service.cancel_load(job.id)
         return {"success": running}
 
     return json_response(await run_in_threadpool(work))

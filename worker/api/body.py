@@ -19,9 +19,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from worker import keys
 from worker.api.params import header_number
 from worker.common.errors import PayloadTooLarge
 from worker.reader import ReadResult
+from worker.service import WorkerService
 from worker.spool import BodySpool
 
 SPOOL_BATCH = 256 << 10
@@ -59,6 +61,12 @@ async def spool_body(request: Request, spool: BodySpool, limit: int) -> IO[bytes
         file.close()
         raise
     return file
+
+
+async def spool_upload(request: Request, service: WorkerService) -> IO[bytes]:
+    """A write's body (:func:`spool_body`) in the service's spool, refused past
+    ``dora.worker.max.write.size``: what every surface's write route reads its body with."""
+    return await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
 
 
 def _finish(file: IO[bytes], rest: bytearray) -> None:

@@ -59,15 +59,12 @@ async def receive(service: WorkerService, request: Request) -> Response:
     except ValueError as exc:
         raise InvalidRequest(f"the event body is not an event: {exc}") from None
 
-    def take() -> int | None:
-        # Only this worker hears the store: in a cluster, the etcd feed tells the others, as
-        # an elected feed's consumer does (worker.feeds.elected.RepublishingSink).
-        service.changes.apply(WEBHOOK, changes)
-        return service.announce(*service.changes.published(WEBHOOK, changes))
-
-    # The answer names the feed revision of the changes (X-Dora-Revision), as a write's does:
-    # a caller that reads next from any worker sees them.
-    exchange(request.scope).observed(await run_in_threadpool(take))
+    # Only this worker hears the store: in a cluster, the etcd feed tells the others, as an
+    # elected feed's consumer does (worker.feeds.elected.RepublishingSink). The answer names
+    # the feed revision of the changes (X-Dora-Revision), as a write's does: a caller that
+    # reads next from any worker sees them.
+    revision = await run_in_threadpool(service.apply_changes, WEBHOOK, changes)
+    exchange(request.scope).observed(revision)
     return json_response({"changes": len(changes)})
 
 

@@ -15,196 +15,29 @@
 from __future__ import annotations
 
 import ssl
-import time
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
 from typing import Annotated, Any
 
 import httpx
 from fastapi import Query
-from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from pagestore.api import StoreStats
-from ufs.status import file_id
 from worker import keys
 from worker.api import contract as c
 from worker.api.jsonbody import json_response
 from worker.api.surface import Route
-from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-from worker.cluster.status import cluster_status
-from worker.common import client_keys
+from worker.cluster.etcd import EtcdError, EtcdUnavailable
+from worker.cluster.view import NoCluster
 from worker.common.tls import user_files
-from worker.feeds import keys as feed_keys
-from worker.insight import histogram_quantiles
 from worker.service import WorkerService
-from worker.tls import keys as tls_keys
 
 PEER_TIMEOUT_S = 2.0
 """How long ``/v1/cluster`` waits for each worker's own counters."""
 
 
 async def overview(service: WorkerService) -> Response:
-    return json_response(await run_in_threadpool(describe, service))
-
-
-def describe(service: WorkerService) -> dict[str, Any]:
-    """What ``/v1/overview`` answers."""
-    page_stats = service.pages.stats()
-    feeds: list[str] = service.config.get(feed_keys.FEEDS)
-    return {
-        "version": metadata.version("doracache"),
-        "started_at": service.started_at,
-        "uptime_s": round(time.time() - service.started_at, 1),
-        "config_sources": service.config.sources(),
-        "mount_roots": list(service.roots.roots),
-        "readiness": service.readiness(),
-        "restore": {
-            "ready": page_stats.ready,
-            "restored_pages": page_stats.restored_pages,
-            "restore_seconds": round(page_stats.restore_seconds, 3),
-        },
-        "ufs": _ufs_health(service),
-        "security": {
-            "token": bool(service.config.get(keys.TOKEN)),
-            "tls": bool(service.config.get(tls_keys.WORKER_CERT)),
-            "mutual_tls": bool(service.config.get(tls_keys.WORKER_CLIENT_CA)),
-        },
-        "feeds": {
-            "sources": feeds,
-            **service.changes.counters.snapshot(),
-            "lag": service.changes.lag.describe(),
-        },
-        "page_store": {
-            "pages": page_stats.pages,
-            "files": sum(d.files for d in page_stats.dirs),
-            "used_bytes": page_stats.used_bytes,
-            "capacity_bytes": page_stats.capacity_bytes,
-            "evictions": page_stats.evictions,
-            "invalidated_pages": page_stats.invalidated_pages,
-            "pinned_bytes": page_stats.pinned_bytes,
-            "pin_limit_bytes": page_stats.pin_limit_bytes,
-            "quotas": [
-                {
-                    "name": name,
-                    "used_bytes": q.used_bytes,
-                    "limit_bytes": q.limit_bytes,
-                    "evictions": q.evictions,
-                }
-                for name, q in page_stats.quotas.items()
-            ],
-            "dirs": [
-                {
-                    "path": d.path,
-                    "used_bytes": d.used_bytes,
-                    "capacity_bytes": d.capacity_bytes,
-                    "in_service": d.in_service,
-                    "files": d.files,
-                }
-                for d in page_stats.dirs
-            ],
-        },
-        "metadata": {**service.meta.counters(), **service.meta.entries()},
-        "policy": policy_actions(service, page_stats),
-        "stats": service.stats(),
-        "s3": s3_traffic(service),
-    }
-
-
-def policy_actions(service: WorkerService, page_stats: StoreStats) -> dict[str, Any]:
-    """What the cache policy did since start (README, "Cache policy"): reads by admission
-    decision, reads served through, TTL frees, pins, pinned bytes, quota evictions; the same
-    counts as ``/metrics`` (``dora_admission_reads``, ``dora_passthrough_reads``,
-    ``dora_ttl_frees``, ``dora_pins``, ``dora_unpins``, ``dora_pinned_bytes``,
-    ``dora_quota_evictions``), for ``dora cache policy`` and the console."""
-    metrics = service.metrics
-    return {
-        "admission": {
-            sample.labels["decision"]: int(sample.value)
-            for family in metrics.admission.collect()
-            for sample in family.samples
-            if sample.name.endswith("_total")
-        },
-        "passthrough_reads": _total(metrics.passthrough_reads),
-        "ttl_frees": _total(metrics.ttl_frees),
-        "pins": _total(metrics.pins),
-        "unpins": _total(metrics.unpins),
-        "pinned_bytes": page_stats.pinned_bytes,
-        "pin_limit_bytes": page_stats.pin_limit_bytes,
-        "quota_evictions": sum(q.evictions for q in page_stats.quotas.values()),
-    }
-
-
-def _total(counter: Counter) -> int:
-    """The count of a counter without labels."""
-    return int(
-        sum(
-            sample.value
-            for family in counter.collect()
-            for sample in family.samples
-            if sample.name.endswith("_total")
-        )
-    )
-
-
-S3_ROUTE = "s3:"
-"""The S3 endpoint's operations in ``dora_request_seconds``: ``route="s3:<Operation>"``."""
-
-
-def s3_traffic(service: WorkerService) -> dict[str, Any]:
-    """Per S3 operation since start: requests and latency quantiles (from the request latency
-    histogram's buckets); and the endpoint's requests for keys other workers own, by outcome
-    (``worker.api.s3.forward``)."""
-    buckets: dict[str, dict[float, float]] = {}
-    for family in service.metrics.request_latency.collect():
-        for sample in family.samples:
-            route = sample.labels.get("route", "")
-            if sample.name.endswith("_bucket") and route.startswith(S3_ROUTE):
-                bound = float(sample.labels["le"])
-                buckets.setdefault(route.removeprefix(S3_ROUTE), {})[bound] = sample.value
-    operations = []
-    for name, counts in sorted(buckets.items()):
-        quantiles = histogram_quantiles(counts.items(), (0.5, 0.99))
-        operations.append(
-            {
-                "operation": name,
-                "requests": int(max(counts.values(), default=0)),
-                "p50_ms": _ms(quantiles[0.5]),
-                "p99_ms": _ms(quantiles[0.99]),
-            }
-        )
-    owners = {
-        sample.labels["outcome"]: int(sample.value)
-        for family in service.metrics.registry.collect()
-        if family.name == "dora_s3_owner_requests"
-        for sample in family.samples
-        if sample.name.endswith("_total")
-    }
-    return {"operations": operations, "owner_requests": owners}
-
-
-def _ufs_health(service: WorkerService) -> dict[str, Any]:
-    """Latency quantiles of the UFS data reads since start (from the latency histogram's
-    buckets, as Prometheus would compute them) and the last time the UFS was unavailable."""
-    buckets: dict[float, float] = {}
-    for family in service.metrics.ufs_latency.collect():
-        for sample in family.samples:
-            if sample.name.endswith("_bucket"):
-                bound = float(sample.labels["le"])
-                buckets[bound] = buckets.get(bound, 0.0) + sample.value
-    quantiles = histogram_quantiles(buckets.items(), (0.5, 0.99))
-    last = service.metrics.last_errors.get("UfsUnavailable")
-    return {
-        "reads": int(max(buckets.values(), default=0)),
-        "latency_p50_ms": _ms(quantiles[0.5]),
-        "latency_p99_ms": _ms(quantiles[0.99]),
-        "last_error": None if last is None else {"at": last[0], "message": last[1]},
-    }
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 3)
+    return json_response(await run_in_threadpool(service.overview))
 
 
 async def history(
@@ -213,40 +46,18 @@ async def history(
         float | None, Query(ge=0, description="Only samples taken after this epoch second.")
     ] = None,
 ) -> Response:
-    service.history.start()  # a worker nobody looks at samples nothing
-    return json_response(
-        {"period_s": service.history.period_s, "samples": service.history.samples(since)}
-    )
+    return json_response(service.history_since(since))
 
 
 async def top_files(
     service: WorkerService,
     limit: Annotated[int, Query(ge=1, le=1000, description="How many files.")] = 20,
 ) -> Response:
-    return json_response({"files": await run_in_threadpool(_top_files, service, limit)})
-
-
-def _top_files(service: WorkerService, limit: int) -> list[dict[str, Any]]:
-    reads = service.top_files.top(limit)
-    statuses = service.meta.reads.peek([r.uri for r in reads])
-    known = [(r, s) for r, s in zip(reads, statuses, strict=True) if s is not None]
-    cached = service.pages.cached_bytes_many([(file_id(s.uri), s.version) for _, s in known])
-    return [
-        {
-            "uri": r.uri,
-            "reads": r.reads,
-            "bytes_read": r.bytes,
-            "size": s.size,
-            "version": s.version,
-            "cached_bytes": c,
-            "cached_fraction": 1.0 if s.size == 0 else round(c / s.size, 4),
-        }
-        for (r, s), c in zip(known, cached, strict=True)
-    ]
+    return json_response({"files": await run_in_threadpool(service.top_read, limit)})
 
 
 async def jobs(service: WorkerService) -> Response:
-    return json_response({"jobs": [job.to_dict() for job in service.loads.jobs()]})
+    return json_response({"jobs": [job.to_dict() for job in service.load_jobs()]})
 
 
 async def cluster(service: WorkerService) -> Response:
@@ -254,16 +65,13 @@ async def cluster(service: WorkerService) -> Response:
 
 
 def _cluster(service: WorkerService) -> dict[str, Any]:
-    endpoints: list[str] = service.config.get(client_keys.ETCD_ENDPOINTS)
-    if not endpoints:
-        return {"cluster": None, "etcd": [], "workers": []}
-    etcd = Etcd.from_config(service.config)
+    endpoints = list(service.cluster_endpoints())
     try:
-        snapshot = cluster_status(etcd, service.config.get(client_keys.CLUSTER_NAME))
+        snapshot = service.cluster_status()
+    except NoCluster:
+        return {"cluster": None, "etcd": [], "workers": []}
     except (EtcdUnavailable, EtcdError) as exc:
         return {"cluster": None, "etcd": endpoints, "workers": [], "error": str(exc)}
-    finally:
-        etcd.close()
     answer = snapshot.to_dict()
     answer["etcd"] = endpoints
     token = service.config.get(keys.TOKEN)

@@ -20,17 +20,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ufs.status import UfsStatus
-from worker import keys
 from worker.api import advice, insight, locate, params, pins
 from worker.api import contract as c
-from worker.api.body import file_chunks, read_body, spool_body
+from worker.api.body import file_chunks, read_body, spool_upload
 from worker.api.errors import error_response
 from worker.api.jsonbody import json_response
 from worker.api.params import Query
 from worker.api.surface import Route, Surface, context
 from worker.common.errors import NotFound
 from worker.common.ranges import Window
-from worker.freshness import Freshness, listed
+from worker.freshness import Freshness
 from worker.reader import ReadResult
 from worker.service import WorkerService
 
@@ -45,7 +44,7 @@ async def readyz(service: WorkerService) -> Response:
 
 
 async def metrics_text(service: WorkerService) -> Response:
-    return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    return Response(service.render_metrics(), media_type=CONTENT_TYPE_LATEST)
 
 
 async def stats(service: WorkerService) -> Response:
@@ -75,7 +74,7 @@ def _aged(service: WorkerService, status: UfsStatus, fresh: Freshness) -> dict[s
     """``status`` as the API shows it, with how long ago the worker confirmed it and the sync
     interval a call to it without one gets (what a near-cache keeps it by)."""
     answer = service.describe(status)
-    answer["age_ms"] = service.meta.reads.status_age(status.uri, status.version)
+    answer["age_ms"] = service.status_age(status)
     answer["sync_interval_ms"] = fresh.path_interval
     return answer
 
@@ -90,9 +89,9 @@ async def listing(
 
     def work() -> dict[str, Any]:
         children = service.list(call)
-        age = service.meta.reads.listing_age(call.uri, children) if children else None
+        age = service.listing_age(call, children)
         entries = service.describe_many(children)
-        kept = listed(service.rules, call.fresh, [child.uri for child in children])
+        kept = service.child_intervals(call, [child.uri for child in children])
         for entry, interval in zip(entries, kept, strict=True):
             entry["age_ms"] = age
             entry["sync_interval_ms"] = interval
@@ -131,7 +130,7 @@ async def write(service: WorkerService, request: Request, path: c.UfsPath) -> Re
     call = context(service, request, path)
     # Refused before the body is read; in a thread, since for a local path it looks at the disk.
     await run_in_threadpool(service.admit, call, "create")
-    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_upload(request, service)
     try:
         # The client's timeout counts from the end of its body: so does the write's deadline.
         written, created = await run_in_threadpool(
@@ -179,18 +178,16 @@ async def load(
     metadata_only: c.MetadataOnly = False,
 ) -> Response:
     include, exclude = _patterns(include), _patterns(exclude)
-    job = await run_in_threadpool(
-        service.loads.submit, path, recursive, include, exclude, metadata_only
-    )
+    job = await run_in_threadpool(service.load, path, recursive, include, exclude, metadata_only)
     return json_response(job.to_dict(), 202)
 
 
 async def load_progress(service: WorkerService, job_id: str) -> Response:
-    return _job_answer(service.loads.get(job_id), job_id)
+    return _job_answer(service.load_job(job_id), job_id)
 
 
 async def load_cancel(service: WorkerService, job_id: str) -> Response:
-    return _job_answer(service.loads.cancel(job_id), job_id)
+    return _job_answer(service.cancel_load(job_id), job_id)
 
 
 def _job_answer(job: Any, job_id: str) -> Response:

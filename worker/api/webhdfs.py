@@ -21,6 +21,7 @@ the worker token as client secret; that path checks the secret itself), or ``del
 
 from __future__ import annotations
 
+import functools
 import hmac
 import re
 from collections.abc import Awaitable, Callable
@@ -50,7 +51,7 @@ from worker.api.webhdfs_errors import (
     render_error,
 )
 from worker.api.webhdfs_listing import ListingPages
-from worker.api.webhdfs_locality import Locality, host_and_name
+from worker.api.webhdfs_locality import host_and_name
 from worker.api.webhdfs_paths import PREFIX, TOKEN_PATH, Namespace, uri_of
 from worker.common.errors import InvalidRequest, IsADirectory, UnsupportedOperation
 from worker.request import RequestContext
@@ -130,7 +131,6 @@ class WebHdfs:
     def __init__(self, service: WorkerService) -> None:
         self.service = service
         self.namespace = Namespace(service.roots)
-        self.locality = Locality.from_config(service.config)
         self.listings = ListingPages()
 
     # -- metadata ------------------------------------------------------------------------------
@@ -138,6 +138,12 @@ class WebHdfs:
     def _uri(self, path: str) -> str:
         """The URI of a non-virtual path (virtual directories are handled by each op)."""
         return uri_of(path)
+
+    def _owner(self, uri: str, here: tuple[str, str]) -> tuple[str, str]:
+        """``(host, host:port)`` of the worker whose host a task reading ``uri`` should run
+        on: its owner on the cluster's ring, else ``here`` (the worker asked)."""
+        owner = self.service.owner_of(uri)
+        return here if owner is None else host_and_name(owner)
 
     async def get_file_status(self, request: Request, query: Query, path: str) -> Response:
         if self._virtual(path):
@@ -198,9 +204,7 @@ class WebHdfs:
         status = await run_in_threadpool(self.service.status, call)
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {path}")
-        owner = await run_in_threadpool(self.locality.owner, status.uri)
-        if owner is None:
-            owner = _this_worker(request)
+        owner = await run_in_threadpool(self._owner, status.uri, _this_worker(request))
         return json_answer(shapes.block_locations(status, offset, length, owner))
 
     async def list_block_locations(self, request: Request, query: Query, path: str) -> Response:
@@ -217,7 +221,7 @@ class WebHdfs:
             status = self.service.status(call)
             files = [status] if not status.is_dir else self.service.list(call)
             return {
-                f.name: shapes.block_locations(f, 0, f.size, self.locality.owner(f.uri) or here)
+                f.name: shapes.block_locations(f, 0, f.size, self._owner(f.uri, here))
                 for f in files
                 if not f.is_dir
             }
@@ -282,7 +286,8 @@ class WebHdfs:
         if self._virtual(path):
             raise IsADirectory(f"Path is not a file: {path}")
         call = self._call(request, query, path, query.text("version"))
-        return await open_file(self.service, request, query, call, self.locality.live_owner)
+        live = functools.partial(self.service.owner_of, live=True)
+        return await open_file(self.service, request, query, call, live)
 
     async def page_locations(self, request: Request, query: Query, path: str) -> Response:
         """``GETPAGELOCATIONS``, doracache's own op for its JVM short-circuit reader

@@ -27,8 +27,7 @@ from starlette.responses import Response
 
 from ufs.errors import UfsAlreadyExists, UfsNotFound
 from ufs.status import UfsStatus
-from worker import keys
-from worker.api.body import file_chunks, read_body, spool_body
+from worker.api.body import file_chunks, read_body, spool_upload
 from worker.api.params import Query
 from worker.api.surface import context
 from worker.api.webhdfs_errors import json_answer
@@ -119,7 +118,7 @@ async def _body_to(
     """The request's body, spooled (up to ``dora.worker.http.max.write.size``), then passed to
     ``write`` in a thread, under a deadline counted from the end of the body (as the client's
     timeout is)."""
-    spool = await spool_body(request, service.spool, service.config.get(keys.MAX_WRITE_SIZE))
+    spool = await spool_upload(request, service)
     try:
         await run_in_threadpool(write, call.renewed(), file_chunks(spool))
     finally:

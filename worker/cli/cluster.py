@@ -27,8 +27,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def list_workers(args: argparse.Namespace) -> int:
     # The etcd client only for this command: every other `dora` command starts without it.
-    from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
-    from worker.cluster.status import cluster_status, format_table
+    from worker.cluster.etcd import EtcdError, EtcdUnavailable
+    from worker.cluster.status import format_table
+    from worker.cluster.view import ClusterView
 
     config = load(args)
     endpoints: list[str] = config.get(client_keys.ETCD_ENDPOINTS)
@@ -38,13 +39,14 @@ def list_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    etcd = Etcd.from_config(config)
+    # The view /v1/cluster and WebHDFS locality read the cluster through, for one answer.
+    view = ClusterView.from_config(config)
     try:
-        status = cluster_status(etcd, config.get(client_keys.CLUSTER_NAME))
+        status = view.status()
     except (EtcdUnavailable, EtcdError) as exc:
         print(f"dora: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     finally:
-        etcd.close()
+        view.close()
     print(json.dumps(status.to_dict(), indent=2) if args.json else format_table(status))
     return 0

@@ -1,5 +1,6 @@
 """One worker's part in the cluster: its membership, its publisher, its follower, and the hooks
-that join them to the worker service (the worker process starts and closes it)."""
+that join them to the worker service (``worker.assembly`` builds it, the worker process starts
+and closes it)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from config import Config
+from pagestore.api import PageStore
 from ufs import uri as uris
 from ufs.status import UfsStatus
 from worker.api.s3 import keys as s3_keys
@@ -25,13 +28,9 @@ from worker.cluster.http import ASGIApp, RevisionMiddleware
 from worker.cluster.members import Registration
 from worker.cluster.publisher import Publisher, PublisherOptions
 from worker.common import client_keys
+from worker.meta.manager import MetadataManager
+from worker.meta.writes import MetadataWrites
 from worker.tls import keys as tls_keys
-
-if TYPE_CHECKING:
-    from pagestore.api import PageStore
-    from worker.meta.manager import MetadataManager
-    from worker.meta.writes import MetadataWrites
-    from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +88,32 @@ class MetaMarkers:
         self._meta.save_marker(MARKER, value)
 
 
+class WorkerHooks(Protocol):
+    """Where a node hooks into the worker service (``worker.service.WorkerService`` is one)."""
+
+    def add_change_listener(
+        self, fn: Callable[[list[Event], Sequence[Origin | None]], int | None]
+    ) -> None:
+        """Call ``fn`` with every change the worker makes or hears of; it returns the feed
+        revision it published them under."""
+
+    def add_readiness_probe(self, name: str, probe: Callable[[], tuple[str, bool]]) -> None:
+        """Report ``probe()`` in the worker's readiness, ready only while it says so."""
+
+
+@dataclass(frozen=True)
+class NodeParts:
+    """What a node uses of the worker: the hooks of its service, the metadata it applies the
+    feed to and keeps its position in, the page store, where it reports the change feeds' lag
+    (``heard``) and the registry its metrics go to."""
+
+    hooks: WorkerHooks
+    meta: MetadataManager
+    pages: PageStore
+    heard: Callable[[Origins], None]
+    registry: CollectorRegistry
+
+
 class ClusterNode:
     """Membership, publishing and following for one worker.
 
@@ -96,7 +121,7 @@ class ClusterNode:
     the etcd timeout) until the change is in etcd, so the answer can name its revision.
     """
 
-    def __init__(self, config: Config, service: WorkerService, host: str, port: int) -> None:
+    def __init__(self, config: Config, parts: NodeParts, host: str, port: int) -> None:
         self.cluster: str = config.get(client_keys.CLUSTER_NAME)
         ttl_s = max(2, config.get(cluster_keys.LEASE_TTL) // 1000)
         self.timeout_s = config.get(client_keys.ETCD_TIMEOUT) / 1000
@@ -104,7 +129,7 @@ class ClusterNode:
         self.etcd = Etcd.from_config(config)
         started_ms = int(time.time() * 1000)
         scheme = "https" if config.get(tls_keys.WORKER_CERT) else "http"
-        capacity = service.pages.capacity_bytes
+        capacity = parts.pages.capacity_bytes
         s3_port = config.get(s3_keys.PORT) or 0
         self.info = layout.WorkerInfo(host, port, started_ms, capacity, scheme, s3_port)
         self.publisher = Publisher(
@@ -120,18 +145,18 @@ class ClusterNode:
             self.etcd,
             layout.feed_key(self.cluster),
             self.info.id,
-            MetaSink(service.meta.writes, service.pages, service.changes.lag.arrived),
-            MetaMarkers(service.meta),
+            MetaSink(parts.meta.writes, parts.pages, parts.heard),
+            MetaMarkers(parts.meta),
             idle_timeout_s=float(ttl_s),
         )
         self.registration = Registration(
             self.etcd, self.cluster, self.info, ttl_s, lambda: self.follower.applied
         )
         self.middleware: RevisionMiddleware | None = None
-        service.add_change_listener(self.changed)
-        service.meta.writes.add_sync_listener(self._synced)
-        service.metrics.registry.register(_ClusterCollector(self))
-        service.add_readiness_probe("feed", self._feed_state)
+        parts.hooks.add_change_listener(self.changed)
+        parts.meta.writes.add_sync_listener(self._synced)
+        parts.registry.register(_ClusterCollector(self))
+        parts.hooks.add_readiness_probe("feed", self._feed_state)
 
     def _feed_state(self) -> tuple[str, bool]:
         """The follower's state; a worker whose follower failed or is gone is not ready: it
@@ -141,14 +166,14 @@ class ClusterNode:
 
     @classmethod
     def start(
-        cls, config: Config, service: WorkerService, bind_host: str, port: int
+        cls, config: Config, parts: NodeParts, bind_host: str, port: int
     ) -> ClusterNode | None:
         """Join the cluster if ``dora.cluster.etcd.endpoints`` is set (None otherwise), as the
         worker listening on ``bind_host``:``port``. An unreachable etcd does not stop the
         worker: it serves and keeps trying."""
         if not config.get(client_keys.ETCD_ENDPOINTS):
             return None
-        node = cls(config, service, advertised_host(config, bind_host), port)
+        node = cls(config, parts, advertised_host(config, bind_host), port)
         node.publisher.start()
         node.follower.start()
         node.registration.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from worker.common.forksafe import ProcessLocal
@@ -40,7 +40,11 @@ class ClusterRing:
         etcd_timeout_s: float = 2.0,
         etcd_credentials: Credentials | None = None,
         etcd_tls: PemFiles | None = None,
+        follow: Callable[[], tuple[Etcd, MembershipView]] | None = None,
     ) -> None:
+        """``follow`` starts following the membership over an etcd client of the caller's
+        (a worker's ``worker.cluster.view.ClusterView`` shares its own); by default the ring
+        opens one of its own, from the endpoints and credentials given."""
         self._virtual_nodes = virtual_nodes
         self._static = HashRing(static_names, virtual_nodes)
         self._endpoints = tuple(etcd_endpoints)
@@ -48,7 +52,7 @@ class ClusterRing:
         self._timeout_s = etcd_timeout_s
         self._credentials = etcd_credentials
         self._etcd_tls = etcd_tls
-        self._view = ProcessLocal(self._build_view) if self._endpoints else None
+        self._view = ProcessLocal(follow or self._build_view) if self._endpoints else None
         self._lock = threading.Lock()
         self._built: tuple[int, HashRing] | None = None
         self._fell_back = False
@@ -68,28 +72,39 @@ class ClusterRing:
         return self._view is not None
 
     def current(self) -> HashRing:
-        """The ring to route by now (the static one once closed)."""
+        """The ring to route by now: :meth:`live`, else the static one (and once closed)."""
         if self._view is None or self._closed:
             return self._static
+        ring = self.live()
+        if ring is not None:
+            self._fell_back = False
+            return ring
+        if not self._closed and not self._fell_back:
+            view = self._view.get()[1]
+            log.warning(
+                "dora: no live worker in etcd cluster %s (%s); using dora.user.workers",
+                self._cluster,
+                "etcd unreachable" if not view.listed else "none registered",
+            )
+        self._fell_back = True
+        return self._static
+
+    def live(self) -> HashRing | None:
+        """The ring of the workers etcd lists as live (rebuilt only when they change); None
+        without a cluster, once closed, or while etcd lists none (or has never answered)."""
+        if self._view is None or self._closed:
+            return None
         view = self._view.get()[1]
         if self._closed:
             self.close()  # closed while the view was being built: it is closed now too
-            return self._static
+            return None
         built = self._built
         if built is not None and built[0] == view.generation:
             return built[1]
         with self._lock:
             names = view.names()
             if not names:
-                if not self._fell_back:
-                    log.warning(
-                        "dora: no live worker in etcd cluster %s (%s); using dora.user.workers",
-                        self._cluster,
-                        "etcd unreachable" if not view.listed else "none registered",
-                    )
-                self._fell_back = True
-                return self._static
-            self._fell_back = False
+                return None
             ring = HashRing(names, self._virtual_nodes)
             self._built = (view.generation, ring)
             return ring

@@ -16,19 +16,19 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 
+from pagestore.api import PageStore
 from ufs.errors import UfsError
+from ufs.roots import MountRoots
 from worker.cluster.events import Event, Op, Origin
 from worker.cluster.node import MetaSink
 from worker.feeds.lag import FeedLag
 from worker.meta.counters import Counters
-
-if TYPE_CHECKING:
-    from worker.service import WorkerService
+from worker.meta.manager import MetadataManager
 
 log = logging.getLogger(__name__)
 
@@ -63,19 +63,40 @@ class ChangeSink(Protocol):
     def save_marker(self, source: str, value: bytes) -> None: ...
 
 
+class Feed(Protocol):
+    """A source followed on a thread of its own."""
+
+    @property
+    def connected(self) -> bool:
+        """Following the source (or, elected, taking part in the election)."""
+
+    def start(self) -> None: ...
+
+    def close(self) -> None:
+        """Stop following (and persist a position, where the feed keeps one). Idempotent."""
+
+
 class CacheSink:
     """Applies changes to one worker's cache, reports gaps and measures each source's lag
     (``lag``: also of the events other workers republish, see ``worker.cluster.node``).
 
     Thread-safe: the metadata manager and page store it calls are, and its counters are.
+    Its metrics go to ``registry``.
     """
 
-    def __init__(self, service: WorkerService) -> None:
-        self._service = service
-        self.lag = FeedLag(service.metrics.registry)
-        self._apply = MetaSink(service.meta.writes, service.pages, self.lag.arrived)
+    def __init__(
+        self,
+        roots: MountRoots,
+        meta: MetadataManager,
+        pages: PageStore,
+        registry: CollectorRegistry,
+    ) -> None:
+        self._roots = roots
+        self._meta = meta
+        self.lag = FeedLag(registry)
+        self._apply = MetaSink(meta.writes, pages, self.lag.arrived)
         self.counters = Counters(("received", "applied", "unchanged", "outside_roots", "gaps"))
-        service.metrics.registry.register(_FeedCollector(self.counters))
+        registry.register(_FeedCollector(self.counters))
 
     def apply(self, source: str, changes: Iterable[Change]) -> list[Event]:
         """Drop what each change ``source`` reported names unless the cache already holds the
@@ -103,7 +124,7 @@ class CacheSink:
     def event_of(self, change: Change) -> Event | None:
         """``change`` as the etcd feed carries it (canonical URI), None outside the roots."""
         try:
-            uri = self._service.roots.check(change.uri)
+            uri = self._roots.check(change.uri)
         except UfsError:
             return None
         op = Op.DELETED if change.deleted else Op.CREATED
@@ -128,14 +149,14 @@ class CacheSink:
     def _holds(self, event: Event) -> bool:
         if event.op is Op.DELETED or event.prefix or not event.version:
             return False
-        return self._service.meta.reads.status_age(event.path, event.version) is not None
+        return self._meta.reads.status_age(event.path, event.version) is not None
 
     def gap(self, source: str, why: str) -> None:
         """``source`` cannot tell what changed up to now: re-check everything cached so far."""
         log.warning("change feed %s: %s; everything cached so far will be re-checked with the UFS",
                     source, why)  # fmt: skip
         self.counters.add("gaps")
-        self._service.meta.writes.require_sync_before(int(time.time() * 1000))
+        self._meta.writes.require_sync_before(int(time.time() * 1000))
 
     def recheck_before(self, source: str, epoch_ms: int) -> None:
         """A gap ``source`` reported at ``epoch_ms``, before a restart, still holds: what was
@@ -143,15 +164,15 @@ class CacheSink:
         comes after that gap; what was re-checked since is not touched)."""
         log.info("change feed %s: re-checking what was cached before its gap at %d and not "
                  "since", source, epoch_ms)  # fmt: skip
-        self._service.meta.writes.require_sync_before(epoch_ms)
+        self._meta.writes.require_sync_before(epoch_ms)
 
     def load_marker(self, source: str) -> bytes | None:
         """What ``source`` saved with :meth:`save_marker` (in the worker's metastore), if any."""
-        return self._service.meta.load_marker(_MARKER_PREFIX + source)
+        return self._meta.load_marker(_MARKER_PREFIX + source)
 
     def save_marker(self, source: str, value: bytes) -> None:
         """Persist a few bytes for ``source``, once the changes applied so far are durable."""
-        self._service.meta.save_marker(_MARKER_PREFIX + source, value)
+        self._meta.save_marker(_MARKER_PREFIX + source, value)
 
 
 class _FeedCollector(Collector):

@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING
 
 from worker.cluster.etcd import Etcd, EtcdError, EtcdUnavailable
 from worker.cluster.events import RESET, Event, Origin
-from worker.feeds.change import CacheSink, Change, ChangeSink
+from worker.feeds.change import CacheSink, Change, ChangeSink, Feed
 
 if TYPE_CHECKING:
     from worker.cluster.node import ClusterNode
-    from worker.feeds.runner import Feed
 
 log = logging.getLogger(__name__)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from config import Config
 from ufs.options import UfsOptions
 from worker.cluster import keys as cluster_keys
-from worker.feeds.change import ChangeSink
+from worker.feeds.change import CacheSink, ChangeSink, Feed
 from worker.feeds.elected import ElectedFeed
 from worker.feeds.keys import SEAWEED_RESUME_MAX_AGE, SqsSpec, feed_specs
 from worker.feeds.seaweedfs import SeaweedFeed
@@ -18,24 +18,10 @@ from worker.feeds.sqs import SqsFeed, sqs_client
 
 if TYPE_CHECKING:
     from worker.cluster.node import ClusterNode
-    from worker.service import WorkerService
-
-
-class Feed(Protocol):
-    """A source followed on a thread of its own."""
-
-    @property
-    def connected(self) -> bool:
-        """Following the source (or, elected, taking part in the election)."""
-
-    def start(self) -> None: ...
-
-    def close(self) -> None:
-        """Stop following (and persist a position, where the feed keeps one). Idempotent."""
 
 
 class Feeds:
-    """The running feeds of one worker, applying to the service's ``changes`` sink. Not
+    """The running feeds of one worker, applying to the worker's change sink. Not
     thread-safe: start and close from one thread."""
 
     def __init__(self, feeds: list[Feed]) -> None:
@@ -43,13 +29,13 @@ class Feeds:
 
     @classmethod
     def start(
-        cls, config: Config, service: WorkerService, node: ClusterNode | None = None
+        cls, config: Config, sink: CacheSink, node: ClusterNode | None = None
     ) -> Feeds | None:
-        """Start the feeds the config names (None when it names none to follow): followed
-        by this worker, or with ``node`` (a cluster) by the one worker elected per source,
-        which republishes into the etcd feed. Raises ConfigError for a feed that cannot be
-        used; an unreachable source does not stop the worker (its feed keeps trying, and sync
-        intervals apply meanwhile)."""
+        """Start the feeds the config names (None when it names none to follow), applying to
+        ``sink``: followed by this worker, or with ``node`` (a cluster) by the one worker
+        elected per source, which republishes into the etcd feed. Raises ConfigError for a
+        feed that cannot be used; an unreachable source does not stop the worker (its feed
+        keeps trying, and sync intervals apply meanwhile)."""
         specs = feed_specs(config)
         options = UfsOptions.from_config(config)
         makers: dict[str, Callable[[ChangeSink], Feed]] = {}
@@ -61,13 +47,10 @@ class Feeds:
         if not makers:
             return None
         if node is None:
-            feeds = [make(service.changes) for make in makers.values()]
+            feeds = [make(sink) for make in makers.values()]
         else:
             ttl_s = max(2, config.get(cluster_keys.LEASE_TTL) // 1000)
-            feeds = [
-                ElectedFeed(name, make, node, service.changes, ttl_s)
-                for name, make in makers.items()
-            ]
+            feeds = [ElectedFeed(name, make, node, sink, ttl_s) for name, make in makers.items()]
         for feed in feeds:
             feed.start()
         return cls(feeds)

@@ -14,16 +14,13 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ufs.status import UfsStatus
 from worker.common.errors import WorkerBusy
 from worker.load.job import JobState, LoadJob
 from worker.load.options import LoadOptions
+from worker.load.source import LoadSource
 from worker.load.work import JobWork
-
-if TYPE_CHECKING:
-    from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +42,9 @@ class LoadManager:
     held while a job works. A job's own lock (progress) is taken after it, never before.
     """
 
-    def __init__(self, service: WorkerService, options: LoadOptions | None = None) -> None:
-        self._service = service
-        self._options = options or LoadOptions.from_config(service.config)
+    def __init__(self, source: LoadSource, options: LoadOptions) -> None:
+        self._source = source
+        self._options = options
         self._cond = threading.Condition()
         self._jobs: dict[str, LoadJob] = {}
         self._queue: deque[tuple[LoadJob, UfsStatus]] = deque()
@@ -70,7 +67,7 @@ class LoadManager:
         denied, unavailable) and LoadRejected if the queue is full or the manager is closed.
         """
         # Refused now, not later in the job.
-        root = self._service.status(self._service.request(path, 0))
+        root = self._source.status(self._source.request(path, 0))
         with self._cond:
             if self._closed:
                 raise LoadRejected(
@@ -185,7 +182,7 @@ class LoadManager:
         try:
             parallelism = self._options.parallelism_for(root.uri)
             batch = self._options.fill_batch_for(root.uri)
-            JobWork(self._service, job, root, parallelism, batch).run()
+            JobWork(self._source, job, root, parallelism, batch).run()
             outcome = JobState.CANCELLED if job.cancel.is_set() else JobState.DONE
         except Exception as exc:  # any failure ends the job, recorded on it
             log.warning("load job %s on %s failed", job.id, job.path, exc_info=True)

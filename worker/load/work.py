@@ -17,16 +17,13 @@ import logging
 from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING
 
 from ufs.errors import UfsError
-from ufs.status import UfsStatus, file_id
+from ufs.status import UfsStatus
 from worker.load.job import LoadJob
 from worker.load.options import FILL_BATCH
+from worker.load.source import LoadSource
 from worker.meta.errors import MetaError
-
-if TYPE_CHECKING:
-    from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +39,7 @@ class JobWork:
 
     def __init__(
         self,
-        service: WorkerService,
+        service: LoadSource,
         job: LoadJob,
         root: UfsStatus,
         parallelism: int,
@@ -121,7 +118,7 @@ class JobWork:
 
     def _fill(self, files: list[UfsStatus]) -> list[UfsStatus]:
         service, job = self._service, self._job
-        cached = service.pages.cached_bytes_many([(file_id(f.uri), f.version) for f in files])
+        cached = service.cached_bytes(files)
         todo: list[UfsStatus] = []
         for status, have in zip(files, cached, strict=True):
             # Already cached (a job run again, a file read meanwhile): nothing to read.
@@ -147,7 +144,7 @@ class JobWork:
         return []
 
 
-def _load_file(service: WorkerService, job: LoadJob, status: UfsStatus) -> None:
+def _load_file(service: LoadSource, job: LoadJob, status: UfsStatus) -> None:
     try:
         result = service.read(service.request(status.uri, -1))
         for chunk in result.chunks:

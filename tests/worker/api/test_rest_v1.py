@@ -13,6 +13,7 @@ from pagestore.options import PageStoreOptions
 from tests.worker.conftest import Api, open_service
 from ufs.adapter import Ufs
 from ufs.status import UfsStatus, file_id
+from worker.assembly import Assembly
 from worker.keys import build_registry
 from worker.meta.entry import Operation
 from worker.meta.manager import MetadataManager
@@ -397,9 +398,9 @@ def test_ready_while_the_page_restore_runs(tmp_path: Path, data_dir: Path) -> No
     )
     ufs = Ufs.from_config(config)
     pages = on_disk(PageStoreOptions.from_config(config))  # its restore has not finished
-    service = WorkerService(
+    service = Assembly(
         config, ufs, MetadataManager.from_config(config, ufs), pages, pages.page_size
-    )
+    ).service
     client = Api(service)
     try:
         answer = client.get("/readyz")

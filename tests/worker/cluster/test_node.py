@@ -15,14 +15,14 @@ import httpx
 import pytest
 
 from pagestore.page import PageId
-from tests.worker.conftest import open_service, pages_stored
+from tests.worker.conftest import open_assembly, open_service, pages_stored
 from ufs.status import file_id
 from worker.api.app import create_app
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.events import Event, Op
 from worker.cluster.localetcd import LocalEtcd
-from worker.cluster.node import MARKER, ClusterNode, MetaSink
+from worker.cluster.node import MARKER, MetaSink
 from worker.request import Exchange
 
 from .support import wait_for
@@ -32,21 +32,22 @@ class Member:
     """A service with its cluster node, as the worker process wires them."""
 
     def __init__(self, work: Path, data: Path, etcd: LocalEtcd, port: int) -> None:
-        self.service = open_service(
+        self.assembly = open_assembly(
             work,
             f"file://{data}",
             f"dora.cluster.etcd.endpoints={etcd.endpoint}",
             "dora.cluster.lease.ttl=3s",
             "dora.user.file.metadata.sync.interval=-1",
         )
-        node = ClusterNode.start(self.service.config, self.service, "127.0.0.1", port)
+        self.service = self.assembly.service
+        self.assembly.start("127.0.0.1", port)
+        node = self.assembly.node
         assert node is not None
         self.node = node
-        self.app = node.wrap(create_app(self.service))
+        self.app = self.assembly.wrap(create_app(self.service))
 
     def close(self) -> None:
-        self.node.close()
-        self.service.close()
+        self.assembly.close()
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from pagestore.options import PageStoreOptions
 from ufs.adapter import Ufs
 from ufs.deadline import Deadline
 from ufs.status import UfsStatus
+from worker.assembly import Assembly
 from worker.keys import build_registry
 from worker.meta.manager import MetadataManager
 from worker.service import WorkerService
@@ -66,7 +67,7 @@ def open_held_service(work: Path, root: Path, ufs: HeldUfs, *defines: str) -> Wo
     meta = MetadataManager.from_config(config, ufs)
     pages.start()
     assert pages.wait_ready(10)
-    return WorkerService(config, ufs, meta, pages, options.page_size)
+    return Assembly(config, ufs, meta, pages, options.page_size).service
 
 
 @pytest.fixture

@@ -33,16 +33,16 @@ import ssl
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import aiohttp
 from prometheus_client import Counter
+from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from yarl import URL
 
 from worker import keys as worker_keys
 from worker.api.s3 import keys
-from worker.api.webhdfs_locality import Locality
 from worker.cluster.layout import WorkerInfo
 from worker.cluster.node import advertised_host
 from worker.common import client_keys
@@ -53,10 +53,22 @@ from worker.request import exchange
 from worker.tls import keys as tls_keys
 
 if TYPE_CHECKING:
-    from worker.api.s3.call import S3Call
     from worker.service import WorkerService
 
 log = logging.getLogger(__name__)
+
+
+class KeyCall(Protocol):
+    """What forwarding needs of a request to the endpoint (``worker.api.s3.call.S3Call``,
+    which builds the forwarder: named here by its shape, not imported)."""
+
+    @property
+    def request(self) -> Request: ...
+
+    def uri(self) -> str: ...
+
+
+C = TypeVar("C", bound=KeyCall)
 
 FORWARDED_HEADER = "x-dora-forwarded-by"
 """Set on a request a worker passes to a key's owner: the owner serves it itself."""
@@ -101,14 +113,18 @@ class Forwarder:
 
     Thread-safety: :meth:`read` and :meth:`settle` run on the event loop (one aiohttp session,
     made there on first use, its connections kept alive); :meth:`owner` may run anywhere (the
-    locality is thread-safe). The membership is first listed in a thread of its own
-    (:meth:`start`): until then every key is served where it arrives. It lives as long as the
-    worker's process (its session, the membership's watch)."""
+    service's cluster view is thread-safe). The membership is first listed in a thread of its
+    own (:meth:`start`): until then every key is served where it arrives. It lives as long as
+    the worker's process (its session; the membership's watch is the service's)."""
 
     def __init__(
-        self, locality: Locality, itself: tuple[str, int], link: OwnerLink, outcomes: Counter
+        self,
+        service: WorkerService,
+        itself: tuple[str, int],
+        link: OwnerLink,
+        outcomes: Counter,
     ) -> None:
-        self._locality = locality
+        self._service = service
         self._itself = itself
         self._link = link
         self._session: aiohttp.ClientSession | None = None
@@ -135,7 +151,7 @@ class Forwarder:
             ["outcome"],
             registry=service.metrics.registry,
         )
-        forwarder = cls(Locality.from_config(config), (host, s3_port), link, outcomes)
+        forwarder = cls(service, (host, s3_port), link, outcomes)
         forwarder.start()
         return forwarder
 
@@ -148,7 +164,7 @@ class Forwarder:
         """List the membership in a thread (the first listing waits on etcd)."""
 
         def listed() -> None:
-            self._locality.live_owner("s3://")
+            self._service.owner_of("s3://", live=True)
             self._ready = True
 
         threading.Thread(target=listed, name="dora-s3-owners", daemon=True).start()
@@ -157,12 +173,12 @@ class Forwarder:
         """The live worker that owns ``uri`` when it is another one with an S3 endpoint."""
         if not self._ready:
             return None
-        member = self._locality.live_member(uri)
+        member = self._service.owner_member(uri)
         if member is None or not member.s3_port or (member.host, member.s3_port) == self._itself:
             return None
         return member
 
-    async def read(self, call: S3Call, raw_path: str) -> Response | None:
+    async def read(self, call: KeyCall, raw_path: str) -> Response | None:
         """The owner's answer to ``call`` (a read), or None when the key is this worker's or
         its owner cannot be reached or breaks off before its answer is under way (the request
         is then to be served here, re-checked)."""
@@ -208,7 +224,7 @@ class Forwarder:
             return await self._http().request(method, target, headers=headers,
                                               allow_redirects=False)  # fmt: skip
 
-    async def settle(self, call: S3Call) -> None:
+    async def settle(self, call: KeyCall) -> None:
         """Have the owner of the key ``call`` changed apply the change before the answer."""
         revision = exchange(call.request.scope).revision
         owner = self.owner(call.uri()) if revision else None
@@ -252,11 +268,12 @@ async def _relay(answer: aiohttp.ClientResponse, owner: str) -> AsyncIterator[by
         answer.release()
 
 
-Handler = Callable[["S3Call"], Awaitable[Response]]
-
-
 async def through_owner(
-    forwarder: Forwarder | None, name: str, handler: Handler, call: S3Call, raw_path: str
+    forwarder: Forwarder | None,
+    name: str,
+    handler: Callable[[C], Awaitable[Response]],
+    call: C,
+    raw_path: str,
 ) -> Response:
     """``call`` (operation ``name``) answered by the key's owner when it is a read of a key
     another worker owns, else by ``handler`` here (then, for a write, applied by the owner)."""
