@@ -42,7 +42,8 @@ NEGATIVE_CACHE_TTL: PropertyKey[int] = PropertyKey(
     "dora.worker.ufs.negative.cache.ttl",
     KeyType.DURATION,
     "10s",
-    "How long a not-found answer is remembered.",
+    "How long a not-found answer is remembered. A cached listing of the parent also answers "
+    "not found for a name it lacks, for the listing's own life.",
     minimum=0,
 )
 METASTORE_DIR: PropertyKey[str] = PropertyKey(

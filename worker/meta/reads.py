@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from pagestore.flight import SingleFlight
+from ufs import uri as uris
 from ufs.deadline import Deadline
 from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus
@@ -64,7 +65,9 @@ class MetadataReads:
         one). ``call`` bounds the UFS requests (its deadline) and hears the feed revision of
         a change this lookup's sync found.
 
-        Raises UfsNotFound (also for a cached negative entry), VersionMismatch if ``version``
+        Raises UfsNotFound (also for a cached negative entry, and for a name the parent's
+        cached listing lacks when that listing is as fresh as ``sync_interval`` asks and no
+        ``version`` is named), VersionMismatch if ``version``
         is given and the UFS has another one even after a sync, other UfsErrors from the UFS.
         """
         uri = self._tiers.canonical(uri)
@@ -74,6 +77,10 @@ class MetadataReads:
             return _answer(uri, entry, version)
         if entry is not None and serve_stale and self._served_stale(uri, entry, version):
             return _answer(uri, entry, version)
+        absent = version is None and (entry is None or entry.status is None)
+        if absent and self._listed_absent(uri, interval):
+            self._tiers.counters.add("listing_negatives")
+            raise UfsNotFound(f"{uri!r} does not exist")
         return _answer(uri, self._sync(uri, entry, call), version)
 
     def cached_status(
@@ -205,6 +212,24 @@ class MetadataReads:
         if entry.loaded_at <= self._tiers.fresh_after:
             return False
         return not needs_sync(entry.loaded_at, interval, self._tiers.clock())
+
+    def _listed_absent(self, uri: str, interval: int) -> bool:
+        """Whether a cached listing of ``uri``'s parent, usable under ``interval`` as a status
+        is, leaves ``uri`` out: then it answers "not found" as a negative entry of its age
+        would, for the listing's life rather than the negative entry's short one. A warm job's
+        probes of paths that do not exist (Spark's of ``_spark_metadata`` beside each table it
+        reads) stay off the UFS. Sound because whatever makes a name appear under a directory
+        drops that directory's listing: a write through the worker, a sync or listing that
+        finds the name or a path under it, a feed event (the write side's
+        ``_drop_changed_listings``, ``settle.drop_listings_lacking``)."""
+        parent = uris.parent(uri)
+        listing = None if parent is None else self._tiers.listings.get(parent)
+        return (
+            listing is not None
+            and listing.loaded_at > self._tiers.fresh_after
+            and not needs_sync(listing.loaded_at, interval, self._tiers.clock())
+            and uri not in listing.versions
+        )
 
     def _lookup(self, uri: str) -> MetaEntry | None:
         entry = self._tiers.statuses.get(uri)

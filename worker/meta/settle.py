@@ -33,6 +33,8 @@ def store(
     parent = uris.parent(uri)
     if parent is not None and settled:
         _drop_listing_if_changed(tiers, parent, settled)
+        if entry.status is not None:
+            drop_listings_lacking(tiers, uri)
     return gone
 
 
@@ -60,6 +62,7 @@ def store_listing(
         if previous is not None and previous.versions != listing.versions:
             tiers.bump(uri)
         tiers.listings.put(uri, listing)
+        drop_listings_lacking(tiers, uri)
     else:
         _drop_listing_if_changed(tiers, uri, settled)
     return gone
@@ -116,6 +119,19 @@ def _drop_listing_if_changed(tiers: Tiers, uri: str, settled: list[tuple[str, Me
         listing.versions.get(child) != entry.version for child, entry in settled
     ):
         tiers.listings.pop(uri)
+
+
+def drop_listings_lacking(tiers: Tiers, uri: str) -> None:
+    """``uri`` exists: drop every cached listing of its directories that lacks the way down
+    to it (a directory that appeared since that listing was loaded), since a listing answers
+    "not found" for a name it lacks (``MetadataReads.get_status``)."""
+    child, directory = uri, uris.parent(uri)
+    while directory is not None:
+        listing = tiers.listings.get(directory)
+        if listing is not None and child not in listing.versions:
+            tiers.listings.pop(directory)
+            tiers.bump(directory)
+        child, directory = directory, uris.parent(directory)
 
 
 def file_version(entry: MetaEntry | None) -> str | None:

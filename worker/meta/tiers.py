@@ -34,6 +34,7 @@ _COUNTERS = (
     "ufs_calls",
     "listing_hits",
     "listing_misses",
+    "listing_negatives",
     "writes",
     "invalidations",
     "stale_served",

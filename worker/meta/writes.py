@@ -174,13 +174,24 @@ class MetadataWrites:
     ) -> list[Gone]:
         """Store a write whose old entries were read under ``token``. Caller holds the lock."""
         if entry.status is not None:
-            # Before the parent is marked below, which would make its entry look changed.
+            # Before the directories are marked below, which would make their entries look
+            # changed.
             self._forget_missing_ancestors(uri, olds, token)
-        parent = uris.parent(uri)
-        if parent is not None:
-            self._fence.mark(parent)
-            self._tiers.listings.pop(parent)
+        self._drop_changed_listings(uri, deleted=entry.status is None)
+        # Storing a status also drops the listings that lack the way down to ``uri``.
         return settle.store(self._tiers, self._fence, uri, entry, None, olds[uri])
+
+    def _drop_changed_listings(self, uri: str, deleted: bool) -> None:
+        """A write of ``uri`` changes its parent's listing, and may change its other
+        directories' listings: a write can make directories appear (a listing that lacks one
+        would answer "not found" for it), a delete can make them vanish (an object store's
+        directory exists while something is under it). Drop the parent's listing, with
+        ``deleted`` every directory's, and mark every directory in the fence, so that a listing
+        of one that was in flight is not stored over the change. Caller holds the lock."""
+        for depth, directory in enumerate(_ancestors(uri)):
+            self._fence.mark(directory)
+            if (depth == 0 or deleted) and self._tiers.listings.pop(directory) is not None:
+                self._tiers.bump(directory)
 
     def _forget_missing_ancestors(
         self, uri: str, olds: dict[str, MetaEntry | None], token: int

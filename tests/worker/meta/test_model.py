@@ -5,10 +5,12 @@ The model keeps each path's history of versions with the (fake) time each one ap
 answer is correct if it names a version the UFS held at some instant the rules allow:
 - sync interval 0: the version the UFS holds now;
 - sync interval N: one held within the last min(N, life) ms, life being the metastore TTL for a
-  status and the negative TTL for "not found";
+  status and, for "not found", the longer of the negative TTL and the listing TTL (a cached
+  listing of the parent answers "not found" for a name it lacks);
 - sync interval -1: one held within the last life ms;
 - version=V: V itself (held within the life), or VersionMismatch/NotFound naming the present.
-A listing never shows a file deleted through the manager (and not re-created since).
+A listing never shows a file deleted through the manager (and not re-created since), and a
+status never answers "not found" for a file written through it (and not deleted since).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class MetadataModel(RuleBasedStateMachine):
             n: [(-FOREVER, None)] for n in FILES
         }
         self.deleted_through_manager: set[str] = set()
+        self.written_through_manager: set[str] = set()
         self.manager = self._start()
 
     def _start(self) -> MetadataManager:
@@ -97,6 +100,8 @@ class MetadataModel(RuleBasedStateMachine):
             version = None
         if version is not None:
             self.deleted_through_manager.discard(name)
+        else:
+            self.written_through_manager.discard(name)
         self.history[name].append((self.clock.now, version))
         return version
 
@@ -134,6 +139,7 @@ class MetadataModel(RuleBasedStateMachine):
         status = self.truth.status(self.outside.uri(name))
         op = Operation.CREATED if create else Operation.UPDATED
         self.manager.writes.record_write(self.outside.uri(name), status, op)
+        self.written_through_manager.add(name)
 
     @rule(name=st.sampled_from(FILES), interval=intervals)
     def delete_through(self, name: str, interval: int) -> None:
@@ -183,10 +189,11 @@ class MetadataModel(RuleBasedStateMachine):
             ).version
             life = LIFETIMES.ttl_ms
         except UfsNotFound:
-            version, life = None, LIFETIMES.negative_ttl_ms
+            version, life = None, max(LIFETIMES.negative_ttl_ms, LIST_TTL)
         if interval == 0:
             assert version == self.history[name][-1][1]
         assert version in self._held(name, min(window, life))
+        assert version is not None or name not in self.written_through_manager
         return multiple() if version is not None else multiple(name)
 
     @rule(
