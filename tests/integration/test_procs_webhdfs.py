@@ -164,6 +164,12 @@ def check_log_and_revision(two: MultiWorker, data: Path) -> None:
     written = primary.put("/v1/write", params={"path": uri}, content=b"r" * 1000)
     revision = written.headers["X-Dora-Revision"]
     assert int(revision) > 0
+
+    def applied() -> bool:  # the primary has its own write's event back from the feed
+        own = primary.get("/v1/status", params={"path": uri, "sync_interval": "-1"})
+        return own.headers["X-Dora-Revision"] == revision
+
+    wait_for(applied, what="the primary did not apply its own write's event")
     calls = [
         ("/v1/status", {"path": uri}),
         ("/v1/read", {"path": uri, "offset": "10", "length": "20"}),

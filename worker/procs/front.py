@@ -107,7 +107,7 @@ class FrontApp:
             return
         if scope["method"] == "GET" and self._ours(scope):
             started = time.perf_counter()
-            answer = _Answering(send, self.revision)
+            answer = _Answering(send, self)
             route = await self._answered(scope, receive, answer.send)
             if route is not None:
                 millis = (time.perf_counter() - started) * 1000
@@ -357,23 +357,24 @@ class FrontApp:
 
 class _Answering:
     """The ASGI ``send`` of an answer given here: its status and body bytes counted for the
-    access log, and ``X-Dora-Revision`` added when the primary names one. A kept status or
+    access log, and ``X-Dora-Revision`` added when the primary names one: the newest the
+    front has seen when the answer starts (this call's own asks included). A kept status or
     listing is valid under the generation counters checked when it is served, and the
-    primary bumps those before it names a feed revision, so the answer reflects every event
-    up to the newest revision it named before: the header says no more than the primary's
-    own would. Used by one request on one event loop."""
+    primary has applied an event (bumping those) before it names its revision, so the answer
+    reflects every event up to that revision: the header says no more than the primary's own
+    would. Used by one request on one event loop."""
 
-    def __init__(self, send: Send, revision: int | None) -> None:
+    def __init__(self, send: Send, front: FrontApp) -> None:
         self._send = send
-        self._revision = revision
+        self._front = front
         self.status = 0
         self.sent = 0
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.status = message["status"]
-            if self._revision is not None:
-                header = (_REVISION, str(self._revision).encode())
+            if (revision := self._front.revision) is not None:
+                header = (_REVISION, str(revision).encode())
                 message = {**message, "headers": [*message["headers"], header]}
         elif message["type"] == "http.response.body":
             self.sent += len(message.get("body", b""))
