@@ -108,12 +108,16 @@ class FrontApp:
         if scope["method"] == "GET" and self._ours(scope):
             started = time.perf_counter()
             answer = _Answering(send, self)
-            route = await self._answered(scope, receive, answer.send)
-            if route is not None:
+            try:
+                route = await self._answered(scope, receive, answer.send)
+            finally:
+                # Logged here once started here (a body cut short too): the primary never
+                # saw the call. Not started: passed on below, and the primary logs it.
                 millis = (time.perf_counter() - started) * 1000
-                self.metrics.served(route, millis / 1000)
-                if self._access_log:
+                if self._access_log and answer.status:
                     access.write(scope, answer.status, answer.sent, millis)
+            if route is not None:
+                self.metrics.served(route, millis / 1000)
                 return
         self.metrics.passed_on.inc()
         await forward(self.primary, scope, receive, send)
