@@ -10,7 +10,10 @@ cost little):
 
 - ``status``: ``GET /v1/status`` of one file (calls/s);
 - ``read-64k``: ``GET /v1/read`` of 64 KiB at a random 64 KiB-aligned offset (reads/s);
-- ``read-16m``: ``GET /v1/read`` of the whole 16 MiB file (GB/s).
+- ``read-16m``: ``GET /v1/read`` of the whole 16 MiB file (GB/s);
+- ``webhdfs-status``: WebHDFS ``GETFILESTATUS`` of one file (calls/s);
+- ``open-64k``: WebHDFS ``OPEN``'s data step, pinned to the file's version as its redirect
+  names it, of 64 KiB at a random aligned offset (reads/s): Spark's positioned reads.
 
 Plain HTTP, as a remote client sees it (the fronts use the short-circuit reader themselves:
 that is how they read pages). Prints the medians (min-max) and the ratio two/one. With
@@ -41,7 +44,7 @@ PY_SPY = str(Path(sys.executable).with_name("py-spy"))
 SMALL = 64 << 10
 RANDOM_FILE = 64 << 20
 WHOLE_FILE = 16 << 20
-WORKLOADS = ("status", "read-64k", "read-16m")
+WORKLOADS = ("status", "read-64k", "read-16m", "webhdfs-status", "open-64k")
 
 _RANDOM_READS = """
 local path = "{path}"
@@ -50,6 +53,15 @@ math.randomseed({seed})
 request = function()
   local offset = math.random(0, count - 1) * {small}
   return wrk.format("GET", "/v1/read?path=" .. path .. "&offset=" .. offset .. "&length={small}")
+end
+"""
+_RANDOM_OPENS = """
+local count = {count}
+math.randomseed({seed})
+request = function()
+  local offset = math.random(0, count - 1) * {small}
+  return wrk.format("GET", "/webhdfs/v1/file{path}?op=OPEN&data=true&version={version}" ..
+                    "&offset=" .. offset .. "&length={small}")
 end
 """
 
@@ -96,8 +108,12 @@ def run(
         out = wrk(port, f"/v1/status?path={paths['random']}", None, args)
     elif workload == "read-64k":
         out = wrk(port, "/", scripts / "random.lua", args)
-    else:
+    elif workload == "read-16m":
         out = wrk(port, f"/v1/read?path={paths['whole']}", None, args)
+    elif workload == "webhdfs-status":
+        out = wrk(port, f"/webhdfs/v1/file{paths['random'][7:]}?op=GETFILESTATUS", None, args)
+    else:
+        out = wrk(port, "/", scripts / "open.lua", args)
     return figure(out, workload)
 
 
@@ -146,6 +162,11 @@ def main() -> None:
         lua = _RANDOM_READS.format(path=paths["random"], count=RANDOM_FILE // SMALL, small=SMALL,
                                    seed=int(time.time()))  # fmt: skip
         (scripts / "random.lua").write_text(lua)
+        version = f"{RANDOM_FILE}-{(data / 'random.bin').stat().st_mtime_ns}"  # a file's version
+        opens = _RANDOM_OPENS.format(path=paths["random"][7:], count=RANDOM_FILE // SMALL,
+                                     small=SMALL, version=version,
+                                     seed=int(time.time()))  # fmt: skip
+        (scripts / "open.lua").write_text(opens)
         workers = {}
         try:
             for processes in (1, 2):
@@ -183,6 +204,7 @@ def counts(port: int) -> dict[str, float]:
     wanted = {
         "status": r'dora_request_seconds_count\{route="/v1/status"\} (\S+)',
         "read": r'dora_request_seconds_count\{route="/v1/read"\} (\S+)',
+        "webhdfs": r'dora_request_seconds_count\{route="/webhdfs/v1/\{path:path\}"\} (\S+)',
         "front_status": r'dora_front_near_cache_hits_total\{kind="status"\} (\S+)',
         "front_bytes": r'dora_bytes_served_total\{source="front"\} (\S+)',
     }
@@ -193,10 +215,11 @@ def counts(port: int) -> dict[str, float]:
 def share(workload: str, before: dict[str, float], after: dict[str, float]) -> float:
     """The share of a run's calls that the front answered itself."""
     delta = {name: after[name] - before[name] for name in after}
-    if workload == "status":
-        return delta["front_status"] / max(delta["status"], 1)
-    size = SMALL if workload == "read-64k" else WHOLE_FILE
-    return delta["front_bytes"] / size / max(delta["read"], 1)
+    calls = delta["webhdfs"] if workload in ("webhdfs-status", "open-64k") else delta["read"]
+    if workload in ("status", "webhdfs-status"):
+        return delta["front_status"] / max(delta["status"] if workload == "status" else calls, 1)
+    size = WHOLE_FILE if workload == "read-16m" else SMALL
+    return delta["front_bytes"] / size / max(calls, 1)
 
 
 def model(results: dict[tuple[str, int], list[float]], shares: dict[str, list[float]]) -> None:

@@ -1,8 +1,9 @@
 """The sync-interval contract across the worker's processes, as a model test: a worker of three
 processes (the primary and two fronts, ``dora.worker.processes=3``) and random steps — a change
 made outside the worker, a write through one process, a status, listing or read through another
-with a sync interval of -1, 0 or a few ms, a pause — on one file, every answer checked against
-the file's true history (the checks of ``tests/worker/client/test_nearcache_model.py``):
+(REST v1, or WebHDFS ``GETFILESTATUS`` and ``OPEN`` as Spark's readers send them) with a sync
+interval of -1, 0 or a few ms, a pause — on one file, every answer checked against the file's
+true history (the checks of ``tests/worker/client/test_nearcache_model.py``):
 
 - with interval ``N >= 0`` the answer was the file's content at some moment no earlier than
   ``N`` ms before it was asked (``0``: the content when asked);
@@ -101,6 +102,18 @@ def test_every_process_keeps_the_sync_interval_contract(
         assert answer.status_code == 200, answer.text
         return answer
 
+    def webhdfs(process: httpx.Client, op: str, interval: int) -> httpx.Response | None:
+        """WebHDFS, as Spark's readers ask (OPEN: its redirect, then the pinned data). None
+        for an OPEN whose redirect pinned a version an outside write had already replaced
+        (named within the sync interval) and whose bytes were not cached: the data step
+        refuses it (412), as one process does, rather than serve another version's bytes."""
+        query = {"op": op, "sync_interval": str(interval)}
+        answer = process.get(f"/webhdfs/v1/file{data}/d/f", params=query, follow_redirects=True)
+        if answer.status_code == 412 and op == "OPEN" and not model.writes[-1].through_worker:
+            return None
+        assert answer.status_code == 200, answer.text
+        return answer
+
     write_outside()
     for _ in range(STEPS):
         step, process = rng.random(), rng.choice(processes)
@@ -113,15 +126,26 @@ def test_every_process_keeps_the_sync_interval_contract(
             answer = process.put("/v1/write", params={"path": path}, content=b"w" * size)
             assert answer.status_code in (200, 201), answer.text
             model.wrote(size, through_worker=True)
-        elif step < 0.5:
+        elif step < 0.4:
             status = ask(process, "/v1/status", interval).json()
             model.check(status["size"], asked_at, interval, "status")
+        elif step < 0.5:
+            found = webhdfs(process, "GETFILESTATUS", interval)
+            assert found is not None
+            status = found.json()["FileStatus"]
+            model.check(status["length"], asked_at, interval, "WebHDFS GETFILESTATUS")
         elif step < 0.65:
             (entry,) = ask(process, "/v1/list", interval).json()["entries"]
             model.check(entry["size"], asked_at, interval, "list")
         elif step < 0.92:
-            content = ask(process, "/v1/read", interval).content
-            model.check(len(content), asked_at, interval, "read")
+            opened = step >= 0.8
+            answer = (
+                webhdfs(process, "OPEN", interval) if opened else ask(process, "/v1/read", interval)
+            )
+            if answer is None:
+                continue
+            content = answer.content
+            model.check(len(content), asked_at, interval, "OPEN" if opened else "read")
             assert content == model.content(len(content)), f"seed {seed}: mixed bytes"
         else:
             time.sleep(rng.choice((0.002, 0.01, 0.03)))

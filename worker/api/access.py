@@ -51,8 +51,6 @@ class AccessLog:
             return
         started = time.perf_counter()
         status, sent = 0, 0
-        record = exchange(scope)
-        served = record.served
 
         async def counting(message: Message) -> None:
             nonlocal status, sent
@@ -65,29 +63,36 @@ class AccessLog:
         try:
             await self.app(scope, receive, counting)
         finally:
-            millis = (time.perf_counter() - started) * 1000
-            path = loggable_path(scope)
-            cache = outcome(served)
-            log.info(
-                "%s %s %d %dB %.1fms caller=%s cache=%s",
-                scope["method"],
-                path,
-                status,
-                sent,
-                millis,
-                record.caller,
-                cache,
-                extra={
-                    "method": scope["method"],
-                    "path": path,
-                    "status": status,
-                    "bytes": sent,
-                    "duration_ms": round(millis, 3),
-                    "cache": cache,
-                    "caller": record.caller,
-                    "client": (scope.get("client") or ("-",))[0],
-                },
-            )
+            write(scope, status, sent, (time.perf_counter() - started) * 1000)
+
+
+def write(scope: Scope, status: int, sent: int, millis: float) -> None:
+    """The access-log line of the request ``scope``: its ``status``, the ``sent`` body bytes
+    and its duration (also written by a front process, :mod:`worker.procs.front`, for the
+    calls it answers itself)."""
+    record = exchange(scope)
+    path = loggable_path(scope)
+    cache = outcome(record.served)
+    log.info(
+        "%s %s %d %dB %.1fms caller=%s cache=%s",
+        scope["method"],
+        path,
+        status,
+        sent,
+        millis,
+        record.caller,
+        cache,
+        extra={
+            "method": scope["method"],
+            "path": path,
+            "status": status,
+            "bytes": sent,
+            "duration_ms": round(millis, 3),
+            "cache": cache,
+            "caller": record.caller,
+            "client": (scope.get("client") or ("-",))[0],
+        },
+    )
 
 
 def outcome(served: dict[str, int]) -> str:

@@ -68,7 +68,7 @@ async def open_file(
             raise IsADirectory(f"Path is not a file: {request.url.path}")
         target = await run_in_threadpool(owner, status.uri)
         extra = {"data": "true", "version": status.version}
-        return _redirect(request, query, extra, target)
+        return redirect(request, query, extra, target)
     # Ramped: what the client never reads is never filled, nor sent far beyond what it took.
     return await read_body(
         lambda: service.read_span(call, span, ramp=True), lambda result: (200, {}), ramp=True
@@ -89,7 +89,7 @@ async def create_file(
     ):
         raise UfsAlreadyExists(f"{path} already exists and overwrite is false")
     if not query.boolean("data"):
-        return _redirect(request, query, {"data": "true"})
+        return redirect(request, query, {"data": "true"})
     await _body_to(service.write, service, request, call)
     location = f"webhdfs://{request.url.netloc}{quote(path)}"
     return Response(b"", 201, {"Location": location})
@@ -104,7 +104,7 @@ async def append_file(service: WorkerService, request: Request, query: Query, ur
         status = await run_in_threadpool(service.status, call)
         if status.is_dir:
             raise IsADirectory(f"Path is not a file: {request.url.path}")
-        return _redirect(request, query, {"data": "true"})
+        return redirect(request, query, {"data": "true"})
     await _body_to(service.append, service, request, call)
     return Response(b"", 200)
 
@@ -144,7 +144,7 @@ def data_location(request: Request, extra: dict[str, str], netloc: str | None = 
     return f"{base}{quote(request.scope['path'])}?{query}"
 
 
-def _redirect(
+def redirect(
     request: Request, query: Query, extra: dict[str, str], netloc: str | None = None
 ) -> Response:
     """307 to the data step's URL (at ``netloc`` if given), or the location as JSON for

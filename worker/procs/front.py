@@ -31,22 +31,31 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from worker.api import params
+from worker.api import access, params
 from worker.api.jsonbody import json_body
+from worker.api.surface import bearer_token
+from worker.api.webhdfs_errors import credential
+from worker.api.webhdfs_paths import PREFIX, Namespace
 from worker.client.nearcache import NearCache
 from worker.client.shortcircuit import ShortCircuitReader
 from worker.common.errors import DoraError
 from worker.common.generations import GenerationView
+from worker.common.revision import REVISION_HEADER
 from worker.procs.frontmetrics import FrontMetrics
+from worker.procs.frontwebhdfs import FrontWebHdfs
 from worker.procs.proxy import forward
+from worker.request import exchange
 
 log = logging.getLogger(__name__)
 # A read is sent in pieces of this size, each read while the last is sent.
 CHUNK = 1 << 20
 ASKED = "_front_asked"  # where a kept answer remembers when it was asked (monotonic seconds)
-_PASSED_ON = (b"x-dora-revision", b"range")
+_REVISION = REVISION_HEADER.lower().encode()
+_PASSED_ON = (_REVISION, b"range")
+WEBHDFS = PREFIX + "/"
+WEBHDFS_ROUTE = PREFIX + "/{path:path}"  # as the primary's metrics name the route
 _KEPT_HEADERS = (b"authorization", b"x-dora-timeout-ms")
 
 
@@ -67,49 +76,92 @@ class FrontApp:
     thread-safe, and page files are read on the loop (a warm page is in the OS page cache:
     microseconds) except for reads larger than one chunk, whose chunks go to a thread."""
 
-    def __init__(self, primary: httpx.AsyncClient, token: str | None, metrics: FrontMetrics):
+    def __init__(
+        self,
+        primary: httpx.AsyncClient,
+        token: str | None,
+        metrics: FrontMetrics,
+        namespace: Namespace,
+        *,
+        access_log: bool = False,
+        redirects: bool = True,
+    ) -> None:
         self.primary = primary
         self._token = (token or "").encode()
         self.metrics = metrics
         self._local: SameHost | None = None
         self._local_lock = asyncio.Lock()
         self._no_local = False
+        self._access_log = access_log
+        # The newest feed revision the primary's answers named (None: it names none, as
+        # without a cluster), sent with every answer given here (see _Answering).
+        self.revision: int | None = None
         self._routes: dict[str, Callable[[Scope, dict[str, str]], Awaitable[Answer | None]]] = {
             "/v1/status": self._status,
             "/v1/list": self._list,
         }
+        self.webhdfs = FrontWebHdfs(self, namespace, redirects)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        path = scope["path"]
         if scope["method"] == "GET" and self._ours(scope):
-            query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
             started = time.perf_counter()
-            if path == "/v1/read" and await self._read(scope, query, send):
-                self.metrics.served(path, time.perf_counter() - started)
-                return
-            route = self._routes.get(path)
-            answer = None if route is None else await route(scope, query)
-            if answer is not None:
-                await answer.send(send)
-                self.metrics.served(path, time.perf_counter() - started)
+            answer = _Answering(send, self)
+            try:
+                route = await self._answered(scope, receive, answer.send)
+            finally:
+                # Logged here once started here (a body cut short too): the primary never
+                # saw the call. Not started: passed on below, and the primary logs it.
+                millis = (time.perf_counter() - started) * 1000
+                if self._access_log and answer.status:
+                    access.write(scope, answer.status, answer.sent, millis)
+            if route is not None:
+                self.metrics.served(route, millis / 1000)
                 return
         self.metrics.passed_on.inc()
         await forward(self.primary, scope, receive, send)
 
+    async def _answered(self, scope: Scope, receive: Receive, send: Send) -> str | None:
+        """The route (as the primary's metrics name it) of a call answered here; None when
+        nothing was sent and the call is to be passed on."""
+        path: str = scope["path"]
+        if path.startswith(WEBHDFS):
+            done = await self.webhdfs.answer(scope, receive, send)
+            return WEBHDFS_ROUTE if done else None
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+        if path == "/v1/read":
+            return path if await self._read(scope, query, send) else None
+        route = self._routes[path]
+        answer = await route(scope, query)
+        if answer is None:
+            return None
+        await answer.send(send)
+        return path
+
     def _ours(self, scope: Scope) -> bool:
         """Whether the call is one this app may answer: a hot route, with the right token
         (or none needed), no feed revision and no range header."""
-        if scope["path"] not in ("/v1/status", "/v1/list", "/v1/read"):
+        path = scope["path"]
+        webhdfs = path.startswith(WEBHDFS)
+        if path not in self._routes and path != "/v1/read" and not webhdfs:
             return False
-        given = b""
-        for name, value in scope["headers"]:
-            if name in _PASSED_ON:
-                return False
-            if name == b"authorization":
-                given = value.partition(b" ")[2].strip()
+        if any(name in _PASSED_ON for name, _ in scope["headers"]):
+            return False
+        given = (credential(scope) if webhdfs else bearer_token(scope)) or b""
         return not self._token or hmac.compare_digest(given, self._token)
+
+    async def ask(self, scope: Scope, route: str, query: Mapping[str, str]) -> httpx.Response:
+        """The primary's answer to ``GET route?query`` on behalf of the call ``scope`` (its
+        token and deadline), the feed revision it names noted."""
+        headers = _kept(scope)
+        if self._token:  # the caller's was checked (_ours); WebHDFS may give it in the query
+            headers["authorization"] = "Bearer " + self._token.decode()
+        answer = await self.primary.get(route, params=query, headers=headers)
+        named = answer.headers.get(REVISION_HEADER)
+        if named is not None and named.isdigit():
+            self.revision = max(self.revision or 0, int(named))
+        return answer
 
     async def same_host(self, scope: Scope) -> SameHost | None:
         """The near-cache and reader, asking the primary's ``/v1/local`` until it answers;
@@ -152,7 +204,7 @@ class FrontApp:
             self.metrics.near_hits.labels("status").inc()
             return _aged(kept, local.near.now())
         stamp, asked = local.near.stamp(key), local.near.now()
-        answer = await self.primary.get("/v1/status", params=_only(query), headers=_kept(scope))
+        answer = await self.ask(scope, "/v1/status", _only(query))
         if answer.status_code != 200:
             return None
         body: dict[str, Any] = answer.json()
@@ -165,6 +217,14 @@ class FrontApp:
         return None if body is None else Answer.json(body)
 
     async def _list(self, scope: Scope, query: dict[str, str]) -> Answer | None:
+        entries = await self.listing_of(scope, query)
+        return None if entries is None else Answer.json({"entries": entries})
+
+    async def listing_of(
+        self, scope: Scope, query: Mapping[str, str]
+    ) -> list[dict[str, Any]] | None:
+        """The entries of the listing answer (kept, or the primary's, then kept) for the
+        call; None when the call is to be passed on."""
         local = await self.same_host(scope)
         if local is None or "path" not in query or (key := local.near.key(query["path"])) is None:
             return None
@@ -176,27 +236,25 @@ class FrontApp:
         if kept is not None:
             self.metrics.near_hits.labels("list").inc()
             now = local.near.now()
-            return Answer.json({"entries": [_aged(entry, now) for entry in kept]})
+            return [_aged(entry, now) for entry in kept]
         stamp, asked = local.near.stamp(key), local.near.now()
-        answer = await self.primary.get("/v1/list", params=_only(query), headers=_kept(scope))
+        answer = await self.ask(scope, "/v1/list", _only(query))
         if answer.status_code != 200:
             return None
-        body = answer.json()
-        entries = body["entries"]
+        entries: list[dict[str, Any]] = answer.json()["entries"]
         kept_entries = [(local.near.key(e["uri"]) or e["uri"], {**e, ASKED: asked})
                         for e in entries]  # fmt: skip
         age = entries[0].get("age_ms") if entries else None
         intervals = [e.get("sync_interval_ms") for e in entries]
         local.near.put_listing(key, stamp, asked, kept_entries, age, intervals)
-        return Answer(200, json_body(body), b"application/json")
+        return entries
 
     # -- reads -----------------------------------------------------------------------------------
 
     async def _read(self, scope: Scope, query: dict[str, str], send: Send) -> bool:
         """Whether the read was answered here (False: pass it on, nothing sent)."""
         status = await self.status_of(scope, _only(query))
-        local = self._local
-        if status is None or local is None or status["is_dir"] or "serve_stale" in query:
+        if status is None or status["is_dir"] or "serve_stale" in query:
             return False
         try:
             offset = int(query.get("offset") or 0)
@@ -207,13 +265,29 @@ class FrontApp:
         if offset < 0 or offset >= size or (length is not None and length < 0):
             return False  # the primary words the error (or the empty answer)
         end = size if length is None else min(size, offset + length)
+        headers = [(b"content-type", b"application/octet-stream"),
+                   (b"content-length", str(end - offset).encode()),
+                   (b"x-dora-version", version.encode()), (b"accept-ranges", b"bytes")]  # fmt: skip
+        return await self.stream(scope, send, status, (offset, end), headers)
+
+    async def stream(
+        self,
+        scope: Scope,
+        send: Send,
+        status: Mapping[str, Any],
+        span: tuple[int, int],
+        headers: list[tuple[bytes, bytes]],
+    ) -> bool:
+        """Send bytes ``[offset, end)`` of the file ``status`` names, at its version, as a
+        200 with ``headers``; whether it was (False: its first chunk could not be had, and
+        nothing was sent)."""
+        local = self._local
+        assert local is not None, "a status was kept, so the near-cache exists"
+        (offset, end), version = span, str(status["version"])
         try:
             first = await self._chunk(scope, local.reader, status["uri"], version, offset, end)
         except (VersionGone, httpx.HTTPError):
             return False
-        headers = [(b"content-type", b"application/octet-stream"),
-                   (b"content-length", str(end - offset).encode()),
-                   (b"x-dora-version", version.encode()), (b"accept-ranges", b"bytes")]  # fmt: skip
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         at, chunk = offset + len(first), first
         while True:
@@ -243,8 +317,10 @@ class FrontApp:
     ) -> bytes | bytearray:
         """The bytes of ``uri`` at ``version`` from ``at``, one chunk at most, before ``end``."""
         length = min(CHUNK, end - at)
+        served = exchange(scope).served  # for the access log's cache outcome
         small = reader.read_small(uri, version, at, length)
         if small is not None:
+            served["cache"] = served.get("cache", 0) + length
             return small
         for where, size in reader.to_locate(uri, version, at, length):
             reader.located(
@@ -259,24 +335,54 @@ class FrontApp:
             buffer[where - at : where - at + size] = await self._fetch(
                 scope, uri, version, where, size
             )
+        fetched = sum(size for _, size in gaps)
+        served["cache"] = served.get("cache", 0) + length - fetched
+        if fetched:
+            served["ufs"] = served.get("ufs", 0) + fetched  # not in the page store when looked
         return buffer  # sent as it is: a copy of a MiB costs more than the call
 
     async def _locate(
         self, scope: Scope, uri: str, version: str, offset: int, length: int
     ) -> dict[str, Any]:
         query = {"path": uri, "version": version, "offset": str(offset), "length": str(length)}
-        answer = await self.primary.get("/v1/locate", params=query, headers=_kept(scope))
+        answer = await self.ask(scope, "/v1/locate", query)
         _check(answer)
         located: dict[str, Any] = answer.json()
         return located
 
     async def _fetch(self, scope: Scope, uri: str, version: str, offset: int, length: int) -> bytes:
         query = {"path": uri, "version": version, "offset": str(offset), "length": str(length)}
-        answer = await self.primary.get("/v1/read", params=query, headers=_kept(scope))
+        answer = await self.ask(scope, "/v1/read", query)
         _check(answer)
         if len(answer.content) != length:
             raise VersionGone(f"{uri}: {len(answer.content)} bytes at {offset}, not {length}")
         return answer.content
+
+
+class _Answering:
+    """The ASGI ``send`` of an answer given here: its status and body bytes counted for the
+    access log, and ``X-Dora-Revision`` added when the primary names one: the newest the
+    front has seen when the answer starts (this call's own asks included). A kept status or
+    listing is valid under the generation counters checked when it is served, and the
+    primary has applied an event (bumping those) before it names its revision, so the answer
+    reflects every event up to that revision: the header says no more than the primary's own
+    would. Used by one request on one event loop."""
+
+    def __init__(self, send: Send, front: FrontApp) -> None:
+        self._send = send
+        self._front = front
+        self.status = 0
+        self.sent = 0
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            if (revision := self._front.revision) is not None:
+                header = (_REVISION, str(revision).encode())
+                message = {**message, "headers": [*message["headers"], header]}
+        elif message["type"] == "http.response.body":
+            self.sent += len(message.get("body", b""))
+        await self._send(message)
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,13 @@ from pathlib import Path
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from config import load_config
+from config import Config, load_config
+from ufs import keys as ufs_keys
+from ufs.roots import MountRoots
 from worker import keys, logs
 from worker.api import keys as api_keys
+from worker.api.webhdfs_paths import Namespace
+from worker.common import client_keys
 from worker.httpproto import SlowClientPolicy, protocol_class
 from worker.keys import build_registry
 from worker.procs.front import FrontApp
@@ -76,7 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     public = bind(config.get(keys.BIND_HOST), config.get(keys.BIND_PORT), reuse_port=True)
     private = unix_listener(args.socket)
     metrics = FrontMetrics()
-    app = FrontApp(primary_client(args.primary_socket), config.get(keys.TOKEN), metrics)
+    app = FrontApp(
+        primary_client(args.primary_socket),
+        config.get(keys.TOKEN),
+        metrics,
+        Namespace(_roots(config)),
+        access_log=config.get(api_keys.ACCESS_LOG),
+        redirects=not config.get(client_keys.ETCD_ENDPOINTS),
+    )
     policy = SlowClientPolicy(
         head_timeout=config.get(api_keys.HEAD_TIMEOUT) / 1000,
         expired=lambda phase: metrics.idle_timeouts.labels(phase).inc(),
@@ -106,6 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.getppid() != args.primary_pid:
             _clean_after(Path(args.primary_socket))
     return 0
+
+
+def _roots(config: Config) -> MountRoots:
+    roots: list[str] = config.get(ufs_keys.ROOTS)
+    return MountRoots(roots)
 
 
 def _clean_after(primary_socket: Path) -> None:

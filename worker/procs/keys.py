@@ -12,8 +12,10 @@ PROCESSES: PropertyKey[int] = PropertyKey(
     "1",
     "Processes serving the worker's port (SO_REUSEPORT spreads connections over them): the "
     "primary, which owns the metastore, the page index, feeds, load jobs and the console, and "
-    "N-1 front processes that answer REST v1 status, list and read from the near-cache and "
-    "the page files and pass every other call to the primary. 1: the primary alone.",
+    "N-1 front processes that answer REST v1 status, list and read and WebHDFS GETFILESTATUS, "
+    "LISTSTATUS and OPEN from the near-cache and the page files and pass every other call to "
+    "the primary. 1: the primary alone (the default: on the 2-core host measured, more did "
+    "not clearly pay; see the README).",
     minimum=1,
     maximum=256,
 )

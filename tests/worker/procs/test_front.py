@@ -11,6 +11,7 @@ import pytest
 
 from tests.worker.conftest import Api
 from worker.api.app import create_app
+from worker.api.webhdfs_paths import Namespace
 from worker.procs.front import FrontApp
 from worker.procs.frontmetrics import FrontMetrics
 from worker.service import WorkerService
@@ -22,7 +23,7 @@ def front(service: WorkerService) -> Iterator[tuple[Api, FrontMetrics]]:
         transport=httpx.ASGITransport(app=create_app(service)), base_url="http://primary"
     )
     metrics = FrontMetrics()
-    api = Api(service, app=FrontApp(primary, None, metrics))
+    api = Api(service, app=FrontApp(primary, None, metrics, Namespace(service.roots)))
     yield api, metrics
     api.loop.run_until_complete(primary.aclose())
     api.close()
@@ -89,3 +90,31 @@ def test_writes_are_passed_on_and_seen_by_the_front(
     api.request("PUT", "/v1/write", params={"path": uri}, content=b"y" * 9)
     assert api.get("/v1/read", params={"path": uri}).content == b"y" * 9
     assert metrics.passed_on._value.get() == 2
+
+
+def test_webhdfs_reads_are_answered_as_the_primary_answers_them(
+    front: tuple[Api, FrontMetrics], service: WorkerService, data_dir: Path
+) -> None:
+    api, metrics = front
+    primary = Api(service)
+    content = os.urandom(200_000)
+    (data_dir / "f").write_bytes(content)
+    path = f"/webhdfs/v1/file{data_dir}/f"
+    version = api.get("/v1/status", params={"path": f"file://{data_dir}/f"}).json()["version"]
+    calls = [
+        (path, {"op": "GETFILESTATUS"}),
+        (f"/webhdfs/v1/file{data_dir}", {"op": "LISTSTATUS"}),
+        (path, {"op": "OPEN", "offset": "7"}),
+        (path, {"op": "OPEN", "data": "true", "version": version, "offset": "7", "length": "9"}),
+    ]
+    for url, query in calls:
+        mine, theirs = api.get(url, params=query), primary.get(url, params=query)
+        assert (mine.status_code, mine.content) == (theirs.status_code, theirs.content), url
+        assert mine.headers.get("location") == theirs.headers.get("location")
+        assert "content-type" not in mine.headers or query["op"] == "OPEN"
+    assert metrics.passed_on._value.get() == 0
+    assert hits(metrics, "status") >= 3  # the status of GETFILESTATUS, kept, served the rest
+    missing = api.get(f"/webhdfs/v1/file{data_dir}/nope", params={"op": "GETFILESTATUS"})
+    assert missing.json()["RemoteException"]["exception"] == "FileNotFoundException"
+    assert metrics.passed_on._value.get() == 1
+    primary.close()
