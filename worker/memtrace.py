@@ -1,20 +1,20 @@
-"""Opt-in memory tracing of the worker process, for finding where its memory grows (the soak of
-``tests/reliability/test_mixed_load.py`` turns it on).
+"""Opt-in memory figures of the worker process, for finding where its memory grows (the soak
+of ``tests/reliability/test_mixed_load.py`` turns them on; RELIABILITY.md, issue 36 item 9).
 
-With ``dora.worker.debug.memory.trace.interval`` positive, the worker traces its Python
-allocations (:mod:`tracemalloc`) and, every interval, writes under ``<work dir>/memtrace``:
+With ``dora.worker.debug.memory.trace.interval`` positive, the worker writes, every interval
+and once at start and at exit, one line of ``<work dir>/memtrace/memory.jsonl``: where its
+memory is, split so that Python heap growth can be told from the allocator's and the kernel's
+share. The resident set, anonymous and file-backed (``/proc/self/status``); glibc's own account
+of its heap (``mallinfo2``: bytes in use, bytes free but kept, bytes in their own mappings),
+which also holds what C libraries (RocksDB, OpenSSL) allocate; Python's live blocks
+(``sys.getallocatedblocks``).
 
-- ``NNNN.snapshot``: a tracemalloc snapshot (``tracemalloc.Snapshot.load`` reads it back), so
-  the top allocation sites of any two moments can be compared offline;
-- one line of ``memory.jsonl``: where the process's memory is at that moment, split so that
-  Python heap growth can be told from the allocator's and the kernel's share:
-  the resident set (anonymous and file-backed, from ``/proc/self/status``), what tracemalloc
-  traces (the Python heap) and what tracing itself costs, and glibc's own account of the
-  ``malloc`` heap (``mallinfo2``: bytes in use, bytes free but kept, bytes in ``mmap``),
-  which also holds what C libraries (RocksDB, OpenSSL) allocate.
-
-Tracing slows every allocation and keeps a record of each, so it is for investigations only:
-the resident set grows by what ``tracemalloc_overhead`` reports."""
+With ``dora.worker.debug.memory.trace.frames`` too, the worker traces its Python allocations
+(:mod:`tracemalloc`) and writes ``NNNN.snapshot`` with each line (``tracemalloc.Snapshot.load``
+reads it back), so the top allocation sites of any two moments can be compared offline; the
+line then also has what tracemalloc traces and what tracing itself costs. Tracing slows every
+allocation, and taking a snapshot holds the process still for seconds: for investigations
+only."""
 
 from __future__ import annotations
 
