@@ -1,7 +1,9 @@
 """Options and markers for every test.
 
 - ``--soak`` runs the long versions of the reliability scenarios (``make soak``); without it
-  they run short (``make test``). Tests read it through the ``soak`` fixture.
+  they run short (``make test``). Tests read it through the ``soak`` fixture;
+  ``--soak-seconds N`` sets how long a timed soak scenario runs (``soak_seconds``), and
+  ``--soak-tracemalloc FRAMES`` has the mixed load's worker trace its allocations.
 - Markers: ``integration`` (real servers: every test under ``tests/integration/`` carries it)
   and ``reliability`` (the scenarios under ``tests/reliability/``). The fast lane
   (``make test-fast``) deselects both.
@@ -32,6 +34,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the long (soak) versions of the reliability scenarios",
     )
+    parser.addoption(
+        "--soak-seconds",
+        type=float,
+        default=None,
+        help="with --soak, how long a timed scenario runs (the mixed load's 600 s)",
+    )
+    parser.addoption(
+        "--soak-tracemalloc",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="with --soak, the mixed load's worker traces its Python allocations (tracemalloc, "
+        "FRAMES frames each) and the run reports the sites that grew most (slows it down)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,6 +69,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def soak(pytestconfig: pytest.Config) -> bool:
     """Whether this run is a soak (``--soak``): scenarios pick their long sizes."""
     return bool(pytestconfig.getoption("--soak"))
+
+
+@pytest.fixture(scope="session")
+def soak_seconds(pytestconfig: pytest.Config) -> float | None:
+    """``--soak-seconds``: how long a timed soak scenario runs, None for its own length."""
+    seconds: float | None = pytestconfig.getoption("--soak-seconds")
+    return seconds
+
+
+@pytest.fixture(scope="session")
+def soak_tracemalloc(pytestconfig: pytest.Config) -> int:
+    """``--soak-tracemalloc``: frames a soak's worker keeps per traced allocation, 0: none."""
+    return int(pytestconfig.getoption("--soak-tracemalloc"))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import config.core_keys
 import pagestore.keys
 import ufs.keys
 from config.keys import KeyType, PropertyKey, Registry
-from worker import logs
+from worker import logs, malloc, memtrace
 from worker.api import alluxio_keys
 from worker.api import keys as api_keys
 from worker.api.s3 import keys as s3_keys
@@ -85,6 +85,8 @@ def build_registry() -> Registry:
         rules_keys.KEYS,
         client_keys.KEYS,
         procs_keys.KEYS,
+        malloc.KEYS,
+        memtrace.KEYS,
     ):
         registry.extend(component)
     return registry.extend(KEYS).extend(api_keys.LIMITS)

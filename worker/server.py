@@ -23,7 +23,7 @@ from starlette.types import ASGIApp
 
 from config import Config, ConfigError
 from pagestore import modes
-from worker import keys
+from worker import keys, malloc, memtrace
 from worker.api import alluxio, alluxio_keys
 from worker.api import keys as api_keys
 from worker.api.app import create_app
@@ -191,6 +191,8 @@ def serve(config: Config, options: ProcessOptions) -> int:
         with (
             reloading(tls),
             Hangups(tls, service.rules if service.rules.path else None).installed(),
+            malloc.trimming(config),
+            memtrace.tracing(config),
         ):
             server.run(sockets=listeners)
     finally:

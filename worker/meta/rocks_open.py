@@ -36,6 +36,12 @@ UNCOMMITTED = "UNCOMMITTED"
 # rocksdict writes its options beside RocksDB's files, with the process's umask (0666 under
 # umask 000). RocksDB makes its own files 0644; the directory is 0700 either way.
 _ROCKSDICT_CONFIG = "rocksdict-config.json"
+# RocksDB keeps every write in a memtable until it reaches this size, then flushes it to disk.
+# Its default, 64 MB (and two of them while one flushes), is memory a worker holds for statuses
+# that are rewritten over and over: the mixed-load soak grew glibc's heap in use by 7 MiB in
+# 25 minutes this way (RELIABILITY.md, issue 36 item 9). Statuses are small and read from the
+# memory tier first; flushing every 4 MB costs an L0 file now and then.
+MEMTABLE_BYTES = 4 << 20
 
 
 class _CannotOpen(Exception):
@@ -159,6 +165,7 @@ def _open(path: Path, ttl_ms: int) -> Rdict:
         raise _CannotOpen(f"cannot inspect it: {exc}") from exc
     options = Options(raw_mode=True)
     options.create_if_missing(True)
+    options.set_write_buffer_size(MEMTABLE_BYTES)
     # RocksDB's TTL only reclaims space at compaction; expiry itself is checked on every read.
     ttl_s = max(1, math.ceil(ttl_ms / 1000))
     try:
