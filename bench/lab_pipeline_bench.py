@@ -31,9 +31,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from worker.demo import pipeline
-from worker.demo.dataset import data_files, ensure_dataset
-from worker.demo.spec import DatasetSpec
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.dataset import data_files, ensure_dataset
+from worker.devlab.demo.spec import DatasetSpec
 from worker.lab.lab import Lab, guard
 from worker.lab.netns import unavailable_reason
 from worker.lab.sparklab import ProxiedLab, SparkLab, start_spark_lab

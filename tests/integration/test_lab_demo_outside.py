@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.demo.hosts import FeedLab, outside_writes
-from worker.demo.outside import ROUNDS, render
+from worker.devlab.demo.hosts import FeedLab, outside_writes
+from worker.devlab.demo.outside import ROUNDS, render
 from worker.lab.netns import LabUnavailable, unavailable_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -15,12 +15,12 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from worker.demo import pipeline
-from worker.demo.dataset import data_files, ensure_dataset, trips
-from worker.demo.hosts import HostsReport, run_hosts_demo
-from worker.demo.report import Progress
-from worker.demo.run import DemoOptions
-from worker.demo.spec import DatasetSpec
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
+from worker.devlab.demo.hosts import HostsReport, run_hosts_demo
+from worker.devlab.demo.report import Progress
+from worker.devlab.demo.run import DemoOptions
+from worker.devlab.demo.spec import DatasetSpec
 from worker.lab.lab import Lab
 from worker.lab.netns import LabUnavailable, unavailable_reason
 from worker.lab.sparklab import LOSS_SETTINGS, SparkApi, start_spark_lab

@@ -28,7 +28,7 @@ def test_demo_on_a_tiny_dataset_matches_the_direct_read(tmp_path: Path) -> None:
     work = tmp_path / "work"
     args = ["--files", "4", "--rows-per-file", "2000"]
     out = subprocess.run(
-        [sys.executable, "-m", "worker.demo", *args, "--work-dir", str(work)],
+        [sys.executable, "-m", "worker.devlab.demo", *args, "--work-dir", str(work)],
         capture_output=True,
         text=True,
         timeout=600,

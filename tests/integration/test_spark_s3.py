@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from worker.demo import pipeline
-from worker.demo.dataset import trips
-from worker.demo.spec import DatasetSpec
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.dataset import trips
+from worker.devlab.demo.spec import DatasetSpec
 from worker.locals3 import LocalS3
 from worker.spark.session import local_session
 from worker.spark.sidecar import stop_worker

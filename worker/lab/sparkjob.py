@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from worker.demo import pipeline
+from worker.devlab.demo import pipeline
 from worker.lab.spark import EXECUTOR_MEMORY, LEAN_JVM, START_TIMEOUT_S, WORKER_CORES
 
 UI_PORT = 4040

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from worker.demo.hosts import Driver
+from worker.devlab.demo.hosts import Driver
 from worker.lab.lab import BUCKET, Lab
 from worker.lab.spark import SparkCluster
 from worker.lab.sparkjob import UI_PORT

@@ -1,4 +1,4 @@
-"""The lab demo's Spark driver process (``worker.demo.hosts.Driver``) when waiting for its
+"""The lab demo's Spark driver process (``worker.devlab.demo.hosts.Driver``) when waiting for its
 warm-up fails: neither the driver nor its JVM is left running (issue 36 item 10).
 
 The driver runs on this host rather than in a lab namespace (the host only says where and how
@@ -17,7 +17,7 @@ from types import FrameType
 
 import pytest
 
-from worker.demo.hosts import Driver
+from worker.devlab.demo.hosts import Driver
 from worker.spark import jvmguard, procs
 
 

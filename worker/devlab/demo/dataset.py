@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from worker.demo.spec import DatasetSpec
+from worker.devlab.demo.spec import DatasetSpec
 
 ZONES = 265
 PAYMENT_TYPES = ("card", "cash", "no_charge", "dispute")

@@ -8,7 +8,7 @@ Steps: generate (or reuse) the dataset; start a local S3 server behind a proxy t
 a pass-through copy; start the worker (the sidecar) with path rules for both; compute the
 reference answer straight from the UFS; start Spark (``local[2]``); run every contender cold
 and warm, overwrite one file everywhere, and run each once more; then, on S3, show outside writes
-reaching the worker through SeaweedFS's change feed (:mod:`worker.demo.outside`). Everything it
+reaching the worker through SeaweedFS's change feed (:mod:`worker.devlab.demo.outside`). Everything it
 starts (SeaweedFS, the proxy, the worker, Spark's JVM) is stopped by PID on the way out, also on
 Ctrl-C, SIGTERM or an error.
 """
@@ -30,14 +30,14 @@ from typing import Any
 
 import httpx
 
-from worker.demo import pipeline
-from worker.demo.contenders import CACHED, PASSTHROUGH, Contender, Worker, contenders, path_rules
-from worker.demo.dataset import data_files, ensure_dataset, trips
-from worker.demo.link import cost
-from worker.demo.outside import OutsideReport, Reader, measure
-from worker.demo.report import Progress, RunResult, megabytes
-from worker.demo.spec import DatasetSpec, default_work_dir
-from worker.demo.stage import BUCKET, DirStage, S3Stage, Stage, overwrite_local
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.contenders import CACHED, PASSTHROUGH, Contender, Worker, contenders, path_rules
+from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
+from worker.devlab.demo.link import cost
+from worker.devlab.demo.outside import OutsideReport, Reader, measure
+from worker.devlab.demo.report import Progress, RunResult, megabytes
+from worker.devlab.demo.spec import DatasetSpec, default_work_dir
+from worker.devlab.demo.stage import BUCKET, DirStage, S3Stage, Stage, overwrite_local
 from worker.spark import procs
 from worker.spark.sidecar import ensure_worker_info, stop_worker
 from worker.spark.webhdfs import short_circuit_bytes, spark_conf

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
-from worker.demo.link import UfsCost
+from worker.devlab.demo.link import UfsCost
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Besides the one-host table it shows what only many hosts show: the input tasks b
 locality level (from Spark's REST API) and the bytes each worker served to its own host and to
 other hosts (from the workers' access logs). Last, outside writes straight to SeaweedFS reach
 every worker through the filer's change feed, which one worker, elected through etcd, consumes
-and republishes into the invalidation feed (:mod:`worker.demo.outside`). Everything is stopped
+and republishes into the invalidation feed (:mod:`worker.devlab.demo.outside`). Everything is stopped
 by PID and the namespaces removed on the way out, also on Ctrl-C, SIGTERM or an error.
 """
 
@@ -26,13 +26,13 @@ from typing import IO, Any
 
 import pyarrow.parquet as pq
 
-from worker.demo import pipeline
-from worker.demo.contenders import CACHED, PASSTHROUGH, path_rules
-from worker.demo.dataset import data_files, ensure_dataset, trips
-from worker.demo.link import UfsCost
-from worker.demo.outside import OutsideReport, Reader, feed_define, measure
-from worker.demo.report import Progress, RunResult, megabytes
-from worker.demo.run import OUTSIDE_KEY, STAT_KEYS, DemoOptions
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.contenders import CACHED, PASSTHROUGH, path_rules
+from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
+from worker.devlab.demo.link import UfsCost
+from worker.devlab.demo.outside import OutsideReport, Reader, feed_define, measure
+from worker.devlab.demo.report import Progress, RunResult, megabytes
+from worker.devlab.demo.run import OUTSIDE_KEY, STAT_KEYS, DemoOptions
 from worker.lab.lab import BUCKET, Lab, guard
 from worker.lab.spark import SparkCluster
 from worker.spark.webhdfs import hadoop_conf, webhdfs_url

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from config import Source
 from config.units import parse_duration
 from worker.cli.common import config_options, load
-from worker.demo.spec import DatasetSpec, default_work_dir
+from worker.devlab.demo.spec import DatasetSpec, default_work_dir
 
 if TYPE_CHECKING:
-    from worker.demo.outside import OutsideReport
-    from worker.demo.report import Progress
-    from worker.demo.run import DemoOptions
+    from worker.devlab.demo.outside import OutsideReport
+    from worker.devlab.demo.report import Progress
+    from worker.devlab.demo.run import DemoOptions
 
 EXIT_MISMATCH = 1
 EXIT_INTERRUPTED = 130
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo and print its table; exit status 1 if any answer differs from the
     reference."""
     # Imported here: Spark, pyarrow and numpy are for the demo, not for every ``dora`` command.
-    from worker.demo.report import Progress, render
-    from worker.demo.run import DemoOptions, run_demo
+    from worker.devlab.demo.report import Progress, render
+    from worker.devlab.demo.run import DemoOptions, run_demo
 
     spec = DatasetSpec(files=args.files, rows_per_file=args.rows_per_file, seed=args.seed)
     options = DemoOptions(
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 def _outside_served(outside: OutsideReport | None, progress: Progress) -> bool:
     """Print the outside writes' section (if the UFS had a change feed); whether every worker
     served every outside write."""
-    from worker.demo.outside import WAIT_S, render
+    from worker.devlab.demo.outside import WAIT_S, render
 
     if outside is None:
         return True
@@ -144,8 +144,8 @@ def _outside_served(outside: OutsideReport | None, progress: Progress) -> bool:
 
 
 def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
-    from worker.demo.hosts import render_hosts, run_hosts_demo
-    from worker.demo.report import render
+    from worker.devlab.demo.hosts import render_hosts, run_hosts_demo
+    from worker.devlab.demo.report import render
     from worker.lab.netns import LabUnavailable, unavailable_reason
 
     reason = unavailable_reason()
@@ -198,8 +198,8 @@ def _chosen_settings(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m worker.demo``: the demo without the ``dora`` wrapper."""
-    parser = argparse.ArgumentParser(prog="python -m worker.demo", description=__doc__)
+    """``python -m worker.devlab.demo``: the demo without the ``dora`` wrapper."""
+    parser = argparse.ArgumentParser(prog="python -m worker.devlab.demo", description=__doc__)
     configure(parser)
     args = parser.parse_args(argv)
     return int(args.handler(args))

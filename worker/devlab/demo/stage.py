@@ -1,5 +1,5 @@
 """Where the demo's data lives (its UFS): a local S3 server (SeaweedFS, reached by the worker
-through a :mod:`worker.demo.link` proxy) or a local directory. Datasets are named directories
+through a :mod:`worker.devlab.demo.link` proxy) or a local directory. Datasets are named directories
 under ``base``; a stage uploads and copies them, overwrites one file "from outside" the cache,
 and reads files back directly for the reference answer. The worker follows SeaweedFS's change
 feed (the filer's subscription), so outside writes reach it without a re-check."""
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ufs import uri as uris
-from worker.demo.link import UfsLink, open_link
-from worker.demo.outside import feed_define
+from worker.devlab.demo.link import UfsLink, open_link
+from worker.devlab.demo.outside import feed_define
 from worker.locals3 import LocalS3
 
 BUCKET = "demo"
