@@ -21,7 +21,7 @@ etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
 
-# The many-host lab (worker/lab) makes network namespaces and veths with iproute2's ip and cuts
+# The many-host lab (worker/devlab/lab) makes network namespaces and veths with iproute2's ip and cuts
 # links between two hosts with iptables; nsenter, unshare and mount come with util-linux.
 lab-tools:
 	@{ command -v ip && command -v iptables; } >/dev/null || { apt-get update -qq && \

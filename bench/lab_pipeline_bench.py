@@ -34,9 +34,9 @@ import pyarrow.parquet as pq
 from worker.devlab.demo import pipeline
 from worker.devlab.demo.dataset import data_files, ensure_dataset
 from worker.devlab.demo.spec import DatasetSpec
-from worker.lab.lab import Lab, guard
-from worker.lab.netns import unavailable_reason
-from worker.lab.sparklab import ProxiedLab, SparkLab, start_spark_lab
+from worker.devlab.lab.lab import Lab, guard
+from worker.devlab.lab.netns import unavailable_reason
+from worker.devlab.lab.sparklab import ProxiedLab, SparkLab, start_spark_lab
 
 LATENCIES_MS = (0, 20)
 HOSTS = (1, 3)
@@ -45,7 +45,7 @@ ACCESS_LOG = ("dora.worker.http.access.log=true", "dora.worker.log.format=json")
 PARTS = (
     ("CoarseGrainedExecutorBackend", "executors"),
     ("SparkSubmit", "driver"),
-    ("worker.lab.sparkjob", "driver"),
+    ("worker.devlab.lab.sparkjob", "driver"),
     ("org.apache.spark.deploy", "Spark daemons"),
     ("dora\0worker", "workers"),
     ("weed", "S3"),

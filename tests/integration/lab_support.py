@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from worker.lab.lab import BUCKET, DORA, Lab
-from worker.lab.netns import LabUnavailable, unavailable_reason
-from worker.lab.tls import Issuer
+from worker.devlab.lab.lab import BUCKET, DORA, Lab
+from worker.devlab.lab.netns import LabUnavailable, unavailable_reason
+from worker.devlab.lab.tls import Issuer
 
 
 def lab_fixture(

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from worker.lab.lab import Lab
+from worker.devlab.lab.lab import Lab
 
 from .lab_support import cluster_ls, owners_seen_from, put_files, read_across_hosts, read_op
 

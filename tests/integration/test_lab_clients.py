@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from worker.cluster.members import RETRY_S
-from worker.lab.lab import Lab
-from worker.lab.netns import LabUnavailable, unavailable_reason
+from worker.devlab.lab.lab import Lab
+from worker.devlab.lab.netns import LabUnavailable, unavailable_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

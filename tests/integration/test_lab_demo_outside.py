@@ -10,7 +10,7 @@ import pytest
 
 from worker.devlab.demo.hosts import FeedLab, outside_writes
 from worker.devlab.demo.outside import ROUNDS, render
-from worker.lab.netns import LabUnavailable, unavailable_reason
+from worker.devlab.lab.netns import LabUnavailable, unavailable_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from worker.lab.lab import Lab
+from worker.devlab.lab.lab import Lab
 
 from .lab_support import online, put_files, read_op, ufs_digest, wait_for
 

@@ -21,9 +21,9 @@ from worker.devlab.demo.hosts import HostsReport, run_hosts_demo
 from worker.devlab.demo.report import Progress
 from worker.devlab.demo.run import DemoOptions
 from worker.devlab.demo.spec import DatasetSpec
-from worker.lab.lab import Lab
-from worker.lab.netns import LabUnavailable, unavailable_reason
-from worker.lab.sparklab import LOSS_SETTINGS, SparkApi, start_spark_lab
+from worker.devlab.lab.lab import Lab
+from worker.devlab.lab.netns import LabUnavailable, unavailable_reason
+from worker.devlab.lab.sparklab import LOSS_SETTINGS, SparkApi, start_spark_lab
 
 from .lab_support import online, read_op, ufs_digest, wait_for
 

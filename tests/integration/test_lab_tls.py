@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.worker.tls.certs import CA
-from worker.lab.lab import DORA, Lab
+from worker.devlab.lab.lab import DORA, Lab
 
 from .lab_support import (
     lab_fixture,

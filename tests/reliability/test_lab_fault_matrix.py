@@ -28,7 +28,7 @@ from tests.integration.lab_support import (
     wait_for,
 )
 from tests.reliability.support import RecordFigure
-from worker.lab.lab import Lab
+from worker.devlab.lab.lab import Lab
 
 pytestmark = pytest.mark.reliability
 FILES = 12

@@ -78,7 +78,7 @@ def interrupt_once_warming_up(seen: list[int], failed: list[str]) -> None:
     up and the warm-up runs), then interrupt the main thread's wait for the driver."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        for driver in children(os.getpid(), "-m", "worker.lab.sparkjob"):
+        for driver in children(os.getpid(), "-m", "worker.devlab.lab.sparkjob"):
             jvms = children(driver, command="java")
             if jvms and children(driver, jvmguard.__file__):
                 seen.extend([driver, *jvms])

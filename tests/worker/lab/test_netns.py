@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.lab import netns
+from worker.devlab.lab import netns
 
 
 def test_not_root_is_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:

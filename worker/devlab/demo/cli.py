@@ -146,7 +146,7 @@ def _outside_served(outside: OutsideReport | None, progress: Progress) -> bool:
 def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
     from worker.devlab.demo.hosts import render_hosts, run_hosts_demo
     from worker.devlab.demo.report import render
-    from worker.lab.netns import LabUnavailable, unavailable_reason
+    from worker.devlab.lab.netns import LabUnavailable, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:

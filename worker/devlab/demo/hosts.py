@@ -1,5 +1,5 @@
 """``dora demo --hosts N``: the demo's pipeline on a Spark standalone cluster across N emulated
-hosts (:mod:`worker.lab`): a worker and a Spark Worker on each, the Master and the driver on
+hosts (:mod:`worker.devlab.lab`): a worker and a Spark Worker on each, the Master and the driver on
 the first, etcd and SeaweedFS on hosts of their own. Spark's own Parquet reader reads
 ``webhdfs://`` URLs naming the first host's worker, cold, warm and after a change, cached and
 pass-through; every answer is checked against the reference computed straight from the files.
@@ -33,8 +33,8 @@ from worker.devlab.demo.link import UfsCost
 from worker.devlab.demo.outside import OutsideReport, Reader, feed_define, measure
 from worker.devlab.demo.report import Progress, RunResult, megabytes
 from worker.devlab.demo.run import OUTSIDE_KEY, STAT_KEYS, DemoOptions
-from worker.lab.lab import BUCKET, Lab, guard
-from worker.lab.spark import SparkCluster
+from worker.devlab.lab.lab import BUCKET, Lab, guard
+from worker.devlab.lab.spark import SparkCluster
 from worker.spark.webhdfs import hadoop_conf, webhdfs_url
 
 BASE = f"s3://{BUCKET}"
@@ -75,7 +75,7 @@ def outside_writes(lab: Lab) -> OutsideReport:
 
 
 class Driver:
-    """The Spark driver process (:mod:`worker.lab.sparkjob`) on a lab host, asked one query
+    """The Spark driver process (:mod:`worker.devlab.lab.sparkjob`) on a lab host, asked one query
     at a time, with Spark ``settings`` beyond the demo's own. Not thread-safe."""
 
     def __init__(
@@ -95,7 +95,7 @@ class Driver:
         conf.update(settings or {})
         request = {"master": cluster.url, "host": address, "conf": conf,
                    "executors": executors, "sample": f"file://{sample}"}  # fmt: skip
-        argv = [sys.executable, "-m", "worker.lab.sparkjob", json.dumps(request)]
+        argv = [sys.executable, "-m", "worker.devlab.lab.sparkjob", json.dumps(request)]
         command = lab.network.hosts[host].command(argv, cwd=Path.cwd())
         with (lab.root / "logs" / "driver.log").open("ab") as log:
             self.process = subprocess.Popen(

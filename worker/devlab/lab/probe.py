@@ -1,4 +1,4 @@
-"""A client on a lab host: ``python -m worker.lab.probe '<json>'`` runs the operations the JSON
+"""A client on a lab host: ``python -m worker.devlab.lab.probe '<json>'`` runs the operations the JSON
 names, as a client process on that host would, and prints one JSON line of answers.
 
 The request is ``{"defines": [...client -D settings...], "ops": [...]}``; each op is one of

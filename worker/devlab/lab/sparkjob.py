@@ -1,4 +1,4 @@
-"""The Spark driver of the lab's demo, run on a lab host: ``python -m worker.lab.sparkjob
+"""The Spark driver of the lab's demo, run on a lab host: ``python -m worker.devlab.lab.sparkjob
 '<json>'`` starts a session on the standalone cluster the JSON names, then answers each line of
 standard input (``{"url": "webhdfs://..."}``: run the demo's query over that dataset) with one
 JSON line: the answer's checksum, the wall time, and the tasks of the stages that read input by
@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from worker.devlab.demo import pipeline
-from worker.lab.spark import EXECUTOR_MEMORY, LEAN_JVM, START_TIMEOUT_S, WORKER_CORES
+from worker.devlab.lab.spark import EXECUTOR_MEMORY, LEAN_JVM, START_TIMEOUT_S, WORKER_CORES
 
 UI_PORT = 4040
 

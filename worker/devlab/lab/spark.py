@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from worker.lab.netns import Host
+from worker.devlab.lab.netns import Host
 
 MASTER_PORT = 7077
 MASTER_UI_PORT = 8080

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from worker.devlab.demo.hosts import Driver
-from worker.lab.lab import BUCKET, Lab
-from worker.lab.spark import SparkCluster
-from worker.lab.sparkjob import UI_PORT
+from worker.devlab.lab.lab import BUCKET, Lab
+from worker.devlab.lab.spark import SparkCluster
+from worker.devlab.lab.sparkjob import UI_PORT
 from worker.netproxy import TcpProxy
 from worker.spark.webhdfs import webhdfs_url
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from worker.cluster.localetcd import EtcdTls
 from worker.common.tls import PemFiles
-from worker.lab.netns import Host
+from worker.devlab.lab.netns import Host
 
 
 class Issued(Protocol):

@@ -1,7 +1,7 @@
 """The lab's servers: SeaweedFS on host ``s3``, etcd on host ``etcd`` and one worker on each
 worker host (``w1``, ``w2``, ...), bound to and advertising its host's address as the chart's
 DaemonSet does with the node IP, its work and page directories on its host only. Given a
-certificate authority, workers and etcd speak TLS only (:mod:`worker.lab.tls`).
+certificate authority, workers and etcd speak TLS only (:mod:`worker.devlab.lab.tls`).
 
 Everything is started and stopped by PID; :meth:`Lab.stop` (also on an error, Ctrl-C or SIGTERM
 while :func:`guard` is active) stops the processes and removes the namespaces.
@@ -27,8 +27,8 @@ from worker.client.http import WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.localetcd import LocalEtcd
 from worker.keys import build_registry
-from worker.lab.netns import Host, Network
-from worker.lab.tls import Issuer, LabTls
+from worker.devlab.lab.netns import Host, Network
+from worker.devlab.lab.tls import Issuer, LabTls
 from worker.locals3 import LocalS3
 
 BUCKET = "lab"
@@ -144,7 +144,7 @@ class Lab:
     """The hosts and their servers. :meth:`start` brings them up (one line of LabUnavailable
     where namespaces cannot be made), :meth:`stop` takes everything down (idempotent); usable as
     a context manager. With ``tls`` (a certificate authority) workers and etcd speak TLS only,
-    and clients carry a token (:mod:`worker.lab.tls`). Not thread-safe."""
+    and clients carry a token (:mod:`worker.devlab.lab.tls`). Not thread-safe."""
 
     def __init__(
         self,
@@ -251,11 +251,11 @@ class Lab:
     def probe(
         self, host: str, *ops: dict[str, object], defines: Sequence[str] | None = None
     ) -> list[dict[str, object]]:
-        """Run client operations (:mod:`worker.lab.probe`) in a fresh process on ``host``, with
+        """Run client operations (:mod:`worker.devlab.lab.probe`) in a fresh process on ``host``, with
         the client settings ``defines`` (:meth:`client_defines` when None)."""
         settings = self.client_defines() if defines is None else list(defines)
         request = json.dumps({"defines": settings, "ops": list(ops)})
-        done = self.run(host, [sys.executable, "-m", "worker.lab.probe", request])
+        done = self.run(host, [sys.executable, "-m", "worker.devlab.lab.probe", request])
         if done.returncode != 0:
             raise RuntimeError(f"probe on {host} failed: {done.stderr[-2000:]}")
         answers: list[dict[str, object]] = json.loads(done.stdout.splitlines()[-1])
