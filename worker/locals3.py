@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from worker.localserver import Launcher, LocalServer
+from worker.devlab.local.server import Launcher, LocalServer
 
 ACCESS_KEY = "doracache"
 SECRET_KEY = "doracache-secret"

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 from worker.locals3 import free_port
-from worker.localserver import LocalServer
+from worker.devlab.local.server import LocalServer
 
 ACCOUNT = "devstoreaccount1"
 # Azurite's documented well-known development key, the same in every copy of the emulator.

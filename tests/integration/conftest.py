@@ -15,7 +15,7 @@ from ufs.adapter import Ufs, UfsOptions
 from ufs.kinds.s3 import S3Options
 from worker.devlab.lab.lab import Lab
 from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
-from worker.localserver import LocalServer
+from worker.devlab.local.server import LocalServer
 
 from .lab_support import lab_fixture
 

@@ -10,7 +10,7 @@ from typing import Any, Self
 import boto3
 
 from worker.locals3 import free_port
-from worker.localserver import LocalServer
+from worker.devlab.local.server import LocalServer
 
 REGION = "us-east-1"
 KEY = "testing"

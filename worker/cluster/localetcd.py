@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worker.locals3 import free_port
-from worker.localserver import Launcher, LocalServer
+from worker.devlab.local.server import Launcher, LocalServer
 
 # Idle watches hear from etcd this often, so a silent stream means a dead etcd (the default,
 # ten minutes, is meant for long-lived clients that do not care).
