@@ -49,7 +49,7 @@ from pagestore.factory import in_memory, on_disk
 from pagestore.mrc import MissRatioCurve
 from pagestore.options import PageDirOptions, PageStoreOptions
 from pagestore.page import PageId
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 
 MB = 1 << 20
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from config import load_config
 from worker.feeds.runner import Feeds
 from worker.keys import build_registry
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 BUCKET = "feedcalls"

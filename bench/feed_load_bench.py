@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.feed_calls_bench import open_worker
 from worker.feeds.keys import SeaweedSpec
 from worker.feeds.seaweedfs import CLOCK_SLACK_NS, SeaweedFeed
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 BUCKET = "feedload"

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 KB, MB = 1 << 10, 1 << 20
 BUCKET = "lean"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.netproxy import ProxyStats, TcpProxy
 
 BUCKET = "bench"

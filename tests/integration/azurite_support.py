@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 from worker.devlab.local.server import LocalServer
 
 ACCOUNT = "devstoreaccount1"

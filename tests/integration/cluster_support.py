@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from worker.cluster.localetcd import LocalEtcd
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 
 DORA = str(Path(sys.executable).with_name("dora"))
 LEASE_TTL_S = 3

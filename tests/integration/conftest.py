@@ -14,7 +14,7 @@ from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
 from ufs.kinds.s3 import S3Options
 from worker.devlab.lab.lab import Lab
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.devlab.local.server import LocalServer
 
 from .lab_support import lab_fixture

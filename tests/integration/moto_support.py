@@ -9,7 +9,7 @@ from typing import Any, Self
 
 import boto3
 
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 from worker.devlab.local.server import LocalServer
 
 REGION = "us-east-1"

@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
 
 from .conftest import BUCKET
 from .test_worker_process import WorkerProcess

@@ -25,7 +25,7 @@ import pytest
 import s3fs
 
 from worker.cluster.localetcd import LocalEtcd
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 from . import alluxiofs_driver
 from .alluxiofs_support import INSTALL_TIMEOUT_S, PINNED, drive

@@ -19,7 +19,7 @@ from tests.integration.conftest import BUCKET
 from tests.integration.test_worker_process import DORA, WorkerProcess
 from tests.worker.cli.fs.conftest import make_tree, tree_files
 from worker.common.ring import HashRing
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 pytestmark = pytest.mark.integration
 

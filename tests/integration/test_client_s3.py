@@ -45,7 +45,7 @@ from tests.worker.client.conftest import (
 from tests.worker.conftest import open_service
 from worker.api.app import create_app
 from worker.client import DoraFileSystem, VersionMismatch
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from worker.cluster.localetcd import LocalEtcd
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.netproxy import TcpProxy
 
 from .cluster_support import ClusterWorker, wait_for

@@ -13,7 +13,7 @@ from tests.integration.feed_support import wait_until
 from tests.integration.inprocess import serving
 from tests.integration.test_feed_seaweedfs import seaweed_worker
 from worker.devlab.demo.outside import Reader, measure, render
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ from tests.integration.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
 from tests.integration.feed_support import wait_until
 from worker.cluster.localetcd import LocalEtcd
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ from tests.integration.inprocess import serving
 from tests.worker.conftest import Api, open_service
 from worker.cluster.localetcd import LocalEtcd
 from worker.common.revision import REVISION_HEADER as REVISION
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

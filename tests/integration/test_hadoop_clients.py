@@ -22,7 +22,7 @@ import s3fs
 from tests.integration.conftest import BUCKET
 from tests.integration.test_worker_process import WorkerProcess
 from worker.api.webhdfs_paths import path_of
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

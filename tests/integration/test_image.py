@@ -56,7 +56,7 @@ from tests.integration.image_support import (
     remove_other_builds,
 )
 from worker.keys import BIND_PORT
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
 
 DOCKERFILE = ROOT / "Dockerfile"
 CONF_FILE = "/etc/doracache/dora-site.properties"

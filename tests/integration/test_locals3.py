@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.support import tmpfs
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 pytestmark = pytest.mark.integration
 

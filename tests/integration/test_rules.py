@@ -14,7 +14,7 @@ import s3fs
 
 from tests.integration.conftest import BUCKET
 from tests.integration.test_worker_process import WorkerProcess
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 pytestmark = pytest.mark.integration
 

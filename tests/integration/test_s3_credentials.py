@@ -11,7 +11,7 @@ import s3fs
 from tests.integration.conftest import BUCKET
 from tests.worker.conftest import open_service
 from ufs.errors import UfsPermissionDenied
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.service import WorkerService
 
 AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",

@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConn
 from obstore.store import S3Store
 
 from tests.worker.tls.certs import CA
-from worker.locals3 import LocalS3, free_port
+from worker.devlab.local.s3 import LocalS3, free_port
 
 from . import duckdb_support
 from .conftest import BUCKET, frozen

@@ -20,7 +20,7 @@ from tests.worker.conftest import Api, open_service
 from tests.worker.meta.support import wait_until
 from ufs.deadline import Deadline
 from ufs.status import UfsStatus, file_id
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 pytestmark = pytest.mark.integration

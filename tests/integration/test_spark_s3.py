@@ -11,7 +11,7 @@ import pytest
 from worker.devlab.demo import pipeline
 from worker.devlab.demo.dataset import trips
 from worker.devlab.demo.spec import DatasetSpec
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.spark.session import local_session
 from worker.spark.sidecar import stop_worker
 

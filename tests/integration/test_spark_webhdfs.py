@@ -16,7 +16,7 @@ import pytest
 from tests.integration.conftest import BUCKET
 from tests.integration.inprocess import UfsReads, serving
 from tests.worker.conftest import open_service
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 from worker.spark.session import local_session
 from worker.spark.webhdfs import spark_conf, webhdfs_url

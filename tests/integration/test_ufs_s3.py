@@ -17,7 +17,7 @@ from ufs.errors import UfsNotFound, UfsUnavailable
 from ufs.kinds.s3 import S3Options
 from ufs.s3 import PART_SIZE, S3Backend
 from ufs.status import UfsStatus
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 
 class TestSeaweedFS(UfsContract):

@@ -15,7 +15,7 @@ from ufs.deadline import Deadline
 from ufs.errors import UfsDeadlineExceeded
 from ufs.kinds.s3 import S3Options
 from ufs.s3 import PART_SIZE
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 pytestmark = pytest.mark.integration
 

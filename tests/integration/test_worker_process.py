@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 DORA = str(Path(sys.executable).with_name("dora"))
 

@@ -10,7 +10,7 @@ import s3fs
 from tests.integration.conftest import BUCKET
 from tests.worker.chain import TTL_DEFINES, InvalidationChain
 from tests.worker.conftest import Api, open_service
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 

@@ -14,7 +14,7 @@ from tests.integration.conftest import frozen
 from tests.integration.test_worker_process import WorkerProcess
 from worker.client.filesystem import DoraFileSystem
 from worker.common.errors import DeadlineExceeded
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 pytestmark = pytest.mark.integration
 

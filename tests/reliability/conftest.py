@@ -13,7 +13,7 @@ import pytest
 import s3fs
 
 from tests.reliability.support import Worker
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.netproxy import HttpRequest, TcpProxy
 
 BUCKET = "reliability"

@@ -18,7 +18,7 @@ from ufs.deadline import ThreadRunner
 from ufs.errors import UfsError, UfsInvalidPath, UfsUnavailable
 from ufs.generic import FsspecBackend
 from ufs.kinds.s3 import S3Options
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 
 
 class TestLocalDirectory(UfsContract):

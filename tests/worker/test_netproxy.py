@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.worker.meta.support import wait_until
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 from worker.netproxy import HttpRequestParser, TcpProxy
 
 RELEASE = threading.Event()

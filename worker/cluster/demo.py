@@ -25,7 +25,7 @@ from worker.cluster.etcd import Etcd
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.status import cluster_status, format_table
 from worker.keys import build_registry
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 
 START_TIMEOUT_S = 60
 

@@ -11,7 +11,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 from worker.devlab.local.server import Launcher, LocalServer
 
 # Idle watches hear from etcd this often, so a silent stream means a dead etcd (the default,

@@ -11,7 +11,7 @@ from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
 from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import Registration
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from ufs import uri as uris
 from worker.devlab.demo.link import UfsLink, open_link
 from worker.devlab.demo.outside import feed_define
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 BUCKET = "demo"
 Progress = Callable[[int, int], None]

@@ -29,7 +29,7 @@ from worker.cluster.localetcd import LocalEtcd
 from worker.keys import build_registry
 from worker.devlab.lab.netns import Host, Network
 from worker.devlab.lab.tls import Issuer, LabTls
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 
 BUCKET = "lab"
 WORKER_PORT = 28080
