@@ -15,7 +15,7 @@ import pytest
 
 from worker.cluster.localetcd import LocalEtcd
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
-from worker.netproxy import TcpProxy
+from worker.devlab.local.netproxy import TcpProxy
 
 from .cluster_support import ClusterWorker, wait_for
 from .conftest import BUCKET

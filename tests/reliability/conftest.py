@@ -14,7 +14,7 @@ import s3fs
 
 from tests.reliability.support import Worker
 from worker.devlab.local.s3 import LocalS3
-from worker.netproxy import HttpRequest, TcpProxy
+from worker.devlab.local.netproxy import HttpRequest, TcpProxy
 
 BUCKET = "reliability"
 MakeWorker = Callable[..., Worker]

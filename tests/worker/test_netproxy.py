@@ -16,7 +16,7 @@ import pytest
 
 from tests.worker.meta.support import wait_until
 from worker.devlab.local.s3 import free_port
-from worker.netproxy import HttpRequestParser, TcpProxy
+from worker.devlab.local.netproxy import HttpRequestParser, TcpProxy
 
 RELEASE = threading.Event()
 

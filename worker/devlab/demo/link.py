@@ -1,12 +1,12 @@
 """The network between the demo's worker and its object store: a TCP proxy
-(:class:`worker.netproxy.TcpProxy`) that adds the latency ``--ufs-latency`` asks for and counts
+(:class:`worker.devlab.local.netproxy.TcpProxy`) that adds the latency ``--ufs-latency`` asks for and counts
 the requests and bytes the store sees, so each run can say what it cost the UFS."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.netproxy import TcpProxy
+from worker.devlab.local.netproxy import TcpProxy
 
 UfsLink = TcpProxy
 

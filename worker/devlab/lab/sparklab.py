@@ -24,7 +24,7 @@ from worker.devlab.demo.hosts import Driver
 from worker.devlab.lab.lab import BUCKET, Lab
 from worker.devlab.lab.spark import SparkCluster
 from worker.devlab.lab.sparkjob import UI_PORT
-from worker.netproxy import TcpProxy
+from worker.devlab.local.netproxy import TcpProxy
 from worker.spark.webhdfs import webhdfs_url
 
 DRIVER_HOST = "w1"
