@@ -29,7 +29,7 @@ from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.events import Batch, Event, Op, Origins
 from worker.cluster.follower import Follower
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.cluster.publisher import Publisher, PublisherOptions
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from bench.side.results import percentile
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import LocalS3
 
 BUCKET = "feedbench"

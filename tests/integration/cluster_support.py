@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import free_port
 
 DORA = str(Path(sys.executable).with_name("dora"))

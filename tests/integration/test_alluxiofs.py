@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 import s3fs
 
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 from . import alluxiofs_driver

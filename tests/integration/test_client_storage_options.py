@@ -10,7 +10,7 @@ import polars as pl
 import polars.testing
 import pytest
 
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 
 from .cluster_support import ClusterWorker, wait_for
 

@@ -17,7 +17,7 @@ import pytest
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 
 from .cluster_support import DORA, LEASE_TTL_S, ClusterWorker, wait_for
 

@@ -25,7 +25,7 @@ from config import load_config
 from worker.client.errors import NotFound
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.keys import build_registry
 
 from .cluster_support import ClusterWorker, wait_for

@@ -16,7 +16,7 @@ from tests.worker.tls.certs import CA, Pair
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd, EtcdUnavailable
-from worker.cluster.localetcd import EtcdTls, LocalEtcd
+from worker.devlab.local.etcd import EtcdTls, LocalEtcd
 from worker.common.tls import PemFiles
 from worker.keys import build_registry
 

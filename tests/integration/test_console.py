@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.devlab.local.netproxy import TcpProxy
 

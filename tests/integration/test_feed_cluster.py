@@ -11,7 +11,7 @@ import s3fs
 from tests.integration.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
 from tests.integration.feed_support import wait_until
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import LocalS3
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -22,7 +22,7 @@ from config import load_config
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.etcd import Etcd
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.cluster.status import cluster_status, format_table
 from worker.keys import build_registry
 from worker.devlab.local.s3 import free_port

@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from worker.cluster.etcd import Compacted, Etcd, EtcdUnavailable
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import free_port
 
 

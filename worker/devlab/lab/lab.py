@@ -25,7 +25,7 @@ import httpx
 from config import load_config
 from worker.client.http import WorkerClient
 from worker.client.options import ClientOptions
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 from worker.keys import build_registry
 from worker.devlab.lab.netns import Host, Network
 from worker.devlab.lab.tls import Issuer, LabTls

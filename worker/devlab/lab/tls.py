@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Protocol
 
-from worker.cluster.localetcd import EtcdTls
+from worker.devlab.local.etcd import EtcdTls
 from worker.common.tls import PemFiles
 from worker.devlab.lab.netns import Host
 

@@ -1,5 +1,5 @@
 """What the local servers of the demo, the benchmarks and the tests share (SeaweedFS in
-:mod:`worker.devlab.local.s3`, etcd in :mod:`worker.cluster.localetcd`): one process in a session of
+:mod:`worker.devlab.local.s3`, etcd in :mod:`worker.devlab.local.etcd`): one process in a session of
 its own, its output in a log file in its data directory, a wait until it answers, and a stop by
 PID (SIGTERM, then SIGKILL)."""
 
