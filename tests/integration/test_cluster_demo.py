@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.cluster.demo import run_cluster_demo
+from worker.devlab.demo.cluster import run_cluster_demo
 
 pytestmark = pytest.mark.integration
 

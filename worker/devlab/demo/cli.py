@@ -175,7 +175,7 @@ def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
 
 
 def _cluster_demo(args: argparse.Namespace, say: Callable[[str], None]) -> bool:
-    from worker.cluster.demo import run_cluster_demo
+    from worker.devlab.demo.cluster import run_cluster_demo
 
     say("")
     if run_cluster_demo(args.work_dir, args.workers, say):
