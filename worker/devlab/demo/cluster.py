@@ -22,10 +22,10 @@ from config import load_config
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
 from worker.cluster.etcd import Etcd
-from worker.devlab.local.etcd import LocalEtcd
 from worker.cluster.status import cluster_status, format_table
-from worker.keys import build_registry
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import free_port
+from worker.keys import build_registry
 
 START_TIMEOUT_S = 60
 

@@ -8,8 +8,9 @@ Besides the one-host table it shows what only many hosts show: the input tasks b
 locality level (from Spark's REST API) and the bytes each worker served to its own host and to
 other hosts (from the workers' access logs). Last, outside writes straight to SeaweedFS reach
 every worker through the filer's change feed, which one worker, elected through etcd, consumes
-and republishes into the invalidation feed (:mod:`worker.devlab.demo.outside`). Everything is stopped
-by PID and the namespaces removed on the way out, also on Ctrl-C, SIGTERM or an error.
+and republishes into the invalidation feed (:mod:`worker.devlab.demo.outside`).
+Everything is stopped by PID and the namespaces removed on the way out, also on Ctrl-C,
+SIGTERM or an error.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The network between the demo's worker and its object store: a TCP proxy
-(:class:`worker.devlab.local.netproxy.TcpProxy`) that adds the latency ``--ufs-latency`` asks for and counts
-the requests and bytes the store sees, so each run can say what it cost the UFS."""
+(:class:`worker.devlab.local.netproxy.TcpProxy`) that adds the latency ``--ufs-latency``
+asks for and counts the requests and bytes the store sees, so each run can say what it cost
+the UFS."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ Steps: generate (or reuse) the dataset; start a local S3 server behind a proxy t
 a pass-through copy; start the worker (the sidecar) with path rules for both; compute the
 reference answer straight from the UFS; start Spark (``local[2]``); run every contender cold
 and warm, overwrite one file everywhere, and run each once more; then, on S3, show outside writes
-reaching the worker through SeaweedFS's change feed (:mod:`worker.devlab.demo.outside`). Everything it
-starts (SeaweedFS, the proxy, the worker, Spark's JVM) is stopped by PID on the way out, also on
-Ctrl-C, SIGTERM or an error.
+reaching the worker through SeaweedFS's change feed (:mod:`worker.devlab.demo.outside`).
+Everything it starts (SeaweedFS, the proxy, the worker, Spark's JVM) is stopped by PID on the
+way out, also on Ctrl-C, SIGTERM or an error.
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ from typing import Any
 import httpx
 
 from worker.devlab.demo import pipeline
-from worker.devlab.demo.contenders import CACHED, PASSTHROUGH, Contender, Worker, contenders, path_rules
+from worker.devlab.demo.contenders import (
+    CACHED,
+    PASSTHROUGH,
+    Contender,
+    Worker,
+    contenders,
+    path_rules,
+)
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.link import cost
 from worker.devlab.demo.outside import OutsideReport, Reader, measure

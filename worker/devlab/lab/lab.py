@@ -25,11 +25,11 @@ import httpx
 from config import load_config
 from worker.client.http import WorkerClient
 from worker.client.options import ClientOptions
-from worker.devlab.local.etcd import LocalEtcd
-from worker.keys import build_registry
 from worker.devlab.lab.netns import Host, Network
 from worker.devlab.lab.tls import Issuer, LabTls
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import LocalS3
+from worker.keys import build_registry
 
 BUCKET = "lab"
 WORKER_PORT = 28080
@@ -251,8 +251,8 @@ class Lab:
     def probe(
         self, host: str, *ops: dict[str, object], defines: Sequence[str] | None = None
     ) -> list[dict[str, object]]:
-        """Run client operations (:mod:`worker.devlab.lab.probe`) in a fresh process on ``host``, with
-        the client settings ``defines`` (:meth:`client_defines` when None)."""
+        """Run client operations (:mod:`worker.devlab.lab.probe`) in a fresh process on
+        ``host``, with the client settings ``defines`` (:meth:`client_defines` when None)."""
         settings = self.client_defines() if defines is None else list(defines)
         request = json.dumps({"defines": settings, "ops": list(ops)})
         done = self.run(host, [sys.executable, "-m", "worker.devlab.lab.probe", request])

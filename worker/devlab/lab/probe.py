@@ -1,5 +1,5 @@
-"""A client on a lab host: ``python -m worker.devlab.lab.probe '<json>'`` runs the operations the JSON
-names, as a client process on that host would, and prints one JSON line of answers.
+"""A client on a lab host: ``python -m worker.devlab.lab.probe '<json>'`` runs the operations
+the JSON names, as a client process on that host would, and prints one JSON line of answers.
 
 The request is ``{"defines": [...client -D settings...], "ops": [...]}``; each op is one of
 - ``{"op": "owners", "uris": [...]}``: the ring (from etcd) and each URI's owner;

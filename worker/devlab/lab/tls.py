@@ -14,9 +14,9 @@ import secrets
 from pathlib import Path
 from typing import Any, Protocol
 
-from worker.devlab.local.etcd import EtcdTls
 from worker.common.tls import PemFiles
 from worker.devlab.lab.netns import Host
+from worker.devlab.local.etcd import EtcdTls
 
 
 class Issued(Protocol):
