@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from config import load_config
+from worker.devlab.local.s3 import LocalS3
 from worker.feeds.runner import Feeds
 from worker.keys import build_registry
-from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 BUCKET = "feedcalls"

@@ -130,7 +130,9 @@ def run(args: argparse.Namespace, run_dir: Path, cleanup: contextlib.ExitStack) 
     stage = S3Stage(run_dir / "seaweedfs").start()
     cleanup.callback(stage.close)
     if stage.link is None:
-        raise SystemExit("the benchmark needs worker.devlab.local.netproxy to add latency and count")
+        raise SystemExit(
+            "the benchmark needs worker.devlab.local.netproxy to add latency and count"
+        )
     stage.upload(CACHED, paths, lambda done, total: None)
     stage.copy(CACHED, PASSTHROUGH)
     local = run_dir / "local"

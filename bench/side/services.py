@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.devlab.local.netproxy import ProxyStats, TcpProxy
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 BUCKET = "bench"
 DORA = str(Path(sys.executable).with_name("dora"))

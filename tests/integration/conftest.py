@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 import s3fs
 
+from tests.integration.lab_support import lab_fixture
 from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
 from ufs.kinds.s3 import S3Options
 from worker.devlab.lab.lab import Lab
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.devlab.local.server import LocalServer
-
-from .lab_support import lab_fixture
 
 BUCKET = "itest"
 

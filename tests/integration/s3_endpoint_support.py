@@ -10,10 +10,9 @@ from typing import Any
 
 import boto3
 
+from tests.integration.conftest import BUCKET
+from tests.integration.test_worker_process import WorkerProcess
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
-
-from .conftest import BUCKET
-from .test_worker_process import WorkerProcess
 
 KEY_ID = "dora-s3-key"
 SECRET = "dora-s3-secret-value"

@@ -24,12 +24,11 @@ import pandas as pd
 import pytest
 import s3fs
 
+from tests.integration import alluxiofs_driver
+from tests.integration.alluxiofs_support import INSTALL_TIMEOUT_S, PINNED, drive
+from tests.integration.test_worker_process import WorkerProcess
 from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
-
-from . import alluxiofs_driver
-from .alluxiofs_support import INSTALL_TIMEOUT_S, PINNED, drive
-from .test_worker_process import WorkerProcess
 
 pytestmark = pytest.mark.integration
 SIZE = (5 << 19) + 321  # 2.5 MB and some: several 1 MB pages, a short last one

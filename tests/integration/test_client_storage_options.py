@@ -10,9 +10,8 @@ import polars as pl
 import polars.testing
 import pytest
 
+from tests.integration.cluster_support import ClusterWorker, wait_for
 from worker.devlab.local.etcd import LocalEtcd
-
-from .cluster_support import ClusterWorker, wait_for
 
 pytestmark = pytest.mark.integration
 

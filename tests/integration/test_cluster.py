@@ -14,12 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.cluster_support import DORA, LEASE_TTL_S, ClusterWorker, wait_for
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.devlab.local.etcd import LocalEtcd
-
-from .cluster_support import DORA, LEASE_TTL_S, ClusterWorker, wait_for
 
 pytestmark = pytest.mark.integration
 

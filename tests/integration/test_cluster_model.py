@@ -22,13 +22,12 @@ from pathlib import Path
 import pytest
 
 from config import load_config
+from tests.integration.cluster_support import ClusterWorker, wait_for
 from worker.client.errors import NotFound
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions
 from worker.devlab.local.etcd import LocalEtcd
 from worker.keys import build_registry
-
-from .cluster_support import ClusterWorker, wait_for
 
 pytestmark = pytest.mark.integration
 FILES = ("f0", "f1", "f2")

@@ -16,8 +16,8 @@ from tests.worker.tls.certs import CA, Pair
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd, EtcdUnavailable
-from worker.devlab.local.etcd import EtcdTls, LocalEtcd
 from worker.common.tls import PemFiles
+from worker.devlab.local.etcd import EtcdTls, LocalEtcd
 from worker.keys import build_registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

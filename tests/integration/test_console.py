@@ -13,12 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.integration.cluster_support import ClusterWorker, wait_for
+from tests.integration.conftest import BUCKET
 from worker.devlab.local.etcd import LocalEtcd
-from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.devlab.local.netproxy import TcpProxy
-
-from .cluster_support import ClusterWorker, wait_for
-from .conftest import BUCKET
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -15,9 +15,9 @@ from tests.integration.conftest import BUCKET
 from tests.integration.feed_support import body, fed_worker, served, wait_until
 from tests.integration.test_worker_process import WorkerProcess
 from tests.worker.conftest import open_service
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.feeds.runner import Feeds
 from worker.feeds.seaweedfs import CLOCK_SLACK_NS
-from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.service import WorkerService
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -14,8 +14,8 @@ from tests.integration.conftest import BUCKET
 from tests.integration.feed_support import body, put_record, served, wait_until
 from tests.integration.inprocess import serving
 from tests.worker.conftest import Api, open_service
-from worker.devlab.local.etcd import LocalEtcd
 from worker.common.revision import REVISION_HEADER as REVISION
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 

@@ -55,8 +55,8 @@ from tests.integration.image_support import (
     check_tools,
     remove_other_builds,
 )
-from worker.keys import BIND_PORT
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
+from worker.keys import BIND_PORT
 
 DOCKERFILE = ROOT / "Dockerfile"
 CONF_FILE = "/etc/doracache/dora-site.properties"

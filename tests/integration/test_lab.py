@@ -9,9 +9,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.lab_support import (
+    cluster_ls,
+    owners_seen_from,
+    put_files,
+    read_across_hosts,
+    read_op,
+)
 from worker.devlab.lab.lab import Lab
-
-from .lab_support import cluster_ls, owners_seen_from, put_files, read_across_hosts, read_op
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 HOSTS = ("w1", "w2", "w3")

@@ -9,9 +9,8 @@ import hashlib
 
 import pytest
 
+from tests.integration.lab_support import online, put_files, read_op, ufs_digest, wait_for
 from worker.devlab.lab.lab import Lab
-
-from .lab_support import online, put_files, read_op, ufs_digest, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

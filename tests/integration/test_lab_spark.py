@@ -15,6 +15,7 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
+from tests.integration.lab_support import online, read_op, ufs_digest, wait_for
 from worker.devlab.demo import pipeline
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.hosts import HostsReport, run_hosts_demo
@@ -24,8 +25,6 @@ from worker.devlab.demo.spec import DatasetSpec
 from worker.devlab.lab.lab import Lab
 from worker.devlab.lab.netns import LabUnavailable, unavailable_reason
 from worker.devlab.lab.sparklab import LOSS_SETTINGS, SparkApi, start_spark_lab
-
-from .lab_support import online, read_op, ufs_digest, wait_for
 
 # The demo takes a few minutes on shared cores, with the time it needs; the host-loss test
 # runs on the lab of its test process (the ``lab`` fixture).

@@ -9,10 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.worker.tls.certs import CA
-from worker.devlab.lab.lab import DORA, Lab
-
-from .lab_support import (
+from tests.integration.lab_support import (
     lab_fixture,
     members,
     owners_seen_from,
@@ -20,6 +17,8 @@ from .lab_support import (
     read_across_hosts,
     read_op,
 )
+from tests.worker.tls.certs import CA
+from worker.devlab.lab.lab import DORA, Lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

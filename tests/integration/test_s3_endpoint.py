@@ -24,14 +24,20 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 from obstore.store import S3Store
 
+from tests.integration import duckdb_support
+from tests.integration.conftest import BUCKET, frozen
+from tests.integration.s3_endpoint_support import (
+    KEY_ID,
+    SECRET,
+    Endpoint,
+    start_worker,
+    stop_worker,
+    store_client,
+)
+from tests.integration.test_worker_process import WorkerProcess
+from tests.integration.tls_support import TlsWorker, tls_defines
 from tests.worker.tls.certs import CA
 from worker.devlab.local.s3 import LocalS3, free_port
-
-from . import duckdb_support
-from .conftest import BUCKET, frozen
-from .s3_endpoint_support import KEY_ID, SECRET, Endpoint, start_worker, stop_worker, store_client
-from .test_worker_process import WorkerProcess
-from .tls_support import TlsWorker, tls_defines
 
 pytestmark = pytest.mark.integration
 MIB = 1 << 20

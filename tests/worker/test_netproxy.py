@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from tests.worker.meta.support import wait_until
-from worker.devlab.local.s3 import free_port
 from worker.devlab.local.netproxy import HttpRequestParser, TcpProxy
+from worker.devlab.local.s3 import free_port
 
 RELEASE = threading.Event()
 

@@ -9,9 +9,9 @@ import pytest
 from worker.api.webhdfs_locality import Locality, host_and_name
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
-from worker.devlab.local.etcd import LocalEtcd
 from worker.cluster.members import Registration
 from worker.common.ring import HashRing
+from worker.devlab.local.etcd import LocalEtcd
 
 URI = "s3://bucket/table/part-0.parquet"
 

@@ -9,8 +9,8 @@ import pytest
 from worker.cli.main import main
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
-from worker.devlab.local.etcd import LocalEtcd
 from worker.cluster.members import Registration
+from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import free_port
 
 

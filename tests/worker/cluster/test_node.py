@@ -21,8 +21,8 @@ from worker.api.app import create_app
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.events import Event, Op
-from worker.devlab.local.etcd import LocalEtcd
 from worker.cluster.node import MARKER, ClusterNode, MetaSink
+from worker.devlab.local.etcd import LocalEtcd
 from worker.request import Exchange
 
 from .support import wait_for
