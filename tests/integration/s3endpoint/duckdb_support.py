@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VENV = ROOT / ".venv-duckdb"
 DUCKDB = "1.4.4"
 HTTPFS = "1.4.4.20260205"
