@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.cluster_support import ClusterWorker, wait_for
+from tests.integration.cluster.cluster_support import ClusterWorker, wait_for
 from tests.integration.conftest import BUCKET
 from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.netproxy import TcpProxy

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import s3fs
 
-from tests.integration.cluster_support import ClusterWorker
+from tests.integration.cluster.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
 from tests.integration.feed_support import wait_until
 from worker.devlab.local.etcd import LocalEtcd

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import s3fs
 
-from tests.integration.cluster_support import ClusterWorker
+from tests.integration.cluster.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
 from tests.integration.feed_support import body, put_record, served, wait_until
 from tests.integration.inprocess import serving

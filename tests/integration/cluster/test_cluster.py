@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.cluster_support import DORA, LEASE_TTL_S, ClusterWorker, wait_for
+from tests.integration.cluster.cluster_support import DORA, LEASE_TTL_S, ClusterWorker, wait_for
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd

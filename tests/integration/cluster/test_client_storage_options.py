@@ -10,7 +10,7 @@ import polars as pl
 import polars.testing
 import pytest
 
-from tests.integration.cluster_support import ClusterWorker, wait_for
+from tests.integration.cluster.cluster_support import ClusterWorker, wait_for
 from worker.devlab.local.etcd import LocalEtcd
 
 pytestmark = pytest.mark.integration
