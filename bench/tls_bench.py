@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.integration.tls_support import TlsWorker, tls_defines
+from tests.integration.tls.tls_support import TlsWorker, tls_defines
 from tests.worker.tls.certs import CA
 from worker.client.filesystem import DoraFileSystem
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.tls_support import TlsWorker, tls_defines
+from tests.integration.tls.tls_support import TlsWorker, tls_defines
 from tests.worker.tls.certs import CA
 from worker.spark.hadoopjar import pyspark_jars
 from worker.spark.session import local_session

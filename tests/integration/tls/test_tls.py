@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.tls_support import (
+from tests.integration.tls.tls_support import (
     DORA,
     TlsWorker,
     replace,
@@ -37,7 +37,7 @@ from worker.spark.state import WorkerInfo, answers
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TOKEN = "tls-test-token"
-PROBE = Path(__file__).parents[2] / "helm" / "doracache" / "files" / "probe.py"
+PROBE = Path(__file__).parents[3] / "helm" / "doracache" / "files" / "probe.py"
 
 
 @pytest.fixture(scope="module")

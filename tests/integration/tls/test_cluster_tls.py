@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from config import load_config
-from tests.integration.tls_support import TlsWorker, tls_defines
+from tests.integration.tls.tls_support import TlsWorker, tls_defines
 from tests.worker.tls.certs import CA, Pair
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from config import load_config
-from tests.integration.tls_support import TlsWorker, tls_defines
+from tests.integration.tls.tls_support import TlsWorker, tls_defines
 from tests.worker.tls.certs import CA
 from worker.client.filesystem import DoraFileSystem
 from worker.client.http import NoWorkerReachable

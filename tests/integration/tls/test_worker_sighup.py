@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.tls_support import (
+from tests.integration.tls.tls_support import (
     TlsWorker,
     replace,
     served_serial,
