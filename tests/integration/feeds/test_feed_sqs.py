@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.feed_support import body, fed_worker, put_record, served, wait_until
+from tests.integration.feeds.feed_support import body, fed_worker, put_record, served, wait_until
 from tests.integration.moto_support import LocalMoto
 from tests.worker.conftest import open_service
 from ufs.options import UfsOptions

@@ -10,7 +10,7 @@ import s3fs
 
 from tests.integration.cluster.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
-from tests.integration.feed_support import wait_until
+from tests.integration.feeds.feed_support import wait_until
 from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import LocalS3
 

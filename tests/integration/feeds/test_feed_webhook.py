@@ -11,7 +11,7 @@ import s3fs
 
 from tests.integration.cluster.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
-from tests.integration.feed_support import body, put_record, served, wait_until
+from tests.integration.feeds.feed_support import body, put_record, served, wait_until
 from tests.integration.inprocess import serving
 from tests.worker.conftest import Api, open_service
 from worker.common.revision import REVISION_HEADER as REVISION
