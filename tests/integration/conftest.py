@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import s3fs
 
-from tests.integration.lab_support import lab_fixture
+from tests.integration.lab.lab_support import lab_fixture
 from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
 from ufs.kinds.s3 import S3Options

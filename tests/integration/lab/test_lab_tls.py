@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.integration.lab_support import (
+from tests.integration.lab.lab_support import (
     lab_fixture,
     members,
     owners_seen_from,

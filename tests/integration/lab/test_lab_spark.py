@@ -15,7 +15,7 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.lab_support import online, read_op, ufs_digest, wait_for
+from tests.integration.lab.lab_support import online, read_op, ufs_digest, wait_for
 from worker.devlab.demo import pipeline
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.hosts import HostsReport, run_hosts_demo

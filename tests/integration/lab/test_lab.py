@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.lab_support import (
+from tests.integration.lab.lab_support import (
     cluster_ls,
     owners_seen_from,
     put_files,

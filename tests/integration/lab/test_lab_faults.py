@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from tests.integration.lab_support import online, put_files, read_op, ufs_digest, wait_for
+from tests.integration.lab.lab_support import online, put_files, read_op, ufs_digest, wait_for
 from worker.devlab.lab.lab import Lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
