@@ -55,7 +55,7 @@ azurite:
 # alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
 # each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
 alluxiofs-venvs: $(STAMP)
-	$(BIN)/python -m tests.integration.alluxiofs_support
+	$(BIN)/python -m tests.integration.clients.alluxiofs_support
 
 # The SeaweedFS filer's protocol (the part the change feed uses), generated code committed:
 # regenerate after editing worker/feeds/filer_pb/seaweedfs_filer.proto.

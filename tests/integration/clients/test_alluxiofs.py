@@ -24,8 +24,8 @@ import pandas as pd
 import pytest
 import s3fs
 
-from tests.integration import alluxiofs_driver
-from tests.integration.alluxiofs_support import INSTALL_TIMEOUT_S, PINNED, drive
+from tests.integration.clients import alluxiofs_driver
+from tests.integration.clients.alluxiofs_support import INSTALL_TIMEOUT_S, PINNED, drive
 from tests.integration.test_worker_process import WorkerProcess
 from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VENVS = ROOT / ".venv-alluxiofs"
 DRIVER = Path(__file__).with_name("alluxiofs_driver.py")
 PINNED = "1.0.22"
