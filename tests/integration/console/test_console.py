@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "console-test-token"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "console"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "build" / "test-artifacts" / "console"
 # As the machine's notes say: without the background-networking flags chromium keeps trying
 # hosts this sandbox cannot reach.
 CHROMIUM_ARGS = [

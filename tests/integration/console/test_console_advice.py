@@ -15,7 +15,7 @@ from tests.integration.test_worker_process import WorkerProcess
 pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "console"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "build" / "test-artifacts" / "console"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
