@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.integration.test_worker_process import WorkerProcess
+from tests.integration.worker.test_worker_process import WorkerProcess
 from worker.client import drivers
 from worker.client.filesystem import DoraFileSystem
 

@@ -16,7 +16,7 @@ Every section runs the real evictor classes (``pagestore/evict/``), each policy 
   page) and reads (``on_get`` of a tracked page) per second, in one thread. Median of
   ``--repeats`` rounds, the order of the policies rotating each round; and the policy's own
   memory per tracked page (tracemalloc, the page ids excluded, a ghost queue full).
-- ``worker``: ``tests/integration/test_eviction_worker.py``'s scenario on a real worker per
+- ``worker``: ``tests/integration/worker/test_eviction_worker.py``'s scenario on a real worker per
   policy (48 MB store of 1 MB pages, 32 MB hot set read twice, 256 MB scan, new 32 MB hot set
   read three times), shares from ``/v1/status``'s ``cached_bytes``.
 """
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pagestore.evict import DEFAULT_EVICTOR, EVICTORS, Evictor, make_evictor
 from pagestore.page import PageKey
-from tests.integration.test_eviction_worker import run_shift
+from tests.integration.worker.test_eviction_worker import run_shift
 from tests.pagestore.evict_support import IdCache, scan_then_shift
 
 

@@ -34,7 +34,7 @@ from tests.integration.s3endpoint.s3_endpoint_support import (
     stop_worker,
     store_client,
 )
-from tests.integration.test_worker_process import WorkerProcess
+from tests.integration.worker.test_worker_process import WorkerProcess
 from tests.integration.tls.tls_support import TlsWorker, tls_defines
 from tests.worker.tls.certs import CA
 from worker.devlab.local.s3 import LocalS3, free_port

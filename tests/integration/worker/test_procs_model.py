@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.procs_support import MultiWorker, on_socket
+from tests.integration.worker.procs_support import MultiWorker, on_socket
 
 pytestmark = pytest.mark.integration
 STEPS = 300

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.procs_support import MultiWorker, alive, on_socket, wait_for
+from tests.integration.worker.procs_support import MultiWorker, alive, on_socket, wait_for
 
 pytestmark = pytest.mark.integration
 TOKEN = "procs-token"
