@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.integration.feeds.feed_support import body, fed_worker, put_record, served, wait_until
-from tests.integration.moto_support import LocalMoto
+from tests.integration.ufs.moto_support import LocalMoto
 from tests.worker.conftest import open_service
 from ufs.options import UfsOptions
 from worker.feeds.keys import SqsSpec
