@@ -39,7 +39,7 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# The image test (tests/integration/test_image.py) builds the Dockerfile with buildah on a Debian
+# The image test (tests/integration/image/test_image.py) builds the Dockerfile with buildah on a Debian
 # base made by mmdebstrap (both cached under ~/.cache/doracache-image), no registry needed.
 image-tools:
 	@command -v buildah >/dev/null && command -v mmdebstrap >/dev/null || { apt-get update -qq && \

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CACHE = Path(os.environ.get("DORACACHE_IMAGE_CACHE", Path.home() / ".cache" / "doracache-image"))
 SUITE = "bookworm"  # its python3 is 3.11, the oldest the package supports
 # python3-venv for the Dockerfile's venv, ca-certificates for pip's HTTPS at build time.

@@ -1,7 +1,7 @@
 """The container image (Dockerfile at the repository root), built and run without a registry.
 
 The Dockerfile is built for real by buildah on a Debian + Python base that mmdebstrap makes from
-Debian's packages (tests/integration/image_support.py; cached between runs), and the chart's
+Debian's packages (tests/integration/image/image_support.py; cached between runs), and the chart's
 worker command runs from the image, as the chart's pod would run it, in front of SeaweedFS: a
 file is read through it from the host, and it must have written nothing outside its volumes
 (the chart's root filesystem is read-only). The built image is checked for its user, for the
@@ -43,7 +43,7 @@ from tests.helm.test_chart import (
     worker_container,
 )
 from tests.integration.conftest import BUCKET
-from tests.integration.image_support import (
+from tests.integration.image.image_support import (
     CACHE,
     IMAGE_NAME,
     ROOT,
