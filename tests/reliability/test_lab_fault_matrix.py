@@ -6,7 +6,8 @@ written to that file (never a mix, never a third thing), and after each heal eve
 straight at sync interval -1, serves the bytes S3 holds. The short run is one round; the soak
 ten, each fault on a host picked at random.
 
-The single faults, each with its exact expectations, are ``tests/integration/lab/test_lab_faults.py``.
+The single faults, each with its exact expectations, are
+``tests/integration/lab/test_lab_faults.py``.
 """
 
 from __future__ import annotations

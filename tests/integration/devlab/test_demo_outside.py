@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from tests.integration.feeds.feed_support import wait_until
-from tests.integration.inprocess import serving
 from tests.integration.feeds.test_feed_seaweedfs import seaweed_worker
+from tests.integration.inprocess import serving
 from worker.devlab.demo.outside import Reader, measure, render
 from worker.devlab.local.s3 import LocalS3
 

@@ -24,8 +24,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 from obstore.store import S3Store
 
-from tests.integration.s3endpoint import duckdb_support
 from tests.integration.conftest import BUCKET, frozen
+from tests.integration.s3endpoint import duckdb_support
 from tests.integration.s3endpoint.s3_endpoint_support import (
     KEY_ID,
     SECRET,
@@ -34,8 +34,8 @@ from tests.integration.s3endpoint.s3_endpoint_support import (
     stop_worker,
     store_client,
 )
-from tests.integration.worker.test_worker_process import WorkerProcess
 from tests.integration.tls.tls_support import TlsWorker, tls_defines
+from tests.integration.worker.test_worker_process import WorkerProcess
 from tests.worker.tls.certs import CA
 from worker.devlab.local.s3 import LocalS3, free_port
 
@@ -333,7 +333,7 @@ def test_https_when_the_workers_tls_is_on(tls_ca: CA, tmp_path: Path) -> None:
     assert "Traceback" not in worker.log()
 
 
-# -- DuckDB's httpfs (its own interpreter: tests/integration/s3endpoint/duckdb_support.py) -----------------
+# -- DuckDB's httpfs (its own interpreter: tests/integration/s3endpoint/duckdb_support.py) ----
 
 
 def test_duckdb_httpfs(endpoint: Endpoint) -> None:

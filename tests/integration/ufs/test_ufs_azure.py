@@ -10,8 +10,8 @@ from typing import Any
 import adlfs
 import pytest
 
-from tests.integration.ufs.azurite_support import ACCOUNT, ACCOUNT_KEY, LocalAzurite
 from tests.integration.conftest import frozen
+from tests.integration.ufs.azurite_support import ACCOUNT, ACCOUNT_KEY, LocalAzurite
 from tests.ufs.contract import UfsContract, WriteOutside
 from tests.worker.chain import TTL_DEFINES, InvalidationChain
 from tests.worker.conftest import open_service
