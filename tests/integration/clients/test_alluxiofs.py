@@ -26,7 +26,7 @@ import s3fs
 
 from tests.integration.clients import alluxiofs_driver
 from tests.integration.clients.alluxiofs_support import INSTALL_TIMEOUT_S, PINNED, drive
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 

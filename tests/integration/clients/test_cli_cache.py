@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.worker.test_worker_process import DORA, WorkerProcess
+from tests.integration.harness import DORA, WorkerProcess
 
 pytestmark = pytest.mark.integration
 

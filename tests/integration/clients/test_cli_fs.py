@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import BUCKET
-from tests.integration.worker.test_worker_process import DORA, WorkerProcess
+from tests.integration.harness import DORA, WorkerProcess
 from tests.worker.cli.fs.conftest import make_tree, tree_files
 from worker.common.ring import HashRing
 from worker.devlab.local.s3 import LocalS3

@@ -33,7 +33,7 @@ from fsspec.tests.abstract import (
 )
 
 from tests.integration.conftest import BUCKET
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from tests.worker.client.conftest import (
     DUCKDB_QUERIES,
     client_config,

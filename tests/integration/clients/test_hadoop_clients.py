@@ -20,7 +20,7 @@ import pytest
 import s3fs
 
 from tests.integration.conftest import BUCKET
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from worker.api.webhdfs_paths import path_of
 from worker.devlab.local.s3 import LocalS3
 

@@ -10,7 +10,8 @@ import polars as pl
 import polars.testing
 import pytest
 
-from tests.integration.cluster.cluster_support import ClusterWorker, wait_for
+from tests.integration.cluster.cluster_support import ClusterWorker
+from tests.integration.harness import wait_for
 from worker.devlab.local.etcd import LocalEtcd
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.cluster.cluster_support import DORA, LEASE_TTL_S, ClusterWorker, wait_for
+from tests.integration.cluster.cluster_support import LEASE_TTL_S, ClusterWorker
+from tests.integration.harness import DORA, wait_for
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd
@@ -148,7 +149,7 @@ def test_a_running_client_follows_joins_and_leaves(
         owned = [f"file://{data}/f{i}" for i in range(200)]
         assert any(fs.worker_for(uri) == joining.address for uri in owned)
         joining.kill()  # no deregistration: the lease must lapse
-        wait_for(lambda: set(fs.client.ring.workers) == names, timeout=4 * LEASE_TTL_S)
+        wait_for(lambda: set(fs.client.ring.workers) == names, seconds=4 * LEASE_TTL_S)
     finally:
         joining.kill()
         joining.http.close()

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from config import load_config
-from tests.integration.cluster.cluster_support import ClusterWorker, wait_for
+from tests.integration.cluster.cluster_support import ClusterWorker
+from tests.integration.harness import wait_for
 from worker.client.errors import NotFound
 from worker.client.http import Call, WorkerClient
 from worker.client.options import ClientOptions

@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.cluster.cluster_support import ClusterWorker, wait_for
+from tests.integration.cluster.cluster_support import ClusterWorker
 from tests.integration.conftest import BUCKET
+from tests.integration.harness import wait_for
 from worker.devlab.local.etcd import LocalEtcd
 from worker.devlab.local.netproxy import TcpProxy
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3

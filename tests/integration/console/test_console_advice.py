@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 
 pytestmark = pytest.mark.integration
 

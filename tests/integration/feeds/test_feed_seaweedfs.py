@@ -13,7 +13,7 @@ import s3fs
 
 from tests.integration.conftest import BUCKET
 from tests.integration.feeds.feed_support import body, fed_worker, served, wait_until
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from tests.worker.conftest import open_service
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 from worker.feeds.runner import Feeds

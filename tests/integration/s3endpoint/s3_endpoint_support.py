@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 
 from tests.integration.conftest import BUCKET
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3, free_port
 
 KEY_ID = "dora-s3-key"

@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConn
 from obstore.store import S3Store
 
 from tests.integration.conftest import BUCKET, frozen
+from tests.integration.harness import WorkerProcess
 from tests.integration.s3endpoint import duckdb_support
 from tests.integration.s3endpoint.s3_endpoint_support import (
     KEY_ID,
@@ -34,8 +35,7 @@ from tests.integration.s3endpoint.s3_endpoint_support import (
     stop_worker,
     store_client,
 )
-from tests.integration.tls.tls_support import TlsWorker, tls_defines
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.tls.tls_support import tls_defines
 from tests.worker.tls.certs import CA
 from worker.devlab.local.s3 import LocalS3, free_port
 
@@ -310,7 +310,7 @@ def test_s5cmd(endpoint: Endpoint, seaweedfs: LocalS3, tmp_path: Path) -> None:
 def test_https_when_the_workers_tls_is_on(tls_ca: CA, tmp_path: Path) -> None:
     data, port = tmp_path / "data", free_port()
     data.mkdir()
-    worker = TlsWorker(tmp_path / "work", *tls_defines(tls_ca.issue("server")),
+    worker = WorkerProcess(tmp_path / "work", *tls_defines(tls_ca.issue("server")),
                        f"dora.worker.ufs.roots=file://{data}", f"dora.worker.s3.port={port}",
                        f"dora.worker.s3.buckets=local=file://{data}",
                        f"dora.worker.s3.access.key.id={KEY_ID}",

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.tls.tls_support import TlsWorker, tls_defines
+from tests.integration.harness import WorkerProcess
+from tests.integration.tls.tls_support import tls_defines
 from tests.worker.tls.certs import CA
 from worker.spark.hadoopjar import pyspark_jars
 from worker.spark.session import local_session
@@ -36,8 +37,10 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def worker(tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsWorker]:
-    process = TlsWorker(
+def worker(
+    tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    process = WorkerProcess(
         tmp_path_factory.mktemp("w"), f"dora.worker.ufs.roots=file://{data}",
         *tls_defines(tls_ca.issue("server")), f"dora.worker.security.token={TOKEN}",
     )  # fmt: skip
@@ -45,12 +48,12 @@ def worker(tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     process.stop()
 
 
-def address(worker: TlsWorker) -> str:
+def address(worker: WorkerProcess) -> str:
     return f"localhost:{worker.port}"
 
 
 @pytest.fixture(scope="module")
-def spark(tls_ca: CA, worker: TlsWorker) -> Iterator[Any]:
+def spark(tls_ca: CA, worker: WorkerProcess) -> Iterator[Any]:
     conf = spark_conf(address(worker), TOKEN, short_circuit=False, ca_file=str(tls_ca.file))
     # Executors in JVMs of their own: their truststore comes through spark.files.
     session = local_session(
@@ -64,7 +67,7 @@ def expected_rows(data: Path) -> list[tuple[Any, ...]]:
     return sorted((row["id"], row["name"]) for row in pq.read_table(data / "t.parquet").to_pylist())
 
 
-def test_spark_reads_parquet_over_swebhdfs(spark: Any, worker: TlsWorker, data: Path) -> None:
+def test_spark_reads_parquet_over_swebhdfs(spark: Any, worker: WorkerProcess, data: Path) -> None:
     url = webhdfs_url(address(worker), f"file://{data}/t.parquet", secure=True)
     assert url.startswith("swebhdfs://")
     frame: Any = spark.read.parquet(url)
@@ -72,7 +75,7 @@ def test_spark_reads_parquet_over_swebhdfs(spark: Any, worker: TlsWorker, data: 
 
 
 def test_the_dora_data_source_reads_over_https(
-    spark: Any, tls_ca: CA, worker: TlsWorker, data: Path
+    spark: Any, tls_ca: CA, worker: WorkerProcess, data: Path
 ) -> None:
     frame: Any = (
         spark.read.format("dora")
@@ -86,7 +89,7 @@ def test_the_dora_data_source_reads_over_https(
 
 
 def fs_shell(
-    worker: TlsWorker, conf_dir: Path, java_options: str, *args: str
+    worker: WorkerProcess, conf_dir: Path, java_options: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
     """``FsShell`` from pyspark's jars, configured as ``hadoop_conf`` says through a
     ``core-site.xml`` (which Hadoop requires on the class path)."""
@@ -104,7 +107,7 @@ def fs_shell(
 
 
 def test_fs_shell_lists_and_reads_over_swebhdfs(
-    tls_ca: CA, worker: TlsWorker, data: Path, tmp_path: Path
+    tls_ca: CA, worker: WorkerProcess, data: Path, tmp_path: Path
 ) -> None:
     conf = spark_conf(address(worker), TOKEN, short_circuit=False, ca_file=str(tls_ca.file))
     trusting = conf["spark.driver.extraJavaOptions"]

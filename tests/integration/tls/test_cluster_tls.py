@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from config import load_config
-from tests.integration.tls.tls_support import TlsWorker, tls_defines
+from tests.integration.harness import WorkerProcess
+from tests.integration.tls.tls_support import tls_defines
 from tests.worker.tls.certs import CA, Pair
 from worker.client.filesystem import DoraFileSystem
 from worker.cluster import layout
@@ -76,7 +77,7 @@ def test_a_client_following_etcd_reaches_an_https_worker_by_its_scheme(
     (data / "f.txt").write_bytes(b"found through etcd")
     cluster = f"c-{uuid.uuid4().hex[:8]}"
     cluster_defines = [*etcd_defines(etcd_server), f"dora.cluster.name={cluster}"]
-    worker = TlsWorker(
+    worker = WorkerProcess(
         tmp_path / "w", f"dora.worker.ufs.roots=file://{data}",
         *tls_defines(tls_ca.issue("server")), *cluster_defines,
     )  # fmt: skip

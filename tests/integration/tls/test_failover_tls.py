@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from config import load_config
-from tests.integration.tls.tls_support import TlsWorker, tls_defines
+from tests.integration.harness import WorkerProcess
+from tests.integration.tls.tls_support import tls_defines
 from tests.worker.tls.certs import CA
 from worker.client.filesystem import DoraFileSystem
 from worker.client.http import NoWorkerReachable
@@ -33,8 +34,8 @@ def data(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def worker(tmp_path: Path, data: Path, tls_ca: CA) -> Iterator[TlsWorker]:
-    started = TlsWorker(
+def worker(tmp_path: Path, data: Path, tls_ca: CA) -> Iterator[WorkerProcess]:
+    started = WorkerProcess(
         tmp_path / "w", f"dora.worker.ufs.roots=file://{data}",
         *tls_defines(tls_ca.issue("server"), client_ca=tls_ca),
     )  # fmt: skip
@@ -45,7 +46,7 @@ def worker(tmp_path: Path, data: Path, tls_ca: CA) -> Iterator[TlsWorker]:
         started.stop()
 
 
-def filesystem(worker: TlsWorker, tls_ca: CA, asynchronous: bool = False) -> DoraFileSystem:
+def filesystem(worker: WorkerProcess, tls_ca: CA, asynchronous: bool = False) -> DoraFileSystem:
     pair = tls_ca.issue("client", ("dora",), client=True)
     config = load_config(
         build_registry(),
@@ -67,7 +68,7 @@ def filesystem(worker: TlsWorker, tls_ca: CA, asynchronous: bool = False) -> Dor
 
 
 def test_a_long_lived_client_gives_up_on_a_stopped_https_worker_after_one_probe(
-    worker: TlsWorker, data: Path, tls_ca: CA
+    worker: WorkerProcess, data: Path, tls_ca: CA
 ) -> None:
     fs = filesystem(worker, tls_ca)
     assert fs.cat(f"file://{data}/a") == b"a" * 1000  # keeps a connection to the worker

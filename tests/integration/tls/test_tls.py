@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.harness import WorkerProcess
 from tests.integration.tls.tls_support import (
     DORA,
-    TlsWorker,
     replace,
     served_serial,
     tls_defines,
@@ -47,12 +47,14 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def start(work: Path, data: Path, *defines: str) -> TlsWorker:
-    return TlsWorker(work, f"dora.worker.ufs.roots=file://{data}", *defines)
+def start(work: Path, data: Path, *defines: str) -> WorkerProcess:
+    return WorkerProcess(work, f"dora.worker.ufs.roots=file://{data}", *defines)
 
 
 @pytest.fixture(scope="module")
-def worker(tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsWorker]:
+def worker(
+    tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
     pair = tls_ca.issue("server")
     process = start(
         tmp_path_factory.mktemp("w"), data, *tls_defines(pair),
@@ -62,14 +64,14 @@ def worker(tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     process.stop()
 
 
-def client(tls_ca: CA, worker: TlsWorker, **options: object) -> DoraFileSystem:
+def client(tls_ca: CA, worker: WorkerProcess, **options: object) -> DoraFileSystem:
     return DoraFileSystem(
         workers=[worker.url()], token=TOKEN, tls_ca_file=str(tls_ca.file), skip_instance_cache=True,
         **options,
     )  # fmt: skip
 
 
-def test_every_surface_answers_over_https(tls_ca: CA, worker: TlsWorker, data: Path) -> None:
+def test_every_surface_answers_over_https(tls_ca: CA, worker: WorkerProcess, data: Path) -> None:
     uri = f"file://{data}/a.bin"
     context = ssl.create_default_context(cafile=str(tls_ca.file))
     headers = {"Authorization": f"Bearer {TOKEN}"}
@@ -88,7 +90,7 @@ def test_every_surface_answers_over_https(tls_ca: CA, worker: TlsWorker, data: P
 
 
 def test_fsspec_client_reads_and_writes_over_https(
-    tls_ca: CA, worker: TlsWorker, data: Path
+    tls_ca: CA, worker: WorkerProcess, data: Path
 ) -> None:
     fs = client(tls_ca, worker)
     expected = (data / "a.bin").read_bytes()
@@ -101,7 +103,7 @@ def test_fsspec_client_reads_and_writes_over_https(
     }
 
 
-def test_dora_fs_reads_over_https(tls_ca: CA, worker: TlsWorker, data: Path) -> None:
+def test_dora_fs_reads_over_https(tls_ca: CA, worker: WorkerProcess, data: Path) -> None:
     done = subprocess.run(
         [DORA, "fs", "cat", f"file://{data}/a.bin", "--worker", worker.url(),
          f"-Ddora.user.tls.ca.file={tls_ca.file}", f"-Ddora.user.client.token={TOKEN}"],
@@ -112,7 +114,7 @@ def test_dora_fs_reads_over_https(tls_ca: CA, worker: TlsWorker, data: Path) -> 
 
 
 def test_another_ca_is_refused_with_the_worker_and_reason(
-    worker: TlsWorker, data: Path, tmp_path: Path
+    worker: WorkerProcess, data: Path, tmp_path: Path
 ) -> None:
     other = CA(tmp_path / "other", "another CA")
     fs = client(other, worker, fallback_to_ufs=True)
@@ -148,7 +150,7 @@ def test_expired_or_misnamed_certificates_are_refused(
 @pytest.fixture(scope="module")
 def mutual(
     tls_ca: CA, data: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[TlsWorker, CA]]:
+) -> Iterator[tuple[WorkerProcess, CA]]:
     """A worker that requires client certificates signed by the CA it yields with it."""
     work = tmp_path_factory.mktemp("mutual")
     clients = CA(work / "clients", "clients CA")
@@ -158,7 +160,7 @@ def mutual(
     process.stop()
 
 
-def with_cert(tls_ca: CA, worker: TlsWorker, pair: Pair) -> DoraFileSystem:
+def with_cert(tls_ca: CA, worker: WorkerProcess, pair: Pair) -> DoraFileSystem:
     return client(
         tls_ca, worker, tls_cert_file=str(pair.cert), tls_key_file=str(pair.key),
         fallback_to_ufs=True,
@@ -166,7 +168,7 @@ def with_cert(tls_ca: CA, worker: TlsWorker, pair: Pair) -> DoraFileSystem:
 
 
 def test_mutual_tls_takes_a_signed_client(
-    tls_ca: CA, mutual: tuple[TlsWorker, CA], data: Path
+    tls_ca: CA, mutual: tuple[WorkerProcess, CA], data: Path
 ) -> None:
     process, clients = mutual
     signed = clients.issue("client", ("dora-client",), client=True)
@@ -174,7 +176,7 @@ def test_mutual_tls_takes_a_signed_client(
 
 
 def test_the_audit_log_names_the_client_certificates_subject(
-    tls_ca: CA, mutual: tuple[TlsWorker, CA], data: Path
+    tls_ca: CA, mutual: tuple[WorkerProcess, CA], data: Path
 ) -> None:
     process, clients = mutual
     fs = with_cert(tls_ca, process, clients.issue("auditor", ("etl-nightly",), client=True))
@@ -188,7 +190,7 @@ def test_the_audit_log_names_the_client_certificates_subject(
 
 
 def test_no_client_certificate_is_answered_401_naming_the_key(
-    tls_ca: CA, mutual: tuple[TlsWorker, CA], data: Path
+    tls_ca: CA, mutual: tuple[WorkerProcess, CA], data: Path
 ) -> None:
     process, _ = mutual
     with pytest.raises(Unauthorized, match=f"127.0.0.1:{process.port}") as refused:
@@ -206,7 +208,7 @@ def test_no_client_certificate_is_answered_401_naming_the_key(
 
 @pytest.mark.parametrize("wrong", ["another CA", "expired"])
 def test_a_refused_client_certificate_names_the_worker_and_the_likely_reason(
-    tls_ca: CA, mutual: tuple[TlsWorker, CA], data: Path, tmp_path: Path, wrong: str
+    tls_ca: CA, mutual: tuple[WorkerProcess, CA], data: Path, tmp_path: Path, wrong: str
 ) -> None:
     process, clients = mutual
     if wrong == "expired":
@@ -231,7 +233,7 @@ def test_a_refused_client_certificate_names_the_worker_and_the_likely_reason(
 
 
 def test_the_charts_probe_presents_a_pair_under_mutual_tls(
-    mutual: tuple[TlsWorker, CA],
+    mutual: tuple[WorkerProcess, CA],
 ) -> None:
     process, clients = mutual
     pair = clients.issue("probe", client=True)
@@ -302,7 +304,7 @@ def test_replaced_certificate_serves_new_connections_without_restart(
 
 
 def test_a_sidecars_health_check_follows_the_workers_scheme(
-    worker: TlsWorker, mutual: tuple[TlsWorker, CA]
+    worker: WorkerProcess, mutual: tuple[WorkerProcess, CA]
 ) -> None:
     for process in (worker, mutual[0]):  # mutual TLS: the check, with no certificate, gets 401
         info = WorkerInfo.from_dict(json.loads(process.state.read_text()), None)

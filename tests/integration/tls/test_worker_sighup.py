@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.harness import WorkerProcess
 from tests.integration.tls.tls_support import (
-    TlsWorker,
     replace,
     served_serial,
     tls_defines,
@@ -26,7 +26,7 @@ from tests.worker.tls.certs import CA
 pytestmark = [pytest.mark.integration]
 
 
-def hang_up(process: TlsWorker, times: int) -> None:
+def hang_up(process: WorkerProcess, times: int) -> None:
     """Send SIGHUP and wait for its reload to be logged (the ``times``-th one)."""
     process.process.send_signal(signal.SIGHUP)
     deadline = time.monotonic() + 30
@@ -46,7 +46,7 @@ def test_sighup_reloads_the_certificate_and_rules_and_the_worker_stays_up(
     rules = tmp_path / "rules"
     rules.write_text(f"file://{data}/** max-age=0\n")
     live = tls_ca.issue("live")
-    process = TlsWorker(
+    process = WorkerProcess(
         tmp_path / "w", f"dora.worker.ufs.roots=file://{data}", *tls_defines(live),
         f"dora.worker.path.rules.file={rules}",
         "dora.worker.tls.reload.interval=1h",  # only SIGHUP can reload it during the test
@@ -93,7 +93,7 @@ def test_sighup_reloads_the_certificate_and_rules_and_the_worker_stays_up(
 def test_sighup_without_files_to_reload_leaves_the_worker_serving(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    process = TlsWorker(tmp_path / "w", f"dora.worker.ufs.roots=file://{data}")
+    process = WorkerProcess(tmp_path / "w", f"dora.worker.ufs.roots=file://{data}")
     try:
         hang_up(process, 1)
         wait_for_log(process, "nothing to reload")

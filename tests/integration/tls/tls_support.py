@@ -1,23 +1,17 @@
-"""A real ``dora worker start`` process with TLS settings, for the TLS tests: the address and
-base URL it announced, its log, and a stop by PID; the serial of the certificate it serves, and
-its files replaced as a Secret volume replaces them."""
+"""For the TLS tests: the settings that make a worker (:mod:`tests.integration.harness`) serve
+TLS, the serial of the certificate it serves, and its files replaced as a Secret volume replaces
+them."""
 
 from __future__ import annotations
 
-import json
-import signal
 import socket
 import ssl
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 from cryptography import x509
 
+from tests.integration.harness import WorkerProcess
 from tests.worker.tls.certs import CA, Pair
-
-DORA = str(Path(sys.executable).with_name("dora"))
 
 
 def tls_defines(pair: Pair, client_ca: CA | None = None) -> list[str]:
@@ -28,44 +22,7 @@ def tls_defines(pair: Pair, client_ca: CA | None = None) -> list[str]:
     return defines
 
 
-class TlsWorker:
-    """One worker process on a free loopback port; stopped by :meth:`stop` (SIGTERM by PID)."""
-
-    def __init__(self, work: Path, *defines: str) -> None:
-        work.mkdir(parents=True, exist_ok=True)
-        self.state = work / "state.json"
-        self.log_path = work / "worker.log"
-        args = [DORA, "worker", "start", "-Ddora.worker.http.port=0", f"-Ddora.work.dir={work}",
-                *(f"-D{d}" for d in defines), "--state-file", str(self.state)]  # fmt: skip
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 60
-            while not self.state.exists():
-                assert self.process.poll() is None, self.log_path.read_text()
-                assert time.monotonic() < deadline, "the worker did not write its state file"
-                time.sleep(0.05)
-        except BaseException:
-            self.process.kill()
-            self.process.wait()
-            raise
-        info = json.loads(self.state.read_text())
-        self.port = int(info["port"])
-        self.scheme = str(info["scheme"])
-
-    def url(self, host: str = "127.0.0.1") -> str:
-        return f"{self.scheme}://{host}:{self.port}"
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=60)
-
-
-def wait_for_log(process: TlsWorker, line: str) -> None:
+def wait_for_log(process: WorkerProcess, line: str) -> None:
     deadline = time.monotonic() + 30
     while line not in process.log():
         assert time.monotonic() < deadline, process.log()

@@ -3,44 +3,19 @@ its processes on purpose: the public port spreads connections at the kernel's ch
 tests call the primary and each front on their private unix sockets, which serve the same
 routes."""
 
-import json
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
-DORA = str(Path(sys.executable).with_name("dora"))
+from tests.integration.harness import WorkerProcess
 
 
-class MultiWorker:
-    """A worker of ``processes`` processes, stopped by PID (SIGTERM) by :meth:`stop`."""
+class MultiWorker(WorkerProcess):
+    """A worker of ``processes`` processes (a primary and its fronts on one port)."""
 
     def __init__(self, work: Path, processes: int, *defines: str) -> None:
-        self.state = work / "state.json"
-        self.log_path = work / "worker.log"
-        self.log = self.log_path.open("ab")
         self.processes = processes
-        args = [DORA, "worker", "start", "-Ddora.worker.http.port=0", f"-Ddora.work.dir={work}",
-                f"-Ddora.worker.processes={processes}", *(f"-D{d}" for d in defines),
-                "--state-file", str(self.state)]  # fmt: skip
-        self.state.unlink(missing_ok=True)
-        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        try:
-            wait_for(self.state.exists, self._alive, "the worker did not write its state file")
-        except BaseException:
-            self.process.kill()
-            self.process.wait()
-            raise
-        info = json.loads(self.state.read_text())
-        self.address = f"{info['host']}:{info['port']}"
-        self.http = httpx.Client(base_url=f"http://{self.address}", timeout=30)
-
-    def _alive(self) -> None:
-        assert self.process.poll() is None, self.log_path.read_text()
+        super().__init__(work, f"dora.worker.processes={processes}", *defines, wait_s=90)
 
     def fronts(self) -> dict[str, int]:
         """The front processes now running: private socket path -> PID."""
@@ -60,13 +35,6 @@ class MultiWorker:
     def sockets(self) -> list[str]:
         """The private socket of every process: the primary's first, then the fronts'."""
         return [self.primary_socket(), *sorted(self.fronts())]
-
-    def stop(self) -> int:
-        self.http.close()
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=90)
-        self.log.close()
-        return code
 
 
 def on_socket(path: str, token: str | None = None) -> httpx.Client:
@@ -93,16 +61,3 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
-
-
-def wait_for(
-    done: Callable[[], object],
-    check: Callable[[], None] = lambda: None,
-    what: str = "",
-    seconds: float = 90,
-) -> None:
-    deadline = time.monotonic() + seconds
-    while not done():
-        check()
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)

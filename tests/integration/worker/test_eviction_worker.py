@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pagestore.evict import DEFAULT_EVICTOR
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

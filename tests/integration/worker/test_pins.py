@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.worker.test_worker_process import WorkerProcess, dora_fs
+from tests.integration.harness import WorkerProcess, dora_fs
 
 MB = 1 << 20
 # 8 pages of 1MB, half of which may be pinned (the default bound).

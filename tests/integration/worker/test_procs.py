@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.worker.procs_support import MultiWorker, alive, on_socket, wait_for
+from tests.integration.harness import wait_for
+from tests.integration.worker.procs_support import MultiWorker, alive, on_socket
 
 pytestmark = pytest.mark.integration
 TOKEN = "procs-token"
@@ -114,4 +115,3 @@ def test_a_graceful_stop_lets_a_fronts_read_in_flight_finish(
         received += list(chunks)
     assert b"".join(received) == content
     assert worker.process.wait(timeout=90) == 0
-    worker.log.close()

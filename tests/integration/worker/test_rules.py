@@ -13,7 +13,7 @@ import pytest
 import s3fs
 
 from tests.integration.conftest import BUCKET
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from worker.devlab.local.s3 import LocalS3
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from worker.api.body import SPOOL_BATCH
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -4,52 +4,14 @@ graceful SIGTERM, and a restart that keeps metadata and pages."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.integration.harness import WorkerProcess, dora_fs
 from worker.devlab.local.s3 import LocalS3
-
-DORA = str(Path(sys.executable).with_name("dora"))
-
-
-class WorkerProcess:
-    def __init__(self, work: Path, *defines: str) -> None:
-        self.state = work / "state.json"
-        self.log = (work / "worker.log").open("ab")
-        args = [DORA, "worker", "start", "-Ddora.worker.http.port=0", f"-Ddora.work.dir={work}",
-                *(f"-D{d}" for d in defines), "--state-file", str(self.state)]  # fmt: skip
-        self.state.unlink(missing_ok=True)
-        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        try:
-            self._wait_for_state(work)
-        except BaseException:
-            self.process.kill()  # a worker that failed to come up is still stopped by PID
-            self.process.wait()
-            raise
-        info = json.loads(self.state.read_text())
-        self.address = f"{info['host']}:{info['port']}"
-        self.http = httpx.Client(base_url=f"http://{self.address}", timeout=30)
-
-    def _wait_for_state(self, work: Path) -> None:
-        deadline = time.monotonic() + 60
-        while not self.state.exists():
-            assert self.process.poll() is None, (work / "worker.log").read_text()
-            assert time.monotonic() < deadline, "the worker did not write its state file"
-            time.sleep(0.05)
-        assert json.loads(self.state.read_text())["pid"] == self.process.pid
-
-    def stop(self) -> int:
-        self.http.close()
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=60)
-        self.log.close()
-        return code
 
 
 @pytest.fixture
@@ -66,12 +28,6 @@ def worker(tmp_path: Path, data: Path) -> Iterator[WorkerProcess]:
     yield process
     if process.process.poll() is None:
         process.stop()
-
-
-def dora_fs(worker: WorkerProcess, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [DORA, "fs", *args, "--worker", worker.address], capture_output=True, check=False
-    )
 
 
 def test_serves_and_stops_gracefully(worker: WorkerProcess, data: Path) -> None:

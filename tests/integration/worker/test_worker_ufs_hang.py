@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.integration.conftest import frozen
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from worker.client.filesystem import DoraFileSystem
 from worker.common.errors import DeadlineExceeded
 from worker.devlab.local.s3 import LocalS3
