@@ -1,7 +1,7 @@
 """Eviction on a real worker: a 48 MB page store of 1 MB pages over a local directory, a 32 MB
 hot set read twice, a 256 MB scan of other files, then a new 32 MB hot set read three times.
 How much of each hot set stays cached is read from ``/v1/status``'s ``cached_bytes``.
-``bench/evict_bench.py`` runs the same scenario for every policy."""
+``bench/experiments/evict_bench.py`` runs the same scenario for every policy."""
 
 from __future__ import annotations
 

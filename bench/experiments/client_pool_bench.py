@@ -2,7 +2,7 @@
 harness's ``ThreadClients``), calling a server that only answers ``ok``: how many requests are
 cut or hang, and how many connections httpcore's pool closed while a request was on them.
 
-    .venv/bin/python -m bench.client_pool_bench --seconds 120
+    .venv/bin/python -m bench.experiments.client_pool_bench --seconds 120
 
 The server is uvicorn in a child process on loopback, so no worker code is involved: whatever
 is cut here is the client's doing. Each thread sends a GET, a GET and a 150 KB PUT in turn.
@@ -26,7 +26,7 @@ from starlette.types import Receive, Scope, Send
 
 from tests.reliability.support import ThreadClients
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 THREADS = 64
 BODY = b"x" * 150_000
 
@@ -47,7 +47,7 @@ def serve() -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(2048)
-        command = [sys.executable, "-m", "uvicorn", "bench.client_pool_bench:app", "--fd", "0",
+        command = [sys.executable, "-m", "uvicorn", "bench.experiments.client_pool_bench:app", "--fd", "0",
                    "--log-level", "warning"]  # fmt: skip
         child = subprocess.Popen(command, cwd=ROOT, stdin=sock.fileno())
         return child, f"http://127.0.0.1:{sock.getsockname()[1]}/"

@@ -3,7 +3,7 @@ request head, and ``--creates`` WebHDFS CREATEs that send ``--body-mb`` MB of th
 stall, cost the worker in memory (RSS) and open descriptors, and whether its deadlines give
 them back.
 
-Run with ``.venv/bin/python -m bench.slowclient_bench`` (``-D key=value`` passes worker
+Run with ``.venv/bin/python -m bench.experiments.slowclient_bench`` (``-D key=value`` passes worker
 properties, e.g. ``-D dora.worker.http.head.timeout=5s``). Starts ``dora worker start`` from this
 interpreter's environment (``PYTHONPATH`` decides which code), reads ``/proc/<pid>`` idle, once
 every attack connection is open, and ``--wait`` seconds later; counts the attack connections

@@ -3,7 +3,7 @@ against the same worker setup over HTTP and over HTTPS, side by side in one run,
 reads with the same-host short-circuit on (which reads cached pages from the page files and
 asks the worker over HTTP(S) only for their locations).
 
-    .venv/bin/python -m bench.tls_bench --mb 64 --reps 3
+    .venv/bin/python -m bench.experiments.tls_bench --mb 64 --reps 3
 
 Two worker processes over one local directory (no object store in the figures), one plain and
 one with a throwaway certificate (ECDSA P-256, made with ``cryptography``); the two alternate

@@ -1,7 +1,7 @@
 """What checking S3 signatures costs: :meth:`Verifier.verify` per request and
 :class:`BodyCheck` throughput, in process, side by side in one run.
 
-    .venv/bin/python -m bench.s3auth_bench [--requests 20000] [--mib 64] [--repeats 5]
+    .venv/bin/python -m bench.experiments.s3auth_bench [--requests 20000] [--mib 64] [--repeats 5]
 
 Requests are what boto3 sends (captured before they leave, as the tests do): a header-signed
 GetObject, the same with the signing-key cache emptied before each (the cost without the

@@ -1,7 +1,7 @@
 """``/v1/read`` and ``/v1/status`` of a real worker process over a local-directory UFS, warm
 (every page cached): how much the REST layer costs per request.
 
-Run with ``.venv/bin/python -m bench.rest_read_bench`` (``--workloads``, ``--reps``,
+Run with ``.venv/bin/python -m bench.experiments.rest_read_bench`` (``--workloads``, ``--reps``,
 ``--requests``). Starts ``dora worker start`` on a free port, writes the files, warms the cache,
 then per workload runs ``--reps`` rounds of ``--requests`` calls on one keep-alive connection and
 prints the median and min-max:
@@ -80,7 +80,7 @@ def workload(name: str, client: httpx.Client, uri: str, requests: int) -> Callab
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.rest_read_bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.experiments.rest_read_bench", description=__doc__)
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
     parser.add_argument("--reps", type=int, default=5, help="rounds per workload (at least 3)")
     parser.add_argument("--requests", type=int, default=2000, help="calls per round")

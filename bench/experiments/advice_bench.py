@@ -23,7 +23,7 @@ the curve) and of a 64 KiB read, against the time of ``MissRatioCurve.record`` a
 page that is sampled (every page is, while fewer than ``MAX_SAMPLES`` pages are tracked: the
 dearest case) and for one that is not. Medians of ``--repeat`` runs, min-max in brackets.
 
-Run with ``.venv/bin/python -m bench.advice_bench`` (``--help`` for the sizes).
+Run with ``.venv/bin/python -m bench.experiments.advice_bench`` (``--help`` for the sizes).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ lean HTTP path"): status calls/s, a whole-file sequential read and random 64 KiB
 raw HTTP keep-alive connections to a worker over a local SeaweedFS; plus the cold read that
 fills the cache.
 
-    .venv/bin/python -m bench.lean_bench --tree /tmp/base --tree . --mb 64 --reps 3
+    .venv/bin/python -m bench.experiments.lean_bench --tree /tmp/base --tree . --mb 64 --reps 3
 
 Each ``--tree`` is a checkout whose ``worker`` package the worker process imports (through
 PYTHONPATH); the trees alternate within every repetition, so they share the machine's state.

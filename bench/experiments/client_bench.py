@@ -2,7 +2,7 @@
 loopback (local-directory UFS, every file already cached: warm), this tree side by side with a
 baseline commit in the same run.
 
-    .venv/bin/python -m bench.client_bench [--baseline REV] [--repeat 3]
+    .venv/bin/python -m bench.experiments.client_bench [--baseline REV] [--repeat 3]
 
 Each repetition runs the baseline client (from ``git archive REV``) and this tree's client, each in
 a fresh process, one after the other against the same worker; every figure is the median over the
@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SMALL = 64 << 10
 BIG = 64 << 20
 MANY = 100

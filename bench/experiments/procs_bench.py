@@ -1,6 +1,6 @@
 """One worker process against two (``dora.worker.processes``), side by side, driven by ``wrk``.
 
-Run with ``.venv/bin/python -m bench.procs_bench`` (``--repeats``, ``--seconds``,
+Run with ``.venv/bin/python -m bench.experiments.procs_bench`` (``--repeats``, ``--seconds``,
 ``--connections``, ``--threads``, ``--profile``). Starts a worker of each kind over one local
 directory (a 64 MiB file for random reads, a 16 MiB one read whole), warms both (every page
 cached, every front's near-cache and page locations filled), then, in each repeat, runs every

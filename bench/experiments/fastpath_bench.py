@@ -3,7 +3,7 @@ directory UFS), warm: short-circuit reads (:mod:`worker.client.shortcircuit`) ag
 read they replace and a plain local file read, and near-cache ``info``/``ls`` answers
 (:mod:`worker.client.nearcache`) against the REST calls.
 
-Run with ``.venv/bin/python -m bench.fastpath_bench`` (``--size-mb``, ``--reads``,
+Run with ``.venv/bin/python -m bench.experiments.fastpath_bench`` (``--size-mb``, ``--reads``,
 ``--repeats``). Each figure is the median of the repetitions with their min-max. The modules
 are measured on their own, without the fsspec client around them.
 """
