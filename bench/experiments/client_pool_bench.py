@@ -47,8 +47,8 @@ def serve() -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(2048)
-        command = [sys.executable, "-m", "uvicorn", "bench.experiments.client_pool_bench:app", "--fd", "0",
-                   "--log-level", "warning"]  # fmt: skip
+        command = [sys.executable, "-m", "uvicorn", "bench.experiments.client_pool_bench:app",
+                   "--fd", "0", "--log-level", "warning"]  # fmt: skip
         child = subprocess.Popen(command, cwd=ROOT, stdin=sock.fileno())
         return child, f"http://127.0.0.1:{sock.getsockname()[1]}/"
 

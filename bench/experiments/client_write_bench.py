@@ -2,7 +2,8 @@
 pool pass of one thread closes a connection another was just handed, encode/httpcore#1110)
 against one client shared by the threads (what it did), side by side in one run.
 
-    .venv/bin/python -m bench.experiments.client_write_bench [--threads 16] [--files 800] [--repeats 4]
+    .venv/bin/python -m bench.experiments.client_write_bench [--threads 16] [--files 800]
+    [--repeats 4]
 
 A real ``dora worker start`` process on loopback over a local directory; each repetition writes
 ``--files`` files of 64 KiB with ``fs.pipe_file`` from ``--threads`` threads, once per way, the

@@ -1,7 +1,8 @@
 """Eviction policies side by side: scan resistance and following the work, hit ratio on a Zipf
 trace with periodic scans, the policies' own cost, and the scan scenario on a real worker.
 
-    .venv/bin/python -m bench.experiments.evict_bench [--repeats 3] [--sections shift,zipf,cost,worker]
+    .venv/bin/python -m bench.experiments.evict_bench [--repeats 3] \
+        [--sections shift,zipf,cost,worker]
 
 Every section runs the real evictor classes (``pagestore/evict/``), each policy in the same run.
 

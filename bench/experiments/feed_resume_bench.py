@@ -2,7 +2,8 @@
 saved position (every subscription a gap: each cached status is re-checked with the UFS before
 it is served again) and resuming from the saved position (issue 36 item 6).
 
-Run with ``.venv/bin/python -m bench.experiments.feed_resume_bench`` (``--statuses 100000 --threads 16
+Run with ``.venv/bin/python -m bench.experiments.feed_resume_bench`` (``--statuses 100000 --threads
+16
 --rounds 3``). One SeaweedFS (``weed mini``) holding ``--statuses`` small objects and a worker
 service in this process at sync interval -1 that has listed them (every status cached). Each
 round, for each mode in turn: the feed is closed (saving its position) and a new one started

@@ -2,7 +2,8 @@
 and a warm 4 KB REST read of one local file, with no rules and with ``--rules`` rules none of
 which matches the file (every one of them is passed over by a scan).
 
-Run with ``.venv/bin/python -m bench.experiments.pathconf_bench`` (``--rules``, ``--calls``). Calls go
+Run with ``.venv/bin/python -m bench.experiments.pathconf_bench`` (``--rules``, ``--calls``). Calls
+go
 through the worker's ASGI app in process (httpx's ASGI transport): what is measured is the
 app's work per request, not a socket. Prints the median (p50) and p90 per call in ms.
 """

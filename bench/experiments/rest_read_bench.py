@@ -80,7 +80,9 @@ def workload(name: str, client: httpx.Client, uri: str, requests: int) -> Callab
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.experiments.rest_read_bench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.experiments.rest_read_bench", description=__doc__
+    )
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
     parser.add_argument("--reps", type=int, default=5, help="rounds per workload (at least 3)")
     parser.add_argument("--requests", type=int, default=2000, help="calls per round")

@@ -1,7 +1,8 @@
 """Mount-root checks on local files: ``MountRoots.check`` (every request) and
 ``MountRoots.visible`` (every listing, every directory a load job walks).
 
-Run with ``.venv/bin/python -m bench.experiments.roots_bench`` (``--entries``, ``--links``, ``--repeat``).
+Run with ``.venv/bin/python -m bench.experiments.roots_bench`` (``--entries``, ``--links``,
+``--repeat``).
 Builds a local root with one directory of ``--entries`` entries, ``--links`` of them symlinks
 (half leading inside the root, half outside), lists it through the local backend, then
 measures, ``--repeat`` times each (median, min-max):

@@ -2,7 +2,8 @@
 cached), side by side in one run, over a local-directory UFS (the store is not what is
 measured): what S3's surface, its signature check included, costs per request.
 
-Run with ``.venv/bin/python -m bench.experiments.s3_endpoint_bench`` (``--reps``, ``--requests``). Starts
+Run with ``.venv/bin/python -m bench.experiments.s3_endpoint_bench`` (``--reps``, ``--requests``).
+Starts
 ``dora worker start`` with the S3 endpoint on a free port and one key pair, writes a 64 MB file,
 warms the cache, then per round, the contenders interleaved, on one keep-alive connection each:
 - ``large``: the whole 64 MB file, ``--large`` times (MiB/s): ``/v1/read``, an S3 GET signed

@@ -4,7 +4,8 @@ the page files copied into the result (``preadv``), plus one xxh3 per page, plus
 the 16 KiB blocks as the page files store them, the whole client in one thread — and of the
 client with its defaults (2 MiB parts filled in parallel: the whole process's CPU time).
 
-Run with ``.venv/bin/python -m bench.experiments.stream_bench`` (``--size-mb``, ``--rounds``). One real
+Run with ``.venv/bin/python -m bench.experiments.stream_bench`` (``--size-mb``, ``--rounds``). One
+real
 ``dora worker start`` over a local directory; every step reads the file's 8 MiB spans in turn,
 the steps interleaved round by round; medians (min-max) of the rounds. CPU time, not wall
 time: on a shared machine the wall time of a thread measures the scheduler as much as the code.

@@ -3,7 +3,8 @@ random 64 KiB ``fs.cat_file(path, start, end)`` over HTTP (``short_circuit=False
 worker's page cache serves; a client on the worker's host reads page files itself and never
 asks it) and whole 8 MiB reads, against the same workers, warm, on the same local file.
 
-Run with ``.venv/bin/python -m bench.experiments.tier_bench`` (``--size-mb``, ``--reads``, ``--repeats``;
+Run with ``.venv/bin/python -m bench.experiments.tier_bench`` (``--size-mb``, ``--reads``,
+``--repeats``;
 ``--profile`` adds, after the timed runs, a py-spy summary of each worker under 8 MiB reads).
 Each figure is the median of the repetitions with their min-max; the two workers take turns.
 """
