@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.integration.worker.test_worker_process import WorkerProcess
+from tests.integration.harness import WorkerProcess
 from worker.client import drivers
 from worker.client.filesystem import DoraFileSystem
 

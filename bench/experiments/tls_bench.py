@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.integration.tls.tls_support import TlsWorker, tls_defines
+from tests.integration.harness import WorkerProcess
+from tests.integration.tls.tls_support import tls_defines
 from tests.worker.tls.certs import CA
 from worker.client.filesystem import DoraFileSystem
 
@@ -32,7 +33,7 @@ MB = 1 << 20
 STATUS_CALLS = 2000
 
 
-def client(worker: TlsWorker, ca: CA, short_circuit: bool) -> DoraFileSystem:
+def client(worker: WorkerProcess, ca: CA, short_circuit: bool) -> DoraFileSystem:
     return DoraFileSystem(
         workers=[worker.url()], tls_ca_file=str(ca.file), short_circuit=short_circuit,
         near_cache=False, sync_interval=-1, skip_instance_cache=True,
@@ -76,7 +77,7 @@ def summary(values: list[float]) -> str:
 
 
 def read_figures(
-    fs: DoraFileSystem, worker: TlsWorker, uri: str, size: int, rounds: int = 5
+    fs: DoraFileSystem, worker: WorkerProcess, uri: str, size: int, rounds: int = 5
 ) -> dict[str, float]:
     """:func:`read_rate`'s MB/s, with the CPU seconds the worker and the client (all of this
     process's threads) spent per GB over its rounds."""
@@ -90,7 +91,7 @@ def read_figures(
     }
 
 
-def measure(workers: dict[str, TlsWorker], ca: CA, uri: str, size: int, reps: int) -> None:
+def measure(workers: dict[str, WorkerProcess], ca: CA, uri: str, size: int, reps: int) -> None:
     clients = {(s, sc): client(w, ca, sc) for s, w in workers.items() for sc in (False, True)}
     probes: list[Callable[[str], dict[str, float]]] = [
         lambda s: read_figures(clients[s, False], workers[s], uri, size),
@@ -127,8 +128,8 @@ def main() -> None:
         ca = CA(root / "ca")
         common = [f"dora.worker.ufs.roots=file://{data}", "dora.worker.page.store.sizes=2GB"]
         workers = {
-            "http": TlsWorker(root / "http", *common),
-            "https": TlsWorker(root / "https", *common, *tls_defines(ca.issue("server"))),
+            "http": WorkerProcess(root / "http", *common),
+            "https": WorkerProcess(root / "https", *common, *tls_defines(ca.issue("server"))),
         }
         try:
             print(f"{args.mb} MB file, {args.reps} repetitions, load {os.getloadavg()[0]:.1f}")
