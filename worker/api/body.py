@@ -98,7 +98,7 @@ def file_chunks(spool: IO[bytes]) -> Iterator[bytes]:
 
 
 @dataclass
-class Batch:
+class ChunkBatch:
     """Chunks pulled in one hop; ``done`` once the iterator is exhausted, ``error`` an error
     it raised after at least one chunk (raised once the chunks before it are sent)."""
 
@@ -107,10 +107,10 @@ class Batch:
     error: Exception | None = None
 
 
-def pull(chunks: Iterator[bytes], budget: int = BATCH_BYTES) -> Batch:
+def pull(chunks: Iterator[bytes], budget: int = BATCH_BYTES) -> ChunkBatch:
     """The next chunks of ``chunks``, about ``budget`` bytes; blocking (run it in a thread).
     Raises what the iterator raises before its first chunk."""
-    batch, size = Batch(), 0
+    batch, size = ChunkBatch(), 0
     try:
         for chunk in chunks:
             batch.chunks.append(chunk)
@@ -137,7 +137,7 @@ async def read_body(
     ``answer(result)``'s status and headers (Content-Length is added) over a
     :class:`PagedBody` of ``budget`` bytes a hop, sent in ``slice_bytes`` slices if given."""
 
-    def opened() -> tuple[ReadResult, Batch]:
+    def opened() -> tuple[ReadResult, ChunkBatch]:
         result = start()
         return result, pull(result.chunks, budget)
 
@@ -162,7 +162,7 @@ class PagedBody(Response):
 
     def __init__(
         self,
-        first: Batch,
+        first: ChunkBatch,
         chunks: Iterator[bytes],
         status_code: int,
         headers: dict[str, str],
@@ -193,7 +193,7 @@ class PagedBody(Response):
 
     async def _stream(self, send: Send, scope: anyio.CancelScope) -> None:
         batch = self._first
-        pending: asyncio.Future[Batch] | None = None
+        pending: asyncio.Future[ChunkBatch] | None = None
         try:
             while not batch.done:
                 # The next batch is read while this one goes out: disk and socket overlap.
@@ -213,7 +213,7 @@ class PagedBody(Response):
                 self._close()
         scope.cancel()
 
-    def _close_after(self, pulled: asyncio.Future[Batch]) -> None:
+    def _close_after(self, pulled: asyncio.Future[ChunkBatch]) -> None:
         _forget(pulled)
         self._close()
 
@@ -222,7 +222,7 @@ class PagedBody(Response):
         if close is not None:
             close()
 
-    async def _send(self, send: Send, batch: Batch, last: bool) -> None:
+    async def _send(self, send: Send, batch: ChunkBatch, last: bool) -> None:
         step = self._slice
         for i, chunk in enumerate(batch.chunks):
             more = not last or i < len(batch.chunks) - 1
@@ -239,7 +239,7 @@ class PagedBody(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _forget(future: asyncio.Future[Batch]) -> None:
+def _forget(future: asyncio.Future[ChunkBatch]) -> None:
     if not future.cancelled():
         future.exception()  # retrieved, so asyncio does not log it as never retrieved
 
