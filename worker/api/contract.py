@@ -71,7 +71,7 @@ class Invalidated(BaseModel):
     invalidated: int = Field(description="Metadata entries dropped.")
 
 
-class LoadJob(BaseModel):
+class LoadJobAnswer(BaseModel):
     """A prewarm job and its progress."""
 
     id: str
