@@ -57,7 +57,7 @@ class FileStatus(BaseModel):
     )
 
 
-class Listing(BaseModel):
+class ListingAnswer(BaseModel):
     """A directory's children."""
 
     entries: list[FileStatus]

@@ -262,7 +262,7 @@ SURFACE = Surface(
             "GET",
             "/v1/list",
             listing,
-            _json(c.Listing, "A directory's children"),
+            _json(c.ListingAnswer, "A directory's children"),
             lean=params.Lean(_PATH, request=True),
         ),
         Route(
