@@ -33,7 +33,7 @@ from tests.worker.tls.certs import CA, Pair
 from worker.client.errors import Unauthorized, WorkerUnavailable
 from worker.client.filesystem import DoraFileSystem
 from worker.common.tls import WorkerNotTrusted
-from worker.spark.state import WorkerInfo, answers
+from worker.spark.state import RunningWorker, answers
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TOKEN = "tls-test-token"
@@ -307,7 +307,7 @@ def test_a_sidecars_health_check_follows_the_workers_scheme(
     worker: WorkerProcess, mutual: tuple[WorkerProcess, CA]
 ) -> None:
     for process in (worker, mutual[0]):  # mutual TLS: the check, with no certificate, gets 401
-        info = WorkerInfo.from_dict(json.loads(process.state.read_text()), None)
+        info = RunningWorker.from_dict(json.loads(process.state.read_text()), None)
         assert info.url == process.url()
         assert answers(info)
         assert not answers(dataclasses.replace(info, scheme="http"))  # what it asked before
