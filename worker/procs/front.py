@@ -74,7 +74,7 @@ class FrontApp:
         self._local: SameHost | None = None
         self._local_lock = asyncio.Lock()
         self._no_local = False
-        self._routes: dict[str, Callable[[Scope, dict[str, str]], Awaitable[Answer | None]]] = {
+        self._routes: dict[str, Callable[[Scope, dict[str, str]], Awaitable[FrontAnswer | None]]] = {
             "/v1/status": self._status,
             "/v1/list": self._list,
         }
@@ -160,11 +160,11 @@ class FrontApp:
                               body.get("sync_interval_ms"))  # fmt: skip
         return body
 
-    async def _status(self, scope: Scope, query: dict[str, str]) -> Answer | None:
+    async def _status(self, scope: Scope, query: dict[str, str]) -> FrontAnswer | None:
         body = await self.status_of(scope, query)
-        return None if body is None else Answer.json(body)
+        return None if body is None else FrontAnswer.json(body)
 
-    async def _list(self, scope: Scope, query: dict[str, str]) -> Answer | None:
+    async def _list(self, scope: Scope, query: dict[str, str]) -> FrontAnswer | None:
         local = await self.same_host(scope)
         if local is None or "path" not in query or (key := local.near.key(query["path"])) is None:
             return None
@@ -176,7 +176,7 @@ class FrontApp:
         if kept is not None:
             self.metrics.near_hits.labels("list").inc()
             now = local.near.now()
-            return Answer.json({"entries": [_aged(entry, now) for entry in kept]})
+            return FrontAnswer.json({"entries": [_aged(entry, now) for entry in kept]})
         stamp, asked = local.near.stamp(key), local.near.now()
         answer = await self.primary.get("/v1/list", params=_only(query), headers=_kept(scope))
         if answer.status_code != 200:
@@ -188,7 +188,7 @@ class FrontApp:
         age = entries[0].get("age_ms") if entries else None
         intervals = [e.get("sync_interval_ms") for e in entries]
         local.near.put_listing(key, stamp, asked, kept_entries, age, intervals)
-        return Answer(200, json_body(body), b"application/json")
+        return FrontAnswer(200, json_body(body), b"application/json")
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -280,7 +280,7 @@ class FrontApp:
 
 
 @dataclass(frozen=True)
-class Answer:
+class FrontAnswer:
     """A whole answer this app sends."""
 
     status: int
@@ -288,7 +288,7 @@ class Answer:
     media_type: bytes
 
     @classmethod
-    def json(cls, data: Any) -> Answer:
+    def json(cls, data: Any) -> FrontAnswer:
         return cls(200, json_body(data), b"application/json")
 
     async def send(self, send: Send) -> None:
