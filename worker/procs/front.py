@@ -55,7 +55,7 @@ class VersionGone(Exception):
 
 
 @dataclass(frozen=True)
-class SameHost:
+class FrontSameHost:
     """What the primary's ``/v1/local`` said: the near-cache and the page reader over it."""
 
     near: NearCache
@@ -71,7 +71,7 @@ class FrontApp:
         self.primary = primary
         self._token = (token or "").encode()
         self.metrics = metrics
-        self._local: SameHost | None = None
+        self._local: FrontSameHost | None = None
         self._local_lock = asyncio.Lock()
         self._no_local = False
         self._routes: dict[str, Callable[[Scope, dict[str, str]], Awaitable[FrontAnswer | None]]] = {
@@ -111,7 +111,7 @@ class FrontApp:
                 given = value.partition(b" ")[2].strip()
         return not self._token or hmac.compare_digest(given, self._token)
 
-    async def same_host(self, scope: Scope) -> SameHost | None:
+    async def same_host(self, scope: Scope) -> FrontSameHost | None:
         """The near-cache and reader, asking the primary's ``/v1/local`` until it answers;
         None while it has not, and for good once it said it keeps no generation file (then
         every call is passed on: nothing would tell this process of a change)."""
@@ -128,7 +128,7 @@ class FrontApp:
                     self._no_local = True
                     return None
                 near = NearCache(GenerationView(facts["generations"]), facts["sync_interval_ms"])
-                self._local = SameHost(near, ShortCircuitReader(facts["page_size"]))
+                self._local = FrontSameHost(near, ShortCircuitReader(facts["page_size"]))
         return self._local
 
     # -- statuses and listings -----------------------------------------------------------------
