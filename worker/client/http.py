@@ -44,7 +44,7 @@ import httpx
 from worker.client.bridge import async_transport, sync_transport
 from worker.client.drivers import AsyncDriver, SyncDriver
 from worker.client.errors import WorkerUnavailable, error_from_response, retry_after
-from worker.client.flow import Body, BodyCut, Exchange, Flow, exchange, pause
+from worker.client.flow import Body, BodyCut, ClientExchange, Flow, exchange, pause
 from worker.client.lean import LeanHttp
 from worker.client.options import ClientOptions
 from worker.client.stats import Counters
@@ -295,7 +295,7 @@ class WorkerClient:
             headers[REVISION_HEADER] = str(self.revision)
         try:
             response = yield from exchange(
-                Exchange(call.method, url, call.params, headers, call.body)
+                ClientExchange(call.method, url, call.params, headers, call.body)
             )
         except httpx.PoolTimeout as exc:
             # Our own pool is exhausted: not the worker's fault, so no failover.
