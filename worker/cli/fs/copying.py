@@ -40,7 +40,7 @@ Where a copy lands follows `cp -r` and fsspec's put/get/copy:
 A side is local unless it is a URI (s3://, file://, dora://, dora::)."""
 
 
-class Kind(enum.Enum):
+class CopyDirection(enum.Enum):
     """The direction of a copy, named as the line printed for each file names it."""
 
     UPLOAD = "upload"
@@ -162,7 +162,7 @@ def plan(
     target_side: Side,
     *,
     recursive: bool,
-    kind: Kind,
+    kind: CopyDirection,
 ) -> list[Transfer]:
     """The files and directories to copy for ``sources`` to ``target`` (see the module
     docstring), parents before children. Raises Failure for a directory without
@@ -184,7 +184,7 @@ def plan(
             destination = target_side.join(target, source_side.name(entry.path))
         else:
             destination = target_side.canonical(target)
-        if kind is Kind.COPY and (
+        if kind is CopyDirection.COPY and (
             destination == entry.path or destination.startswith(entry.path + "/")
         ):
             raise Failure(f"cannot copy {entry.path} onto or into itself ({destination})")
@@ -224,7 +224,7 @@ def _matches(
     return transfers
 
 
-def run(session: Session, transfers: list[Transfer], kind: Kind, quiet: bool) -> int:
+def run(session: Session, transfers: list[Transfer], kind: CopyDirection, quiet: bool) -> int:
     """Copy ``transfers`` in order: one ``KIND: SOURCE to TARGET`` line per file on stdout (as
     ``aws s3 cp`` prints), and a progress line on stderr when it is a terminal; neither with
     ``quiet``. Stops at the first error."""
@@ -246,17 +246,17 @@ def run(session: Session, transfers: list[Transfer], kind: Kind, quiet: bool) ->
     return 0
 
 
-def _make_dir(fs: DoraFileSystem, kind: Kind, path: str) -> None:
-    if kind is Kind.DOWNLOAD:
+def _make_dir(fs: DoraFileSystem, kind: CopyDirection, path: str) -> None:
+    if kind is CopyDirection.DOWNLOAD:
         os.makedirs(path, exist_ok=True)
     else:
         fs.makedirs(path, exist_ok=True)
 
 
-def _copy_file(fs: DoraFileSystem, kind: Kind, transfer: Transfer, callback: Callback) -> None:
-    if kind is Kind.UPLOAD:
+def _copy_file(fs: DoraFileSystem, kind: CopyDirection, transfer: Transfer, callback: Callback) -> None:
+    if kind is CopyDirection.UPLOAD:
         fs.put_file(transfer.source, transfer.target, callback=callback)
-    elif kind is Kind.DOWNLOAD:
+    elif kind is CopyDirection.DOWNLOAD:
         _download(fs, transfer.source, transfer.target, callback)
     else:
         fs.cp_file(transfer.source, transfer.target)
@@ -292,7 +292,7 @@ def cp(session: Session, args: argparse.Namespace) -> int:
     from_cache, to_cache = remote.pop(), is_remote(args.target)
     if not (from_cache or to_cache):
         raise Failure("both ends are local: use cp, not dora fs cp", EXIT_USAGE)
-    kind = Kind.COPY if from_cache and to_cache else Kind.DOWNLOAD if from_cache else Kind.UPLOAD
+    kind = CopyDirection.COPY if from_cache and to_cache else CopyDirection.DOWNLOAD if from_cache else CopyDirection.UPLOAD
     return _copy(session, args, args.sources, args.target, kind)
 
 
@@ -301,21 +301,21 @@ def get(session: Session, args: argparse.Namespace) -> int:
     (unless it is a URI), else the current directory."""
     paths: list[str] = args.paths
     if len(paths) > 1 and not is_remote(paths[-1]):
-        return _copy(session, args, paths[:-1], paths[-1], Kind.DOWNLOAD)
-    return _copy(session, args, paths, ".", Kind.DOWNLOAD)
+        return _copy(session, args, paths[:-1], paths[-1], CopyDirection.DOWNLOAD)
+    return _copy(session, args, paths, ".", CopyDirection.DOWNLOAD)
 
 
 def put(session: Session, args: argparse.Namespace) -> int:
     """``put LOCAL... TARGET``."""
-    return _copy(session, args, args.sources, args.target, Kind.UPLOAD)
+    return _copy(session, args, args.sources, args.target, CopyDirection.UPLOAD)
 
 
 def _copy(
-    session: Session, args: argparse.Namespace, sources: list[str], target: str, kind: Kind
+    session: Session, args: argparse.Namespace, sources: list[str], target: str, kind: CopyDirection
 ) -> int:
     local, cache = LocalSide(), CacheSide(session.fs)
-    source_side: Side = cache if kind is not Kind.UPLOAD else local
-    target_side: Side = local if kind is Kind.DOWNLOAD else cache
+    source_side: Side = cache if kind is not CopyDirection.UPLOAD else local
+    target_side: Side = local if kind is CopyDirection.DOWNLOAD else cache
     transfers = plan(sources, target, source_side, target_side, recursive=args.recursive, kind=kind)
     return run(session, transfers, kind, args.quiet)
 
