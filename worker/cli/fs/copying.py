@@ -49,7 +49,7 @@ class CopyDirection(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Entry:
+class CopySide:
     """A file or directory on one side of a copy; ``size`` is 0 for a directory."""
 
     path: str
@@ -70,10 +70,10 @@ class Transfer:
 class Side(Protocol):
     """Local files or the cache, as a copy sees them."""
 
-    def entry(self, path: str) -> Entry:
+    def entry(self, path: str) -> CopySide:
         """What ``path`` is; raises Failure or FileNotFoundError if it does not exist."""
 
-    def under(self, root: Entry) -> list[tuple[str, Entry]]:
+    def under(self, root: CopySide) -> list[tuple[str, CopySide]]:
         """Everything below directory ``root`` as (path relative to it, entry), parents first."""
 
     def is_dir(self, path: str) -> bool:
@@ -92,24 +92,24 @@ class Side(Protocol):
 class LocalSide:
     """Local files, named as the user wrote them."""
 
-    def entry(self, path: str) -> Entry:
+    def entry(self, path: str) -> CopySide:
         try:
             is_dir = os.path.isdir(path)
-            return Entry(path, 0 if is_dir else os.path.getsize(path), is_dir)
+            return CopySide(path, 0 if is_dir else os.path.getsize(path), is_dir)
         except FileNotFoundError:
             raise Failure(f"{path}: no such local file or directory") from None
 
-    def under(self, root: Entry) -> list[tuple[str, Entry]]:
-        found: list[tuple[str, Entry]] = []
+    def under(self, root: CopySide) -> list[tuple[str, CopySide]]:
+        found: list[tuple[str, CopySide]] = []
         for folder, dirs, files in os.walk(root.path, onerror=_raise):
             dirs.sort()
             prefix = os.path.relpath(folder, root.path).replace(os.sep, "/")
             prefix = "" if prefix == "." else prefix + "/"
             for name in dirs:
-                found.append((prefix + name, Entry(os.path.join(folder, name), 0, True)))
+                found.append((prefix + name, CopySide(os.path.join(folder, name), 0, True)))
             for name in sorted(files):
                 path = os.path.join(folder, name)
-                found.append((prefix + name, Entry(path, os.path.getsize(path), False)))
+                found.append((prefix + name, CopySide(path, os.path.getsize(path), False)))
         return found
 
     def is_dir(self, path: str) -> bool:
@@ -131,10 +131,10 @@ class CacheSide:
     def __init__(self, fs: DoraFileSystem) -> None:
         self.fs = fs
 
-    def entry(self, path: str) -> Entry:
+    def entry(self, path: str) -> CopySide:
         return _cache_entry(self.fs.info(path))
 
-    def under(self, root: Entry) -> list[tuple[str, Entry]]:
+    def under(self, root: CopySide) -> list[tuple[str, CopySide]]:
         found = self.fs.find(root.path, withdirs=True, detail=True)
         return [
             (name[len(root.path) + 1 :], _cache_entry(info))
@@ -192,7 +192,7 @@ def plan(
     return transfers
 
 
-def _tree(side: Side, entry: Entry, target: str, target_side: Side) -> list[Transfer]:
+def _tree(side: Side, entry: CopySide, target: str, target_side: Side) -> list[Transfer]:
     top = Transfer(entry.path, target, entry.size, entry.is_dir)
     if not entry.is_dir:
         return [top]
@@ -320,8 +320,8 @@ def _copy(
     return run(session, transfers, kind, args.quiet)
 
 
-def _cache_entry(info: dict[str, Any]) -> Entry:
-    return Entry(str(info["name"]), int(info["size"]), info["type"] == "directory")
+def _cache_entry(info: dict[str, Any]) -> CopySide:
+    return CopySide(str(info["name"]), int(info["size"]), info["type"] == "directory")
 
 
 def _raise(error: OSError) -> None:
