@@ -40,7 +40,7 @@ from worker.feeds.keys import feed_specs
 from worker.insight import History, TopFiles
 from worker.load import LoadManager
 from worker.meta import keys as meta_keys
-from worker.meta.counters import Counters
+from worker.meta.counters import MetaCounters
 from worker.meta.errors import MetastoreOpenError
 from worker.meta.generations import FILE_NAME as GENERATIONS_FILE
 from worker.meta.generations import GenerationFile
@@ -125,7 +125,7 @@ class WorkerService(Mutations, Pinning):
         self.top_files = TopFiles()
         # The worker cannot see a same-host client's reads of its page files; what it can
         # count is the cached bytes it handed out for them (the client counts what it read).
-        self._located = Counters(("short_circuit_located_bytes",))
+        self._located = MetaCounters(("short_circuit_located_bytes",))
         self._closed = False
         self._probes: dict[str, Callable[[], tuple[str, bool]]] = {}
         meta.writes.add_listener(self._drop_pages)

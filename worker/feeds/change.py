@@ -25,7 +25,7 @@ from ufs.errors import UfsError
 from worker.cluster.events import Event, Op, Origin
 from worker.cluster.node import MetaSink
 from worker.feeds.lag import FeedLag
-from worker.meta.counters import Counters
+from worker.meta.counters import MetaCounters
 
 if TYPE_CHECKING:
     from worker.service import WorkerService
@@ -74,7 +74,7 @@ class CacheSink:
         self._service = service
         self.lag = FeedLag(service.metrics.registry)
         self._apply = MetaSink(service.meta.writes, service.pages, self.lag.arrived)
-        self.counters = Counters(("received", "applied", "unchanged", "outside_roots", "gaps"))
+        self.counters = MetaCounters(("received", "applied", "unchanged", "outside_roots", "gaps"))
         service.metrics.registry.register(_FeedCollector(self.counters))
 
     def apply(self, source: str, changes: Iterable[Change]) -> list[Event]:
@@ -157,7 +157,7 @@ class CacheSink:
 class _FeedCollector(Collector):
     """The sink's counters, read at scrape time."""
 
-    def __init__(self, counters: Counters) -> None:
+    def __init__(self, counters: MetaCounters) -> None:
         self._counters = counters
 
     def collect(self) -> Iterator[CounterMetricFamily]:
