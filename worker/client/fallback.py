@@ -19,7 +19,7 @@ from ufs import errors as ufs_errors
 from ufs.status import UfsStatus
 from worker.client import errors
 from worker.client.answers import ReadAnswer
-from worker.client.stats import Counters
+from worker.client.stats import ClientCounters
 from worker.common import errors as catalogue
 from worker.common.forksafe import ProcessLocal
 
@@ -46,7 +46,7 @@ class UfsFallback:
     per process.
     """
 
-    def __init__(self, config: Config, counters: Counters) -> None:
+    def __init__(self, config: Config, counters: ClientCounters) -> None:
         self._ufs = ProcessLocal(lambda: _adapter(config))
         self._counters = counters
         self._lock = threading.Lock()
