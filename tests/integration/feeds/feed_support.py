@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from tests.worker.conftest import open_service
-from ufs.errors import UfsNotFound, UfsUnavailable
+from ufs.errors import UfsNotFound, StorageUnavailable
 from worker.feeds.runner import Feeds
 from worker.service import WorkerService
 
@@ -38,7 +38,7 @@ def served(service: WorkerService, uri: str, expected: bytes | None) -> Callable
     def check() -> bool:
         try:
             return body(service, uri) == expected
-        except UfsUnavailable:
+        except StorageUnavailable:
             return False
 
     return check

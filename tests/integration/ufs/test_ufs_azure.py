@@ -16,7 +16,7 @@ from tests.ufs.contract import UfsContract, WriteOutside
 from tests.worker.chain import TTL_DEFINES, InvalidationChain
 from tests.worker.conftest import open_service
 from ufs.adapter import Ufs, UfsOptions
-from ufs.errors import UfsNotFound, UfsUnavailable, UfsVersionChanged
+from ufs.errors import UfsNotFound, StorageUnavailable, UfsVersionChanged
 from ufs.kinds.azure import AzureOptions
 from worker.service import WorkerService
 
@@ -95,14 +95,14 @@ def test_a_stopped_service_is_unavailable(tmp_path: Path) -> None:
     server = LocalAzurite(tmp_path / "azurite").start()
     ufs = Ufs(options(server, retry_attempts=1))
     server.stop()
-    with pytest.raises(UfsUnavailable):
+    with pytest.raises(StorageUnavailable):
         ufs.status(f"az://{CONTAINER}/k")
 
 
 def test_a_frozen_service_is_unavailable_at_the_call_deadline(azurite: LocalAzurite) -> None:
     ufs = Ufs(options(azurite, call_deadline_ms=1500, retry_attempts=1))
     ufs.write(f"az://{CONTAINER}/frozen/a", b"a")
-    with frozen(azurite), pytest.raises(UfsUnavailable, match="dora.ufs.call.deadline"):
+    with frozen(azurite), pytest.raises(StorageUnavailable, match="dora.ufs.call.deadline"):
         ufs.status(f"az://{CONTAINER}/frozen/b")
 
 

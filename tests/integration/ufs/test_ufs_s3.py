@@ -13,7 +13,7 @@ from tests.integration.conftest import frozen
 from tests.ufs.contract import UfsContract, WriteOutside
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsNotFound, UfsUnavailable
+from ufs.errors import UfsNotFound, StorageUnavailable
 from ufs.kinds.s3 import S3Options
 from ufs.s3 import PART_SIZE, S3Backend
 from ufs.status import UfsStatus
@@ -73,7 +73,7 @@ def test_a_frozen_s3_is_unavailable_at_the_deadline_then_serves_again(
     }
     with frozen(private_s3):
         for what, call in calls.items():
-            with pytest.raises(UfsUnavailable, match="within 2s") as raised:
+            with pytest.raises(StorageUnavailable, match="within 2s") as raised:
                 call()
             assert raised.value.retry_after == 2, what
     assert ufs.read("s3://private/d/a", 0, 5, version=written.version) == b"hello"
