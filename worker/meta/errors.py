@@ -9,11 +9,11 @@ class MetaError(Exception):
     """Base of the errors the metadata tiers raise themselves."""
 
 
-class VersionMismatch(MetaError, Catalogued):
+class MetaVersionMismatch(MetaError, Catalogued):
     """The caller asked for version ``wanted`` of ``uri`` but the UFS has ``actual``, even after
     a sync (the REST API answers 412)."""
 
-    error_code = "VersionMismatch"
+    error_code = "MetaVersionMismatch"
 
     def __init__(self, uri: str, wanted: str, actual: str) -> None:
         super().__init__(f"{uri!r} is at version {actual!r}, not the requested {wanted!r}")

@@ -16,7 +16,7 @@ from ufs.deadline import Deadline
 from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus
 from worker.meta.entry import MetaEntry, Operation, needs_sync
-from worker.meta.errors import VersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 from worker.meta.listeners import LookupCall
 from worker.meta.memory import Listing
 from worker.meta.revalidate import Revalidations
@@ -64,7 +64,7 @@ class MetadataReads:
         one). ``call`` bounds the UFS requests (its deadline) and hears the feed revision of
         a change this lookup's sync found.
 
-        Raises UfsNotFound (also for a cached negative entry), VersionMismatch if ``version``
+        Raises UfsNotFound (also for a cached negative entry), MetaVersionMismatch if ``version``
         is given and the UFS has another one even after a sync, other UfsErrors from the UFS.
         """
         uri = self._tiers.canonical(uri)
@@ -264,5 +264,5 @@ def _answer(uri: str, entry: MetaEntry, version: str | None) -> UfsStatus:
     if entry.status is None:
         raise UfsNotFound(f"{uri!r} does not exist")
     if version is not None and entry.status.version != version:
-        raise VersionMismatch(uri, version, entry.status.version)
+        raise MetaVersionMismatch(uri, version, entry.status.version)
     return entry.status

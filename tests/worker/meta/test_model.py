@@ -7,7 +7,7 @@ answer is correct if it names a version the UFS held at some instant the rules a
 - sync interval N: one held within the last min(N, life) ms, life being the metastore TTL for a
   status and the negative TTL for "not found";
 - sync interval -1: one held within the last life ms;
-- version=V: V itself (held within the life), or VersionMismatch/NotFound naming the present.
+- version=V: V itself (held within the life), or MetaVersionMismatch/NotFound naming the present.
 A listing never shows a file deleted through the manager (and not re-created since).
 """
 
@@ -41,7 +41,7 @@ from tests.worker.meta.support import (
 from ufs.adapter import Ufs
 from ufs.errors import UfsNotFound
 from worker.meta.entry import Lifetimes, Operation
-from worker.meta.errors import VersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 from worker.meta.manager import MetadataManager
 
 FILES = ["d/a", "d/b", "e/a"]
@@ -211,7 +211,7 @@ class MetadataModel(RuleBasedStateMachine):
         wanted = choices[pick % len(choices)]
         try:
             status = self.manager.reads.get_status(self.outside.uri(name), interval, version=wanted)
-        except VersionMismatch as exc:
+        except MetaVersionMismatch as exc:
             assert exc.actual == current != wanted
         except UfsNotFound:
             assert current is None
