@@ -19,7 +19,7 @@ from tests.integration.lab.lab_support import online, read_op, ufs_digest, wait_
 from worker.devlab.demo import pipeline
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.hosts import HostsReport, run_hosts_demo
-from worker.devlab.demo.report import Progress
+from worker.devlab.demo.report import DemoProgress
 from worker.devlab.demo.run import DemoOptions
 from worker.devlab.demo.spec import DatasetSpec
 from worker.devlab.lab.lab import Lab
@@ -47,7 +47,7 @@ def run_demo(tmp_path: Path) -> HostsReport:
     options = DemoOptions(spec=spec, work_dir=tmp_path)
     try:
         # Without the pass-through copy: the one-host demo's tests cover it, and it costs time.
-        return run_hosts_demo(options, 3, Progress(), passthrough=False)
+        return run_hosts_demo(options, 3, DemoProgress(), passthrough=False)
     except LabUnavailable as exc:
         pytest.skip(str(exc))
 

@@ -15,7 +15,7 @@ from worker.devlab.demo.spec import DatasetSpec, default_work_dir
 
 if TYPE_CHECKING:
     from worker.devlab.demo.outside import OutsideReport
-    from worker.devlab.demo.report import Progress
+    from worker.devlab.demo.report import DemoProgress
     from worker.devlab.demo.run import DemoOptions
 
 EXIT_MISMATCH = 1
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo and print its table; exit status 1 if any answer differs from the
     reference."""
     # Imported here: Spark, pyarrow and numpy are for the demo, not for every ``dora`` command.
-    from worker.devlab.demo.report import Progress, render
+    from worker.devlab.demo.report import DemoProgress, render
     from worker.devlab.demo.run import DemoOptions, run_demo
 
     spec = DatasetSpec(files=args.files, rows_per_file=args.rows_per_file, seed=args.seed)
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         cores=args.cores,
         defines=_chosen_settings(args),
     )
-    progress = Progress()
+    progress = DemoProgress()
     if args.hosts > 1:
         return _hosts_demo(options, args.hosts, progress)
     progress.say("doracache demo: taxi trips by pickup hour and zone, read four ways")
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_MISMATCH
 
 
-def _outside_served(outside: OutsideReport | None, progress: Progress) -> bool:
+def _outside_served(outside: OutsideReport | None, progress: DemoProgress) -> bool:
     """Print the outside writes' section (if the UFS had a change feed); whether every worker
     served every outside write."""
     from worker.devlab.demo.outside import WAIT_S, render
@@ -143,7 +143,7 @@ def _outside_served(outside: OutsideReport | None, progress: Progress) -> bool:
     return outside.served
 
 
-def _hosts_demo(options: DemoOptions, hosts: int, progress: Progress) -> int:
+def _hosts_demo(options: DemoOptions, hosts: int, progress: DemoProgress) -> int:
     from worker.devlab.demo.hosts import render_hosts, run_hosts_demo
     from worker.devlab.demo.report import render
     from worker.devlab.lab.netns import LabUnavailable, unavailable_reason

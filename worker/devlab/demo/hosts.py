@@ -32,7 +32,7 @@ from worker.devlab.demo.contenders import CACHED, PASSTHROUGH, path_rules
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.link import UfsCost
 from worker.devlab.demo.outside import OutsideReport, Reader, feed_define, measure
-from worker.devlab.demo.report import Progress, RunResult, megabytes
+from worker.devlab.demo.report import DemoProgress, RunResult, megabytes
 from worker.devlab.demo.run import OUTSIDE_KEY, STAT_KEYS, DemoOptions
 from worker.devlab.lab.lab import BUCKET, Lab, guard
 from worker.devlab.lab.spark import SparkCluster
@@ -189,7 +189,7 @@ class _Runs:
 
     lab: Lab
     driver: Driver
-    progress: Progress
+    progress: DemoProgress
     reference: str
     report: HostsReport = field(default_factory=lambda: HostsReport([], [], {}))
 
@@ -234,7 +234,7 @@ def _overwrite(lab: Lab, path: str, table: Any) -> None:
 
 
 def run_hosts_demo(
-    options: DemoOptions, hosts: int, progress: Progress, passthrough: bool = True
+    options: DemoOptions, hosts: int, progress: DemoProgress, passthrough: bool = True
 ) -> HostsReport:
     """Run the demo across ``hosts`` emulated hosts (the pass-through copy too, with
     ``passthrough``); stops everything before returning."""

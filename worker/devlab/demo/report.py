@@ -80,7 +80,7 @@ def render(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-class Progress:
+class DemoProgress:
     """Step-by-step progress lines; counters redraw in place on a terminal."""
 
     def __init__(self, out: TextIO | None = None) -> None:

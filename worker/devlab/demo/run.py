@@ -42,7 +42,7 @@ from worker.devlab.demo.contenders import (
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.link import cost
 from worker.devlab.demo.outside import OutsideReport, Reader, measure
-from worker.devlab.demo.report import Progress, RunResult, megabytes
+from worker.devlab.demo.report import DemoProgress, RunResult, megabytes
 from worker.devlab.demo.spec import DatasetSpec, default_work_dir
 from worker.devlab.demo.stage import BUCKET, DirStage, S3Stage, Stage, overwrite_local
 from worker.spark import procs
@@ -82,7 +82,7 @@ class Demo:
     """One demo run's moving parts; :func:`run_demo` drives it."""
 
     options: DemoOptions
-    progress: Progress
+    progress: DemoProgress
     stage: Stage
     worker: Worker
     spark: Any = None
@@ -138,10 +138,10 @@ def open_stage(options: DemoOptions, run_dir: Path) -> Stage:
     raise ValueError(f"--ufs must be s3 or file:///dir, not {options.ufs!r}")
 
 
-def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoReport:
+def run_demo(options: DemoOptions, progress: DemoProgress | None = None) -> DemoReport:
     """Run every step; the results of the runs. Stops whatever it started before returning
     or raising."""
-    progress = progress or Progress()
+    progress = progress or DemoProgress()
     spec = options.spec
     run_dir = options.work_dir / f"run-{os.getpid()}"
     with contextlib.ExitStack() as cleanup, _terminate_as_exit():
@@ -185,7 +185,7 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoRepo
         return DemoReport(demo.results, outside_writes(stage, worker, progress))
 
 
-def outside_writes(stage: Stage, worker: Worker, progress: Progress) -> OutsideReport | None:
+def outside_writes(stage: Stage, worker: Worker, progress: DemoProgress) -> OutsideReport | None:
     """On S3, outside writes served by the worker at sync interval -1 (its change feed)."""
     if not isinstance(stage, S3Stage):
         return None
