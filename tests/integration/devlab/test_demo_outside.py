@@ -12,7 +12,7 @@ import pytest
 from tests.integration.feeds.feed_support import wait_until
 from tests.integration.feeds.test_feed_seaweedfs import seaweed_worker
 from tests.integration.inprocess import serving
-from worker.devlab.demo.outside import Reader, measure, render
+from worker.devlab.demo.outside import OutsideReader, measure, render
 from worker.devlab.local.s3 import LocalS3
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -38,7 +38,7 @@ def test_the_lag_printed_is_that_of_the_outside_writes(tmp_path: Path) -> None:
                 httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http,
             ):
                 uri = "s3://demo/outside/probe.txt"
-                report = measure(lambda data: client.pipe_file(uri, data), uri, [Reader("w", http)])
+                report = measure(lambda data: client.pipe_file(uri, data), uri, [OutsideReader("w", http)])
         finally:
             feeds.close()
             service.close()

@@ -31,7 +31,7 @@ from worker.devlab.demo import pipeline
 from worker.devlab.demo.contenders import CACHED, PASSTHROUGH, path_rules
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.link import UfsCost
-from worker.devlab.demo.outside import OutsideReport, Reader, feed_define, measure
+from worker.devlab.demo.outside import OutsideReport, OutsideReader, feed_define, measure
 from worker.devlab.demo.report import DemoProgress, RunResult, megabytes
 from worker.devlab.demo.run import OUTSIDE_KEY, STAT_KEYS, DemoOptions
 from worker.devlab.lab.lab import BUCKET, Lab, guard
@@ -67,7 +67,7 @@ def outside_writes(lab: Lab) -> OutsideReport:
     """Outside writes straight to the lab's SeaweedFS, served by every worker at -1."""
     assert lab.s3 is not None
     client = lab.s3.client()
-    readers = [Reader(worker.address, worker.http) for worker in lab.workers]
+    readers = [OutsideReader(worker.address, worker.http) for worker in lab.workers]
     return measure(
         lambda data: client.pipe_file(f"{BUCKET}/{OUTSIDE_KEY}", data),
         f"{BASE}/{OUTSIDE_KEY}",

@@ -43,7 +43,7 @@ def feed_define(filer_host: str, filer_grpc_port: int, bucket: str) -> str:
 
 
 @dataclass(frozen=True)
-class Reader:
+class OutsideReader:
     """A worker to read through: its name in the report and a client at its address (with
     its token, if it has one)."""
 
@@ -70,7 +70,7 @@ class OutsideReport:
 
 
 def measure(
-    write: Callable[[bytes], None], uri: str, readers: Sequence[Reader], rounds: int = ROUNDS
+    write: Callable[[bytes], None], uri: str, readers: Sequence[OutsideReader], rounds: int = ROUNDS
 ) -> OutsideReport:
     """Write ``uri`` with ``write`` (straight to the UFS) ``rounds`` times after a first
     version every reader has cached, and time each reader's first answer with the new bytes."""
@@ -95,7 +95,7 @@ def measure(
     )
 
 
-def lag_buckets(reader: Reader) -> Buckets:
+def lag_buckets(reader: OutsideReader) -> Buckets:
     """``reader``'s lag histogram now, from its ``/metrics``."""
     text = reader.http.get("/metrics").text
     buckets: Buckets = {}
@@ -125,7 +125,7 @@ def lag_between(before: Buckets, after: Buckets) -> dict[str, dict[str, Any]]:
     return lag
 
 
-def _wait_served(reader: Reader, uri: str, data: bytes, since: float) -> float | None:
+def _wait_served(reader: OutsideReader, uri: str, data: bytes, since: float) -> float | None:
     """Ms from ``since`` until ``reader`` answers ``data`` for ``uri`` at sync interval -1;
     None if it does not within :data:`WAIT_S`."""
     params = {"path": uri, "sync_interval": "-1"}
