@@ -23,7 +23,7 @@ from fsspec.spec import AbstractFileSystem
 from config import Config
 from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK, UfsBackend
-from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner
+from ufs.deadline import Deadline, DeadlinePassed, ThreadRunner
 from ufs.errors import (
     UfsDeadlineExceeded,
     UfsError,
@@ -134,7 +134,7 @@ class Ufs:
                 return request(deadline)
             except UfsError:
                 raise
-            except DeadlineExceeded as exc:
+            except DeadlinePassed as exc:
                 if exc.deadline is caller:
                     raise _late(caller, f"UFS gave no answer to {what} {uri} within") from exc
                 raise StorageUnavailable(
