@@ -25,11 +25,11 @@ from ufs import uri as uris
 from ufs.backend import WRITE_CHUNK, UfsBackend
 from ufs.deadline import Deadline, DeadlinePassed, ThreadRunner
 from ufs.errors import (
+    StorageUnavailable,
     UfsDeadlineExceeded,
     UfsError,
     UfsIsADirectory,
     UfsNotFound,
-    StorageUnavailable,
     UfsVersionChanged,
 )
 from ufs.generic import FsspecBackend

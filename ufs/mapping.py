@@ -14,6 +14,7 @@ import sys
 
 from ufs import kinds
 from ufs.errors import (
+    StorageUnavailable,
     UfsAlreadyExists,
     UfsError,
     UfsInvalidPath,
@@ -21,7 +22,6 @@ from ufs.errors import (
     UfsNotADirectory,
     UfsNotFound,
     UfsPermissionDenied,
-    StorageUnavailable,
 )
 
 _UNAVAILABLE_ERRNOS = frozenset(

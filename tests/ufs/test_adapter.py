@@ -15,7 +15,7 @@ import pytest
 from tests.ufs.contract import UfsContract, WriteOutside
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import ThreadRunner
-from ufs.errors import UfsError, UfsInvalidPath, StorageUnavailable
+from ufs.errors import StorageUnavailable, UfsError, UfsInvalidPath
 from ufs.generic import FsspecBackend
 from ufs.kinds.s3 import S3Options
 from worker.devlab.local.s3 import free_port
@@ -75,7 +75,9 @@ def test_unreachable_s3_is_retried_then_unavailable() -> None:
     sleeps: list[float] = []
     options = refusing_s3(retry_attempts=3, retry_base_delay_ms=50, connect_timeout_ms=500)
     ufs = Ufs(options, sleep=sleeps.append)
-    with pytest.raises(StorageUnavailable, match="UFS unavailable during status s3://b/k") as raised:
+    with pytest.raises(
+        StorageUnavailable, match="UFS unavailable during status s3://b/k"
+    ) as raised:
         ufs.status("s3://b/k")
     assert sleeps == [0.05, 0.1]
     assert raised.value.__cause__ is not None

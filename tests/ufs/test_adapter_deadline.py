@@ -14,7 +14,7 @@ import pytest
 from tests.ufs.test_adapter import refusing_s3
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsDeadlineExceeded, StorageUnavailable
+from ufs.errors import StorageUnavailable, UfsDeadlineExceeded
 from ufs.generic import FsspecBackend
 from ufs.kinds.s3 import S3Options
 

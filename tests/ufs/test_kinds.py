@@ -7,7 +7,7 @@ from botocore.exceptions import ClientError
 from config import ConfigError, load_config
 from ufs import kinds
 from ufs.adapter import Ufs, UfsOptions
-from ufs.errors import UfsError, UfsNotFound, UfsPermissionDenied, StorageUnavailable
+from ufs.errors import StorageUnavailable, UfsError, UfsNotFound, UfsPermissionDenied
 from ufs.kinds.azure import AzureOptions
 from ufs.kinds.s3 import S3Options
 from ufs.mapping import translate
@@ -63,7 +63,12 @@ def test_each_kind_translates_its_client_errors(error: Exception, kind: type[Ufs
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(403, UfsPermissionDenied), (404, UfsNotFound), (429, StorageUnavailable), (503, StorageUnavailable)],
+    [
+        (403, UfsPermissionDenied),
+        (404, UfsNotFound),
+        (429, StorageUnavailable),
+        (503, StorageUnavailable),
+    ],
 )
 def test_an_azure_answer_is_read_by_its_status(status: int, kind: type[UfsError]) -> None:
     error = HttpResponseError(message="refused")

@@ -12,10 +12,10 @@ import pytest
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import (
+    StorageUnavailable,
     UfsError,
     UfsInvalidPath,
     UfsIsADirectory,
-    StorageUnavailable,
     UfsVersionChanged,
 )
 from ufs.local import LocalBackend, path_of

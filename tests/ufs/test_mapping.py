@@ -4,11 +4,11 @@ import pytest
 from botocore import exceptions as boto
 
 from ufs.errors import (
+    StorageUnavailable,
     UfsError,
     UfsInvalidPath,
     UfsNotFound,
     UfsPermissionDenied,
-    StorageUnavailable,
 )
 from ufs.mapping import translate
 

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from config import Config
 from config.keys import KeyType, PropertyKey
 from ufs.errors import (
+    StorageUnavailable,
     UfsAlreadyExists,
     UfsError,
     UfsNotFound,
     UfsPermissionDenied,
-    StorageUnavailable,
 )
 from ufs.kind import UfsKind
 

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from config import Config
 from config.keys import KeyType, PropertyKey
-from ufs.errors import UfsError, UfsInvalidPath, UfsNotFound, UfsPermissionDenied, StorageUnavailable
+from ufs.errors import (
+    StorageUnavailable,
+    UfsError,
+    UfsInvalidPath,
+    UfsNotFound,
+    UfsPermissionDenied,
+)
 from ufs.kind import UfsKind
 
 if TYPE_CHECKING:

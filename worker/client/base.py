@@ -33,7 +33,7 @@ from worker.client.paths import PROTOCOL, StripProtocol, class_strip
 from worker.client.reader import ChunkedReader
 from worker.client.remote import Remote
 from worker.client.resolvers import Metadata, Ranges
-from worker.client.stats import ClientStats, ClientCounters
+from worker.client.stats import ClientCounters, ClientStats
 from worker.common import client_keys
 
 T = TypeVar("T")

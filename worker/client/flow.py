@@ -5,7 +5,8 @@ error translation runs both in the caller's thread and on an event loop
 
 A flow does no I/O itself. It yields one of:
 
-- :class:`ClientExchange`: one HTTP request; the answer comes back read in full and closed. The driver
+- :class:`ClientExchange`: one HTTP request; the answer comes back read in full and closed. The
+driver
   throws ``httpx.TransportError`` into the flow when no answer came, and :class:`BodyCut` when
   the body broke off after the headers;
 - :class:`Pause`: wait (a 503's ``Retry-After``);

@@ -74,7 +74,9 @@ class FrontApp:
         self._local: FrontSameHost | None = None
         self._local_lock = asyncio.Lock()
         self._no_local = False
-        self._routes: dict[str, Callable[[Scope, dict[str, str]], Awaitable[FrontAnswer | None]]] = {
+        self._routes: dict[
+            str, Callable[[Scope, dict[str, str]], Awaitable[FrontAnswer | None]]
+        ] = {
             "/v1/status": self._status,
             "/v1/list": self._list,
         }

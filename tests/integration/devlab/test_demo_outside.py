@@ -38,7 +38,9 @@ def test_the_lag_printed_is_that_of_the_outside_writes(tmp_path: Path) -> None:
                 httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http,
             ):
                 uri = "s3://demo/outside/probe.txt"
-                report = measure(lambda data: client.pipe_file(uri, data), uri, [OutsideReader("w", http)])
+                report = measure(
+                    lambda data: client.pipe_file(uri, data), uri, [OutsideReader("w", http)]
+                )
         finally:
             feeds.close()
             service.close()

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from tests.worker.conftest import open_service
-from ufs.errors import UfsNotFound, StorageUnavailable
+from ufs.errors import StorageUnavailable, UfsNotFound
 from worker.feeds.runner import Feeds
 from worker.service import WorkerService
 

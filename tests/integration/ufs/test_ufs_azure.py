@@ -16,7 +16,7 @@ from tests.ufs.contract import UfsContract, WriteOutside
 from tests.worker.chain import TTL_DEFINES, InvalidationChain
 from tests.worker.conftest import open_service
 from ufs.adapter import Ufs, UfsOptions
-from ufs.errors import UfsNotFound, StorageUnavailable, UfsVersionChanged
+from ufs.errors import StorageUnavailable, UfsNotFound, UfsVersionChanged
 from ufs.kinds.azure import AzureOptions
 from worker.service import WorkerService
 

@@ -13,7 +13,7 @@ from tests.integration.conftest import frozen
 from tests.ufs.contract import UfsContract, WriteOutside
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsNotFound, StorageUnavailable
+from ufs.errors import StorageUnavailable, UfsNotFound
 from ufs.kinds.s3 import S3Options
 from ufs.s3 import PART_SIZE, S3Backend
 from ufs.status import UfsStatus

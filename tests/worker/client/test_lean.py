@@ -135,7 +135,9 @@ def lean() -> Iterator[Callable[..., LeanHttp]]:
 
 
 def status(server: Server, path: str = "s3://bucket/a b.parquet") -> ClientExchange:
-    return ClientExchange("GET", f"http://{server.address}/v1/status", {"path": path}, {"X-Extra": "1"})
+    return ClientExchange(
+        "GET", f"http://{server.address}/v1/status", {"path": path}, {"X-Extra": "1"}
+    )
 
 
 def json_answers(connection: Connection, server: Server) -> None:

@@ -10,7 +10,7 @@ from ufs.deadline import Deadline
 from worker.api.errors import error_response
 from worker.client.errors import error_from_response
 from worker.common import errors as catalogue
-from worker.meta.errors import MetaVersionMismatch as MetaVersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 
 
 class UfsTimeout(ufs.StorageUnavailable):

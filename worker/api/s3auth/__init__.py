@@ -11,4 +11,4 @@ from worker.api.s3auth.body import BodyCheck
 from worker.api.s3auth.errors import S3AuthError
 from worker.api.s3auth.verifier import AccessKey, Principal, Verified, Verifier
 
-__all__ = ["BodyCheck", "AccessKey", "Principal", "S3AuthError", "Verified", "Verifier"]
+__all__ = ["AccessKey", "BodyCheck", "Principal", "S3AuthError", "Verified", "Verifier"]

@@ -253,7 +253,9 @@ def _make_dir(fs: DoraFileSystem, kind: CopyDirection, path: str) -> None:
         fs.makedirs(path, exist_ok=True)
 
 
-def _copy_file(fs: DoraFileSystem, kind: CopyDirection, transfer: Transfer, callback: Callback) -> None:
+def _copy_file(
+    fs: DoraFileSystem, kind: CopyDirection, transfer: Transfer, callback: Callback
+) -> None:
     if kind is CopyDirection.UPLOAD:
         fs.put_file(transfer.source, transfer.target, callback=callback)
     elif kind is CopyDirection.DOWNLOAD:
@@ -292,7 +294,13 @@ def cp(session: Session, args: argparse.Namespace) -> int:
     from_cache, to_cache = remote.pop(), is_remote(args.target)
     if not (from_cache or to_cache):
         raise Failure("both ends are local: use cp, not dora fs cp", EXIT_USAGE)
-    kind = CopyDirection.COPY if from_cache and to_cache else CopyDirection.DOWNLOAD if from_cache else CopyDirection.UPLOAD
+    kind = (
+        CopyDirection.COPY
+        if from_cache and to_cache
+        else CopyDirection.DOWNLOAD
+        if from_cache
+        else CopyDirection.UPLOAD
+    )
     return _copy(session, args, args.sources, args.target, kind)
 
 

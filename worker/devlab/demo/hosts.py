@@ -31,7 +31,7 @@ from worker.devlab.demo import pipeline
 from worker.devlab.demo.contenders import CACHED, PASSTHROUGH, path_rules
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.link import UfsCost
-from worker.devlab.demo.outside import OutsideReport, OutsideReader, feed_define, measure
+from worker.devlab.demo.outside import OutsideReader, OutsideReport, feed_define, measure
 from worker.devlab.demo.report import DemoProgress, RunResult, megabytes
 from worker.devlab.demo.run import OUTSIDE_KEY, STAT_KEYS, DemoOptions
 from worker.devlab.lab.lab import BUCKET, Lab, guard

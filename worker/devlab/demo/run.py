@@ -41,7 +41,7 @@ from worker.devlab.demo.contenders import (
 )
 from worker.devlab.demo.dataset import data_files, ensure_dataset, trips
 from worker.devlab.demo.link import cost
-from worker.devlab.demo.outside import OutsideReport, OutsideReader, measure
+from worker.devlab.demo.outside import OutsideReader, OutsideReport, measure
 from worker.devlab.demo.report import DemoProgress, RunResult, megabytes
 from worker.devlab.demo.spec import DatasetSpec, default_work_dir
 from worker.devlab.demo.stage import BUCKET, DirStage, S3Stage, Stage, overwrite_local
@@ -195,7 +195,9 @@ def outside_writes(stage: Stage, worker: Worker, progress: DemoProgress) -> Outs
         httpx.Client(base_url=f"http://{worker.address}", headers=headers, timeout=30) as http,
         progress.step("outside writes straight to S3, read through the worker at -1"),
     ):
-        return measure(lambda data: stage.put(OUTSIDE_KEY, data), uri, [OutsideReader("worker", http)])
+        return measure(
+            lambda data: stage.put(OUTSIDE_KEY, data), uri, [OutsideReader("worker", http)]
+        )
 
 
 def start_worker(
