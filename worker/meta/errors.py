@@ -13,7 +13,7 @@ class MetaVersionMismatch(MetaError, Catalogued):
     """The caller asked for version ``wanted`` of ``uri`` but the UFS has ``actual``, even after
     a sync (the REST API answers 412)."""
 
-    error_code = "MetaVersionMismatch"
+    error_code = "VersionMismatch"
 
     def __init__(self, uri: str, wanted: str, actual: str) -> None:
         super().__init__(f"{uri!r} is at version {actual!r}, not the requested {wanted!r}")

@@ -80,7 +80,9 @@ def test_the_import_contract_holds() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert answer.returncode == 0, answer.stdout[-3000:] + answer.stderr[-2000:]
-    assert "Contracts: 2 kept, 0 broken." in answer.stdout
+    # The client's two contracts and the one keeping the product off worker.devlab, at least.
+    kept = re.search(r"Contracts: (\d+) kept, 0 broken\.", answer.stdout)
+    assert kept is not None and int(kept.group(1)) >= 3, answer.stdout[-3000:]
 
 
 def test_the_dora_command_imports_no_server_library() -> None:

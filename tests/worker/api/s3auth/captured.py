@@ -15,7 +15,7 @@ import boto3
 from botocore.auth import S3SigV4Auth, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
-from botocore.credentials import AccessKey as BotoCredentials
+from botocore.credentials import Credentials as BotoCredentials
 
 from worker.api.s3auth import AccessKey, Verified, Verifier, sigv4
 
