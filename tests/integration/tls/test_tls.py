@@ -20,9 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.harness import WorkerProcess
+from tests.integration.harness import DORA, WorkerProcess
 from tests.integration.tls.tls_support import (
-    DORA,
     replace,
     served_serial,
     tls_defines,
