@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The doracache worker image, the Helm chart's default ghcr.io/doracache/doracache:
 #   docker build -t ghcr.io/doracache/doracache:0.1.0 .
-# tests/integration/test_image.py builds it with buildah on a Debian base made by mmdebstrap
+# tests/integration/image/test_image.py builds it with buildah on a Debian base made by mmdebstrap
 # (--build-arg BASE_IMAGE=...), runs the worker from it and checks it against the chart.
 
 # Any Debian-like image with Python 3.11+ as python3 (and its venv module) and useradd: the

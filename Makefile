@@ -21,7 +21,7 @@ etcd:
 	@command -v etcd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
 
-# The many-host lab (worker/lab) makes network namespaces and veths with iproute2's ip and cuts
+# The many-host lab (worker/devlab/lab) makes network namespaces and veths with iproute2's ip and cuts
 # links between two hosts with iptables; nsenter, unshare and mount come with util-linux.
 lab-tools:
 	@{ command -v ip && command -v iptables; } >/dev/null || { apt-get update -qq && \
@@ -39,7 +39,7 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# The image test (tests/integration/test_image.py) builds the Dockerfile with buildah on a Debian
+# The image test (tests/integration/image/test_image.py) builds the Dockerfile with buildah on a Debian
 # base made by mmdebstrap (both cached under ~/.cache/doracache-image), no registry needed.
 image-tools:
 	@command -v buildah >/dev/null && command -v mmdebstrap >/dev/null || { apt-get update -qq && \
@@ -55,7 +55,7 @@ azurite:
 # alluxiofs versions the Alluxio-compatibility tests run that cannot share .venv (1.0.17, 1.1.17),
 # each in .venv-alluxiofs/<version>; the tests build them on first use too, but slowly.
 alluxiofs-venvs: $(STAMP)
-	$(BIN)/python -m tests.integration.alluxiofs_support
+	$(BIN)/python -m tests.integration.clients.alluxiofs_support
 
 # The SeaweedFS filer's protocol (the part the change feed uses), generated code committed:
 # regenerate after editing worker/feeds/filer_pb/seaweedfs_filer.proto.

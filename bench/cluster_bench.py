@@ -29,8 +29,8 @@ from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.events import Batch, Event, Op, Origins
 from worker.cluster.follower import Follower
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.publisher import Publisher, PublisherOptions
+from worker.devlab.local.etcd import LocalEtcd
 
 
 def event(i: int) -> Event:

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

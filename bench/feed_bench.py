@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 
 from bench.side.results import percentile
-from worker.cluster.localetcd import LocalEtcd
-from worker.locals3 import LocalS3
+from worker.devlab.local.etcd import LocalEtcd
+from worker.devlab.local.s3 import LocalS3
 
 BUCKET = "feedbench"
 POLL_S = 0.005

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from config import load_config
 from worker import assembly
+from worker.devlab.local.s3 import LocalS3
 from worker.feeds.runner import Feeds
 from worker.keys import build_registry
-from worker.locals3 import LocalS3
 from worker.service import WorkerService
 
 BUCKET = "feedcalls"

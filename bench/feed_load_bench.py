@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.feed_calls_bench import open_worker
+from worker.devlab.local.s3 import LocalS3
 from worker.feeds.keys import SeaweedSpec
 from worker.feeds.seaweedfs import CLOCK_SLACK_NS, SeaweedFeed
-from worker.locals3 import LocalS3
 from worker.service import WorkerService
 
 BUCKET = "feedload"

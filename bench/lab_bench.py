@@ -9,7 +9,7 @@
   the reads); with the link back, the time until it is listed again (rejoin) and until it has
   applied the feed's newest revision (catch-up).
 
-With ``--tls`` the lab runs over TLS (:mod:`worker.lab.tls`: HTTPS workers requiring client
+With ``--tls`` the lab runs over TLS (:mod:`worker.devlab.lab.tls`: HTTPS workers requiring client
 certificates, etcd over TLS, a token), its certificates from the tests' throwaway CA.
 
     .venv/bin/python -m bench.lab_bench [--repeat 5] [--size-mb 4] [--rounds 3] [--tls]
@@ -30,8 +30,8 @@ from tests.worker.tls.certs import CA
 from worker.client.http import Call, WorkerClient
 from worker.cluster.etcd import Etcd
 from worker.cluster.status import cluster_status
-from worker.lab.lab import BUCKET, Lab, LabWorker, guard
-from worker.lab.netns import unavailable_reason
+from worker.devlab.lab.lab import BUCKET, Lab, LabWorker, guard
+from worker.devlab.lab.netns import unavailable_reason
 
 
 def _read(client: WorkerClient, uri: str) -> tuple[float, str]:

@@ -36,12 +36,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from worker.demo import pipeline
-from worker.demo.dataset import data_files, ensure_dataset
-from worker.demo.spec import DatasetSpec
-from worker.lab.lab import Lab, guard
-from worker.lab.netns import unavailable_reason
-from worker.lab.sparklab import ProxiedLab, SparkLab, start_spark_lab
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.dataset import data_files, ensure_dataset
+from worker.devlab.demo.spec import DatasetSpec
+from worker.devlab.lab.lab import Lab, guard
+from worker.devlab.lab.netns import unavailable_reason
+from worker.devlab.lab.sparklab import ProxiedLab, SparkLab, start_spark_lab
 
 LATENCIES_MS = (0, 20)
 HOSTS = (1, 3)
@@ -52,7 +52,7 @@ NEGATIVE_TTL = "dora.worker.ufs.negative.cache.ttl=1s"
 PARTS = (
     ("CoarseGrainedExecutorBackend", "executors"),
     ("SparkSubmit", "driver"),
-    ("worker.lab.sparkjob", "driver"),
+    ("worker.devlab.lab.sparkjob", "driver"),
     ("org.apache.spark.deploy", "Spark daemons"),
     ("dora\0worker", "workers"),
     ("weed", "S3"),

@@ -6,6 +6,8 @@ suite also writes its result file and renders bench/RESULTS.md and the plots fro
     .venv/bin/python -m bench.run_all --quick    # side-by-side, reduced (make bench-quick)
 
 Other options go to ``python -m bench.side`` (``make bench-quick BENCH_ARGS="--label ..."``).
+One-off experiments (``bench/experiments/``) are not run here; each runs alone as
+``python -m bench.experiments.X``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from bench.feed_calls_bench import open_worker
-from worker.locals3 import LocalS3
+from worker.devlab.local.s3 import LocalS3
 from worker.service import WorkerService
 
 BUCKET = "servestale"

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.demo import pipeline
-from worker.demo.contenders import CACHED, PASSTHROUGH, Contender, contenders
-from worker.demo.dataset import data_files, ensure_dataset
-from worker.demo.link import cost
-from worker.demo.run import DemoOptions, start_spark, start_worker
-from worker.demo.spec import DatasetSpec, default_work_dir
-from worker.demo.stage import S3Stage
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.contenders import CACHED, PASSTHROUGH, Contender, contenders
+from worker.devlab.demo.dataset import data_files, ensure_dataset
+from worker.devlab.demo.link import cost
+from worker.devlab.demo.run import DemoOptions, start_spark, start_worker
+from worker.devlab.demo.spec import DatasetSpec, default_work_dir
+from worker.devlab.demo.stage import S3Stage
 from worker.spark.sidecar import stop_worker
 
 SCAN_SKIP = ("pickup_at", "dropoff_at", "payment_type")
@@ -130,7 +130,9 @@ def run(args: argparse.Namespace, run_dir: Path, cleanup: contextlib.ExitStack) 
     stage = S3Stage(run_dir / "seaweedfs").start()
     cleanup.callback(stage.close)
     if stage.link is None:
-        raise SystemExit("the benchmark needs worker.netproxy to add latency and count")
+        raise SystemExit(
+            "the benchmark needs worker.devlab.local.netproxy to add latency and count"
+        )
     stage.upload(CACHED, paths, lambda done, total: None)
     stage.copy(CACHED, PASSTHROUGH)
     local = run_dir / "local"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.roots_bench import report, timed
+from bench.experiments.roots_bench import report, timed
 from bench.side.services import WorkerProcess
 
 

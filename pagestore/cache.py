@@ -25,7 +25,7 @@ from pagestore.api import (
     Store,
     StoreStats,
 )
-from pagestore.counters import Count, Counters
+from pagestore.counters import Count, PageCounters
 from pagestore.flight import FlightCall, SingleFlight
 from pagestore.invalidation import Invalidation, InvalidationLog
 from pagestore.mrc import MissRatioCurve
@@ -56,7 +56,7 @@ class PageCache:
         self._log_lock = threading.Lock()
         self._invalidations = InvalidationLog()
         self._flights: SingleFlight[PageId, Fill] = SingleFlight()
-        self._counters = Counters()
+        self._counters = PageCounters()
         self.advice = MissRatioCurve(self.page_size)
         self._covers: Callable[[str], bool] = _nothing
 

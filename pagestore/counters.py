@@ -19,7 +19,7 @@ class Count(enum.Enum):
     IO_ERRORS = "io_errors"
 
 
-class Counters:
+class PageCounters:
     """Monotonic counters. Thread-safe; its lock is a leaf (never held while taking another)."""
 
     def __init__(self) -> None:

@@ -70,7 +70,7 @@ def encode_entry(file_name: str, uri: str, page_length: int) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class PackEntry:
     """An entry read back from a pack: its page, the page's offset and length, and the URI."""
 
     key: PageKey | None  # None: the name is not a page's (the entry is skipped)
@@ -84,7 +84,7 @@ class Entry:
         return self.page_offset + self.page_length
 
 
-def parse_entry(raw: memoryview, offset: int) -> Entry:
+def parse_entry(raw: memoryview, offset: int) -> PackEntry:
     """The entry at ``offset`` of a pack's bytes. Raises TornEntryError if its header is cut
     short or does not check; its page may still be short (found when it is read)."""
     if len(raw) - offset < ENTRY_HEAD:
@@ -104,7 +104,7 @@ def parse_entry(raw: memoryview, offset: int) -> Entry:
     except UnicodeDecodeError as exc:
         raise TornEntryError(f"entry at {offset}: {exc}") from None
     live = bytes(raw[state_at : state_at + 1]) == LIVE
-    return Entry(PageKey.parse(name), uri, state_at + 1, page_length, live)
+    return PackEntry(PageKey.parse(name), uri, state_at + 1, page_length, live)
 
 
 @dataclass(eq=False, slots=True)

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pagestore.counters import Count, Counters
+from pagestore.counters import Count, PageCounters
 from pagestore.dirs import StoreDir
 from pagestore.index import PageIndex
 from pagestore.page import PageKey
@@ -32,7 +32,7 @@ class DiskState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     index: PageIndex = field(default_factory=PageIndex)
     busy: set[PageKey] = field(default_factory=set)
-    counters: Counters = field(default_factory=Counters)
+    counters: PageCounters = field(default_factory=PageCounters)
 
 
 @dataclass

@@ -24,13 +24,13 @@ from config import Config
 from ufs import uri as uris
 from ufs.attributes import NO_ATTRIBUTES, Attributes, AttributeStore
 from ufs.backend import WRITE_CHUNK, UfsBackend
-from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner
+from ufs.deadline import Deadline, DeadlinePassed, ThreadRunner
 from ufs.errors import (
+    StorageUnavailable,
     UfsDeadlineExceeded,
     UfsError,
     UfsIsADirectory,
     UfsNotFound,
-    UfsUnavailable,
     UfsVersionChanged,
 )
 from ufs.generic import FsspecBackend
@@ -59,7 +59,7 @@ class Ufs:
     :mod:`ufs.errors`. Each call to the storage has a deadline (``dora.ufs.call.deadline``)
     covering its retries and backoff: a call that fails because the UFS is unavailable is
     retried with doubling backoff while time remains, and a UFS that does not answer in time
-    raises :class:`UfsUnavailable` with ``retry_after`` = the deadline. A method that makes
+    raises :class:`StorageUnavailable` with ``retry_after`` = the deadline. A method that makes
     several calls (delete: status, list, delete) gives each its deadline; a streamed write is
     bounded per request (see :meth:`write`).
 
@@ -148,10 +148,10 @@ class Ufs:
                 return request(deadline)
             except UfsError:
                 raise
-            except DeadlineExceeded as exc:
+            except DeadlinePassed as exc:
                 if exc.deadline is caller:
                     raise _late(caller, f"UFS gave no answer to {what} {uri} within") from exc
-                raise UfsUnavailable(
+                raise StorageUnavailable(
                     f"UFS gave no answer to {what} {uri} within {self._deadline:g}s "
                     "(dora.ufs.call.deadline)",
                     retry_after=math.ceil(self._deadline),
@@ -159,7 +159,7 @@ class Ufs:
             except Exception as exc:
                 error = translate(exc, what, uri)
                 delay = self.options.retry_base_delay_ms * (2 ** (attempt - 1)) / 1000
-                if not isinstance(error, UfsUnavailable) or attempt == attempts:
+                if not isinstance(error, StorageUnavailable) or attempt == attempts:
                     raise error from exc
                 if delay >= deadline.left():
                     # No time left for another attempt: the caller's time, or the call's.
@@ -222,7 +222,7 @@ class Ufs:
         raise. All files are of one scheme (ValueError otherwise).
 
         A local UFS reads them in one request to a UFS thread, under one deadline for them all
-        (raising UfsUnavailable for them all when it does not answer in time; no retries, a
+        (raising StorageUnavailable for them all when it does not answer in time; no retries, a
         failed file is the caller's to read again): for small files the hop costs more than the
         read. Any other store reads each file as :meth:`read` does, with its own deadline and
         retries, as one request per file is all an object store offers and a batch of them

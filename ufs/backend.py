@@ -26,7 +26,7 @@ class UfsBackend(Protocol):
     the storage's own errors (``OSError``, botocore's, ...) for the facade to translate, or a
     :class:`ufs.errors.UfsError` for what only the backend can tell (a failed precondition).
     Each method is done by its ``deadline``, or raises
-    :class:`ufs.deadline.DeadlineExceeded` having stopped waiting (and cancelled the request
+    :class:`ufs.deadline.DeadlinePassed` having stopped waiting (and cancelled the request
     where the storage allows).
 
     ``pins_versions``: :meth:`read` with a version guarantees the bytes come from it (else

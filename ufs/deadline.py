@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
-class DeadlineExceeded(TimeoutError):
+class DeadlinePassed(TimeoutError):
     """A storage request did not finish in the time it had: ``deadline``, which ran out (so a
     caller that bounds a call by one of two deadlines can tell which)."""
 
@@ -45,10 +45,10 @@ class Deadline:
         return self._at - self._clock()
 
     def timeout(self) -> float:
-        """Seconds left for the next request; DeadlineExceeded if none are."""
+        """Seconds left for the next request; DeadlinePassed if none are."""
         left = self.left()
         if left <= 0:
-            raise DeadlineExceeded(f"no time left of {self.seconds:g}s", self)
+            raise DeadlinePassed(f"no time left of {self.seconds:g}s", self)
         return left
 
     def restarted(self) -> Deadline:
@@ -69,7 +69,7 @@ def run_coroutine(
     deadline: Deadline,
 ) -> T:
     """Run ``coroutine()`` on ``loop`` (another thread's: fsspec's IO loop) and return its
-    result; past the deadline it is cancelled and DeadlineExceeded is raised. Errors of the
+    result; past the deadline it is cancelled and DeadlinePassed is raised. Errors of the
     coroutine propagate unchanged."""
     timeout = deadline.timeout()
     future = asyncio.run_coroutine_threadsafe(coroutine(), loop)
@@ -80,7 +80,7 @@ def run_coroutine(
         # finished (or itself raised TimeoutError), whose outcome is then the answer.
         if not future.cancel():
             return future.result()
-        raise DeadlineExceeded(f"no answer within {timeout:.3g}s", deadline) from None
+        raise DeadlinePassed(f"no answer within {timeout:.3g}s", deadline) from None
 
 
 class _State(enum.Enum):
@@ -135,7 +135,7 @@ class ThreadRunner:
     """Runs blocking storage calls on at most ``threads`` daemon threads, so that a caller
     can stop waiting for one.
 
-    A call still running at its deadline is abandoned: the caller gets DeadlineExceeded at
+    A call still running at its deadline is abandoned: the caller gets DeadlinePassed at
     once, while the thread stays blocked until the storage answers, drops the result and
     serves the next call. When a hung storage holds every thread, further calls wait in the
     queue and fail at their deadline without ever running. Daemon threads, so a storage that
@@ -155,13 +155,13 @@ class ThreadRunner:
         self._ids = itertools.count(1)
 
     def run(self, fn: Callable[[], T], deadline: Deadline) -> T:
-        """``fn()``'s result or error; DeadlineExceeded if it is not done by ``deadline``."""
+        """``fn()``'s result or error; DeadlinePassed if it is not done by ``deadline``."""
         timeout = deadline.timeout()
         call = _Call(fn)
         self._submit(call)
         if not call.wait(timeout):
             call.abandon()
-            raise DeadlineExceeded(f"no answer within {timeout:.3g}s", deadline)
+            raise DeadlinePassed(f"no answer within {timeout:.3g}s", deadline)
         return call.outcome()
 
     def spawn(self, fn: Callable[[], object]) -> None:

@@ -50,7 +50,7 @@ class UfsTooLarge(UfsError):
     """The operation would move more bytes than a configured bound allows."""
 
 
-class UfsUnavailable(UfsError):
+class StorageUnavailable(UfsError):
     """The UFS could not be reached or failed on its side (connection refused, timeout, 5xx),
     after bounded retries. ``retry_after`` is a hint in seconds for callers."""
 
@@ -61,7 +61,7 @@ class UfsUnavailable(UfsError):
 
 class UfsDeadlineExceeded(UfsError, TimeoutError):
     """The caller's own ``deadline`` for the request ran out while it waited for the UFS, or
-    left no time for another attempt after a failure. Unlike :class:`UfsUnavailable`, where
+    left no time for another attempt after a failure. Unlike :class:`StorageUnavailable`, where
     the UFS took longer than ``dora.ufs.call.deadline``, the caller has stopped waiting:
     there is nothing to retry on its behalf. A caller that shares a call with others (single
     flight) tells by ``deadline`` whose time ran out: another caller's is not its own."""

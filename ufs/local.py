@@ -66,7 +66,7 @@ def _resolve_existing(path: str) -> str:
     """The kernel's own resolution of an existing path (an ``O_PATH`` descriptor, named by
     /proc), which cannot disagree with what the kernel follows later; ``os.path.realpath``
     where either is missing. Three system calls, measured 2-5 times cheaper than
-    ``os.path.realpath``'s ``lstat`` per component in Python (bench/roots_bench.py)."""
+    ``os.path.realpath``'s ``lstat`` per component in Python (bench/experiments/roots_bench.py)."""
     if not _O_PATH:
         os.stat(path)
         return os.path.realpath(path)

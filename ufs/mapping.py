@@ -14,6 +14,7 @@ import sys
 
 from ufs import kinds
 from ufs.errors import (
+    StorageUnavailable,
     UfsAlreadyExists,
     UfsError,
     UfsInvalidPath,
@@ -21,7 +22,6 @@ from ufs.errors import (
     UfsNotADirectory,
     UfsNotFound,
     UfsPermissionDenied,
-    UfsUnavailable,
 )
 
 _UNAVAILABLE_ERRNOS = frozenset(
@@ -57,15 +57,15 @@ def translate(exc: BaseException, what: str, uri: str) -> UfsError:
     if found is not None:
         return found
     if isinstance(exc, ConnectionError | TimeoutError):
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
+        return StorageUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
     if isinstance(exc, OSError) and exc.errno in _UNAVAILABLE_ERRNOS:
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {exc.strerror or exc}")
+        return StorageUnavailable(f"UFS unavailable during {what} {uri}: {exc.strerror or exc}")
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
         return UfsInvalidPath(f"invalid path {uri!r}: name too long")
     if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
         return UfsInvalidPath(f"invalid path {uri!r}: too many levels of symbolic links")
     if _is_aiohttp_client_error(exc):
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
+        return StorageUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
     return UfsError(f"UFS error during {what} {uri}: {type(exc).__name__}: {exc}")
 
 

@@ -32,7 +32,7 @@ from worker.rules.live import Rules
 from worker.rules.model import Policy
 
 
-class Source(enum.Enum):
+class IntervalSource(enum.Enum):
     """Where a request's sync interval came from."""
 
     CALL = "call"
@@ -50,7 +50,7 @@ class Freshness:
     re-check runs). Immutable."""
 
     sync_interval: int
-    source: Source
+    source: IntervalSource
     path_interval: int
     serve_stale: bool = False
 
@@ -68,12 +68,12 @@ def resolve(
     option (None: it sent none)."""
     path_interval = policy.sync_interval
     if must_sync:
-        return Freshness(0, Source.REVISION, path_interval)
+        return Freshness(0, IntervalSource.REVISION, path_interval)
     if serve_stale is None:
         serve_stale = given is None and policy.serve_stale
     if given is not None:
-        return Freshness(given, Source.CALL, path_interval, serve_stale)
-    source = Source.RULE if policy.sync_by_rule else Source.DEFAULT
+        return Freshness(given, IntervalSource.CALL, path_interval, serve_stale)
+    source = IntervalSource.RULE if policy.sync_by_rule else IntervalSource.DEFAULT
     return Freshness(path_interval, source, path_interval, serve_stale)
 
 

@@ -28,7 +28,7 @@ from ufs.adapter import Ufs
 from ufs.deadline import Deadline
 from ufs.errors import UfsError, UfsVersionChanged
 from ufs.status import UfsStatus, file_id
-from worker.meta.counters import Counters
+from worker.meta.counters import MetaCounters
 from worker.metrics import Metrics
 from worker.rules.admission import FirstReads
 from worker.rules.model import Admission, Policy
@@ -92,7 +92,7 @@ class Reader:
         self._metrics = metrics
         self._first_reads = FirstReads()
         self._pool = ThreadPoolExecutor(read_ahead_threads, thread_name_prefix="read-ahead")
-        self.counters = Counters(_SOURCES)
+        self.counters = MetaCounters(_SOURCES)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -41,7 +41,7 @@ from worker.insight import History, TopFiles
 from worker.load.job import LoadJob
 from worker.load.manager import LoadManager
 from worker.load.source import LoadSource
-from worker.meta.counters import Counters
+from worker.meta.counters import MetaCounters
 from worker.meta.generations import GenerationFile
 from worker.meta.manager import MetadataManager
 from worker.metrics import Metrics
@@ -118,7 +118,7 @@ class WorkerService(Mutations, Pinning, Compound, Overview):
         self.top_files = TopFiles()
         # The worker cannot see a same-host client's reads of its page files; what it can
         # count is the cached bytes it handed out for them (the client counts what it read).
-        self._located = Counters(("short_circuit_located_bytes",))
+        self._located = MetaCounters(("short_circuit_located_bytes",))
         self._closed = False
         self._probes: dict[str, Callable[[], tuple[str, bool]]] = {}
         meta.writes.add_listener(self._drop_pages)

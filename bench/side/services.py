@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
-from worker.netproxy import ProxyStats, TcpProxy
+from worker.devlab.local.netproxy import ProxyStats, TcpProxy
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
 
 BUCKET = "bench"
 DORA = str(Path(sys.executable).with_name("dora"))
@@ -73,7 +73,7 @@ def _serve_proxy(target_port: int, conn: multiprocessing.connection.Connection) 
 
 
 class ProxyProcess:
-    """A :class:`worker.netproxy.TcpProxy` in a child process, driven through a pipe.
+    """A :class:`worker.devlab.local.netproxy.TcpProxy` in a child process, driven through a pipe.
     Not thread-safe."""
 
     def __init__(self, target_port: int) -> None:

@@ -23,7 +23,8 @@ EVICTORS = tuple(_POLICIES)
 """The names of the policies, as ``dora.worker.page.store.evictor`` accepts them."""
 
 DEFAULT_EVICTOR = "s3fifo"
-"""The default policy, chosen by measurement (bench/evict_bench.py, bench/RESULTS.md): it alone
+"""The default policy, chosen by measurement (bench/experiments/evict_bench.py, bench/RESULTS.md):
+it alone
 keeps at least 90% of a hot set through a one-pass scan and caches 90% of a new hot set read
 three times, its hit ratio on a scanned Zipf trace is within a point of the best, and a read
 costs it under a microsecond more than LRU."""

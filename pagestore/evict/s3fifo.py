@@ -26,9 +26,9 @@ from pagestore.evict.base import K
 
 SMALL_SHARE = 0.05
 """The small queue's share of the tracked pages: half the paper's 10%, by measurement
-(``bench/evict_bench.py``, bench/RESULTS.md "Eviction policies, tuned"): on a Zipf trace with
-periodic scans it gains 0.2-0.3 points at every scan rate, and still keeps a hot set through a
-scan and caches a new one read three times."""
+(``bench/experiments/evict_bench.py``, bench/RESULTS.md "Eviction policies, tuned"): on a Zipf
+trace with periodic scans it gains 0.2-0.3 points at every scan rate, and still keeps a hot set
+through a scan and caches a new one read three times."""
 
 MAX_USES = 3
 """The use count saturates here: two bits, as in the paper."""

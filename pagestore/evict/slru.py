@@ -3,7 +3,7 @@ protected one; victims come from probation first.
 
 A one-pass scan only passes through probation, so pages read twice survive it. A new hot set
 larger than probation is a loop over an LRU: each of its pages is evicted before it is read
-again, so it never reaches protection (measured in bench/evict_bench.py).
+again, so it never reaches protection (measured in bench/experiments/evict_bench.py).
 """
 
 from __future__ import annotations

@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 import s3fs
 
+from tests.integration.lab.lab_support import lab_fixture
 from tests.worker.tls.certs import CA
 from ufs.adapter import Ufs, UfsOptions
 from ufs.kinds.s3 import S3Options
-from worker.lab.lab import Lab
-from worker.locals3 import ACCESS_KEY, SECRET_KEY, LocalS3
-from worker.localserver import LocalServer
-
-from .lab_support import lab_fixture
+from worker.devlab.lab.lab import Lab
+from worker.devlab.local.s3 import ACCESS_KEY, SECRET_KEY, LocalS3
+from worker.devlab.local.server import LocalServer
 
 BUCKET = "itest"
 
@@ -31,7 +30,7 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """The many-host lab (worker/lab), one per test process that runs a lab test, shared by
+    """The many-host lab (worker/devlab/lab), one per test process that runs a lab test, shared by
     the lab's modules (each test leaves it as it found it: every host up, every link healed)."""
     yield from lab_fixture(tmp_path_factory)
 

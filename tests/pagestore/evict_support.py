@@ -1,5 +1,5 @@
 """A page cache reduced to ids, over a real evictor: what the eviction tests and
-``bench/evict_bench.py`` replay traces against."""
+``bench/experiments/evict_bench.py`` replay traces against."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import pytest
 import s3fs
 
 from tests.reliability.support import Worker
-from worker.locals3 import LocalS3
-from worker.netproxy import HttpRequest, TcpProxy
+from worker.devlab.local.netproxy import HttpRequest, TcpProxy
+from worker.devlab.local.s3 import LocalS3
 
 BUCKET = "reliability"
 MakeWorker = Callable[..., Worker]

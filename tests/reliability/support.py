@@ -53,7 +53,8 @@ class ThreadClients:
     thread that has not sent on it yet. That thread then sends, and its request is cut
     (``ReadError``) or, when the close lands while it waits for the answer, hears nothing
     until its read timeout: another thread's close does not wake a ``poll()``
-    (encode/httpcore#1110, no release fixes it). ``python -m bench.client_pool_bench``: 64
+    (encode/httpcore#1110, no release fixes it). ``python -m bench.experiments.client_pool_bench``:
+    64
     threads over one shared client, against a server that only answers ``ok``, lost 23 of
     198,758 requests, each on a connection closed under it; with a client each, none. A pool
     used by one thread has no other thread's pass to race."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.slowclient_bench import Sample, half_heads, outcomes, stalled_creates
+from bench.experiments.slowclient_bench import Sample, half_heads, outcomes, stalled_creates
 from pagestore import modes
 from tests.reliability.conftest import MakeWorker
 from tests.reliability.support import RecordFigure, Worker, wait_for

@@ -6,7 +6,8 @@ written to that file (never a mix, never a third thing), and after each heal eve
 straight at sync interval -1, serves the bytes S3 holds. The short run is one round; the soak
 ten, each fault on a host picked at random.
 
-The single faults, each with its exact expectations, are ``tests/integration/test_lab_faults.py``.
+The single faults, each with its exact expectations, are
+``tests/integration/lab/test_lab_faults.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.integration.lab_support import (
+from tests.integration.lab.lab_support import (
     lab_fixture,
     online,
     put_files,
@@ -28,7 +29,7 @@ from tests.integration.lab_support import (
     wait_for,
 )
 from tests.reliability.support import RecordFigure
-from worker.lab.lab import Lab
+from worker.devlab.lab.lab import Lab
 
 pytestmark = pytest.mark.reliability
 FILES = 12

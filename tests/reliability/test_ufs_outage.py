@@ -21,8 +21,8 @@ import pytest
 
 from tests.reliability.conftest import BUCKET, MakeWorker
 from tests.reliability.support import RecordFigure, content
+from worker.devlab.local.s3 import LocalS3
 from worker.keys import build_registry
-from worker.locals3 import LocalS3
 
 pytestmark = pytest.mark.reliability
 

@@ -15,10 +15,10 @@ import pytest
 from tests.ufs.contract import UfsContract, WriteOutside
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import ThreadRunner
-from ufs.errors import UfsError, UfsInvalidPath, UfsUnavailable
+from ufs.errors import StorageUnavailable, UfsError, UfsInvalidPath
 from ufs.generic import FsspecBackend
 from ufs.kinds.s3 import S3Options
-from worker.locals3 import free_port
+from worker.devlab.local.s3 import free_port
 
 
 class TestLocalDirectory(UfsContract):
@@ -75,7 +75,9 @@ def test_unreachable_s3_is_retried_then_unavailable() -> None:
     sleeps: list[float] = []
     options = refusing_s3(retry_attempts=3, retry_base_delay_ms=50, connect_timeout_ms=500)
     ufs = Ufs(options, sleep=sleeps.append)
-    with pytest.raises(UfsUnavailable, match="UFS unavailable during status s3://b/k") as raised:
+    with pytest.raises(
+        StorageUnavailable, match="UFS unavailable during status s3://b/k"
+    ) as raised:
         ufs.status("s3://b/k")
     assert sleeps == [0.05, 0.1]
     assert raised.value.__cause__ is not None
@@ -95,7 +97,7 @@ def test_a_call_the_ufs_never_answers_is_unavailable_at_its_deadline(tmp_path: P
     generic = FsspecBackend("file", fsspec.filesystem("file", skip_instance_cache=True), runner)
     ufs = Ufs(UfsOptions(call_deadline_ms=300), backends={"file": generic})
     try:
-        with pytest.raises(UfsUnavailable, match="dora.ufs.call.deadline") as raised:
+        with pytest.raises(StorageUnavailable, match="dora.ufs.call.deadline") as raised:
             ufs.read(f"file://{fifo}", 0, 10)
         assert raised.value.retry_after == 1
     finally:
@@ -118,7 +120,7 @@ def test_a_batch_read_of_a_store_without_batches_gives_each_file_its_deadline(
     local = Ufs()  # statuses named as the local backend names them
     try:
         outcomes = ufs.read_files([local.status(f"file://{fifo}") for fifo in fifos])
-        assert [type(outcome) for outcome in outcomes] == [UfsUnavailable, UfsUnavailable]
+        assert [type(outcome) for outcome in outcomes] == [StorageUnavailable, StorageUnavailable]
         assert all("dora.ufs.call.deadline" in str(outcome) for outcome in outcomes)
     finally:
         for fifo in fifos:
@@ -143,7 +145,7 @@ def test_retries_stop_when_the_deadline_leaves_no_time() -> None:
 
     options = refusing_s3(retry_attempts=5, retry_base_delay_ms=4000, call_deadline_ms=10000)
     ufs = Ufs(options, sleep=sleep, clock=lambda: now[0])
-    with pytest.raises(UfsUnavailable, match="UFS unavailable during status"):
+    with pytest.raises(StorageUnavailable, match="UFS unavailable during status"):
         ufs.status("s3://b/k")
     assert sleeps == [4.0]  # the next backoff (8s) would end past the deadline
 
@@ -161,7 +163,7 @@ def test_a_failed_local_stream_leaves_the_old_file_and_no_part(tmp_path: Path) -
         yield b"new, but "
         raise ConnectionResetError("the client went away")
 
-    with pytest.raises(UfsUnavailable):
+    with pytest.raises(StorageUnavailable):
         Ufs().write(f"file://{tmp_path}/f", body())
     assert (tmp_path / "f").read_bytes() == b"old"
     deadline = time.monotonic() + 30

@@ -14,7 +14,7 @@ import pytest
 from tests.ufs.test_adapter import refusing_s3
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
-from ufs.errors import UfsDeadlineExceeded, UfsUnavailable
+from ufs.errors import StorageUnavailable, UfsDeadlineExceeded
 from ufs.generic import FsspecBackend
 from ufs.kinds.s3 import S3Options
 
@@ -70,12 +70,12 @@ def test_a_hung_call_fails_at_the_request_deadline_when_it_comes_first(fifo: str
         == f"UFS gave no answer to read {fifo} within the request's deadline of 0.3s"
     )
     assert raised.value.deadline is deadline  # whose time ran out, for a shared call's waiters
-    assert not isinstance(raised.value, UfsUnavailable)  # nothing to retry: the caller is gone
+    assert not isinstance(raised.value, StorageUnavailable)  # nothing to retry: the caller is gone
 
 
 def test_a_hung_call_fails_at_its_own_deadline_when_that_comes_first(fifo: str) -> None:
     ufs = hanging_ufs(call_deadline_ms=300)
-    with pytest.raises(UfsUnavailable, match=r"within 0.3s \(dora.ufs.call.deadline\)"):
+    with pytest.raises(StorageUnavailable, match=r"within 0.3s \(dora.ufs.call.deadline\)"):
         ufs.read(fifo, 0, 10, deadline=Deadline(60))
 
 
@@ -91,7 +91,7 @@ def test_retries_stop_where_the_request_deadline_leaves_no_time_for_them() -> No
         clock.sleep(seconds)
 
     ufs = Ufs(options, sleep=sleep, clock=clock)
-    with pytest.raises(UfsUnavailable):
+    with pytest.raises(StorageUnavailable):
         ufs.status("s3://b/k")
     assert sleeps == [1.0, 2.0, 4.0]  # the next (8 s) would end past the call's deadline
 

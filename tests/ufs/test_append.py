@@ -1,6 +1,6 @@
 """An append to a local file pinned to the version its caller saw: a file changed meanwhile is
 refused, not appended to (the S3 rewrite's own rules are in
-``tests/integration/test_ufs_s3_append.py``; the contract suite covers the rest)."""
+``tests/integration/ufs/test_ufs_s3_append.py``; the contract suite covers the rest)."""
 
 from pathlib import Path
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from fsspec.asyn import get_loop
 
-from ufs.deadline import Deadline, DeadlineExceeded, ThreadRunner, run_coroutine
+from ufs.deadline import Deadline, DeadlinePassed, ThreadRunner, run_coroutine
 
 
 class FakeClock:
@@ -36,7 +36,7 @@ def test_deadline_counts_down_and_then_refuses() -> None:
     clock.now += 1.5
     assert deadline.left() == pytest.approx(0.5)
     clock.now += 0.5
-    with pytest.raises(DeadlineExceeded):
+    with pytest.raises(DeadlinePassed):
         deadline.timeout()
 
 
@@ -54,12 +54,12 @@ def test_a_blocked_call_is_abandoned_and_its_thread_reused(pipe: tuple[int, int]
     read_end, write_end = pipe
     runner = ThreadRunner(threads=1)
     deadline = Deadline(0.2)
-    with pytest.raises(DeadlineExceeded) as raised:
+    with pytest.raises(DeadlinePassed) as raised:
         runner.run(lambda: os.read(read_end, 1), deadline)
     assert raised.value.deadline is deadline  # which deadline ran out
     # The one thread is still blocked: a call queued behind it fails without ever running.
     ran = threading.Event()
-    with pytest.raises(DeadlineExceeded):
+    with pytest.raises(DeadlinePassed):
         runner.run(ran.set, Deadline(0.2))
     os.write(write_end, b"x")  # the storage answers: the thread is free again
     assert runner.run(lambda: 6 * 7, Deadline(30)) == 42
@@ -95,7 +95,7 @@ def test_a_coroutine_past_its_deadline_is_cancelled() -> None:
             writer.close()
 
     try:
-        with pytest.raises(DeadlineExceeded):
+        with pytest.raises(DeadlinePassed):
             run_coroutine(get_loop(), ask, Deadline(0.3))
         assert cancelled.wait(30)
     finally:
@@ -108,4 +108,4 @@ def test_a_coroutine_error_is_not_a_deadline() -> None:
 
     with pytest.raises(TimeoutError, match="the coroutine's own") as raised:
         run_coroutine(get_loop(), fail, Deadline(30))
-    assert not isinstance(raised.value, DeadlineExceeded)
+    assert not isinstance(raised.value, DeadlinePassed)

@@ -7,7 +7,7 @@ from botocore.exceptions import ClientError
 from config import ConfigError, load_config
 from ufs import kinds
 from ufs.adapter import Ufs, UfsOptions
-from ufs.errors import UfsError, UfsNotFound, UfsPermissionDenied, UfsUnavailable
+from ufs.errors import StorageUnavailable, UfsError, UfsNotFound, UfsPermissionDenied
 from ufs.kinds.azure import AzureOptions
 from ufs.kinds.s3 import S3Options
 from ufs.mapping import translate
@@ -50,11 +50,11 @@ def client_error(status: int, code: str) -> ClientError:
     [
         (client_error(404, "NoSuchKey"), UfsNotFound),
         (client_error(403, "AccessDenied"), UfsPermissionDenied),
-        (client_error(429, "TooManyRequests"), UfsUnavailable),
-        (client_error(400, "RequestTimeout"), UfsUnavailable),
-        (client_error(503, "SlowDown"), UfsUnavailable),
+        (client_error(429, "TooManyRequests"), StorageUnavailable),
+        (client_error(400, "RequestTimeout"), StorageUnavailable),
+        (client_error(503, "SlowDown"), StorageUnavailable),
         (ResourceNotFoundError("gone"), UfsNotFound),
-        (ServiceRequestError("connection refused"), UfsUnavailable),
+        (ServiceRequestError("connection refused"), StorageUnavailable),
     ],
 )
 def test_each_kind_translates_its_client_errors(error: Exception, kind: type[UfsError]) -> None:
@@ -63,7 +63,12 @@ def test_each_kind_translates_its_client_errors(error: Exception, kind: type[Ufs
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(403, UfsPermissionDenied), (404, UfsNotFound), (429, UfsUnavailable), (503, UfsUnavailable)],
+    [
+        (403, UfsPermissionDenied),
+        (404, UfsNotFound),
+        (429, StorageUnavailable),
+        (503, StorageUnavailable),
+    ],
 )
 def test_an_azure_answer_is_read_by_its_status(status: int, kind: type[UfsError]) -> None:
     error = HttpResponseError(message="refused")

@@ -12,10 +12,10 @@ import pytest
 from ufs.adapter import Ufs, UfsOptions
 from ufs.deadline import Deadline, ThreadRunner
 from ufs.errors import (
+    StorageUnavailable,
     UfsError,
     UfsInvalidPath,
     UfsIsADirectory,
-    UfsUnavailable,
     UfsVersionChanged,
 )
 from ufs.local import LocalBackend, path_of
@@ -183,7 +183,7 @@ def test_read_files_hands_a_local_batch_to_one_thread_under_one_deadline(
     try:
         runner.spawn(lambda: os.read(read_end, 1))  # a hung mount holds the one thread
         deadline = r"read .*/f0 and 19 more within 0.3s \(dora.ufs.call.deadline\)"
-        with pytest.raises(UfsUnavailable, match=deadline) as raised:
+        with pytest.raises(StorageUnavailable, match=deadline) as raised:
             ufs.read_files(files)
         assert raised.value.retry_after == 1
         os.write(write_end, b"x")  # the storage answers again

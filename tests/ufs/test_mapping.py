@@ -4,11 +4,11 @@ import pytest
 from botocore import exceptions as boto
 
 from ufs.errors import (
+    StorageUnavailable,
     UfsError,
     UfsInvalidPath,
     UfsNotFound,
     UfsPermissionDenied,
-    UfsUnavailable,
 )
 from ufs.mapping import translate
 
@@ -23,18 +23,18 @@ def client_error(code: str, status: int) -> boto.ClientError:
     [
         (FileNotFoundError(errno.ENOENT, "x"), UfsNotFound),
         (PermissionError(errno.EACCES, "x"), UfsPermissionDenied),
-        (OSError(errno.EBUSY, "slow down"), UfsUnavailable),
-        (OSError(errno.ECONNREFUSED, "refused"), UfsUnavailable),
+        (OSError(errno.EBUSY, "slow down"), StorageUnavailable),
+        (OSError(errno.ECONNREFUSED, "refused"), StorageUnavailable),
         (OSError(errno.ENAMETOOLONG, "long"), UfsInvalidPath),
         (OSError(errno.ELOOP, "loop"), UfsInvalidPath),
-        (ConnectionResetError(), UfsUnavailable),
-        (TimeoutError(), UfsUnavailable),
-        (boto.EndpointConnectionError(endpoint_url="http://x"), UfsUnavailable),
+        (ConnectionResetError(), StorageUnavailable),
+        (TimeoutError(), StorageUnavailable),
+        (boto.EndpointConnectionError(endpoint_url="http://x"), StorageUnavailable),
         (boto.NoCredentialsError(), UfsPermissionDenied),
         (client_error("NoSuchKey", 404), UfsNotFound),
         (client_error("AccessDenied", 403), UfsPermissionDenied),
-        (client_error("InternalError", 500), UfsUnavailable),
-        (client_error("SlowDown", 503), UfsUnavailable),
+        (client_error("InternalError", 500), StorageUnavailable),
+        (client_error("SlowDown", 503), StorageUnavailable),
         (client_error("InvalidRange", 416), UfsError),
     ],
 )

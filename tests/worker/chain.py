@@ -11,7 +11,7 @@ import pytest
 
 from tests.worker.conftest import page_files
 from ufs.errors import UfsNotFound, UfsVersionChanged
-from worker.meta.errors import VersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 from worker.service import WorkerService
 
 PAGE = 64 * 1024
@@ -94,9 +94,9 @@ class InvalidationChain:
         assert read_all(service, uri, version=v1, sync_interval=0) == b"v1" * 10
         v2 = service.ufs.status(uri).version
         assert read_all(service, uri, version=v2) == b"v2" * 11  # one sync finds v2
-        with pytest.raises(VersionMismatch):
+        with pytest.raises(MetaVersionMismatch):
             service.read(service.request(uri, version=v1))  # v1 is gone from the cache and the UFS
-        with pytest.raises(VersionMismatch):
+        with pytest.raises(MetaVersionMismatch):
             service.status(service.request(uri, version="no-such-version"))
 
     def test_change_mid_read_is_an_error_not_a_mix(

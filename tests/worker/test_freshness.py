@@ -8,7 +8,7 @@ from config import Config
 from tests.worker.rules.support import READ, SYNC, conf, policy
 from worker.common.client_keys import SERVE_STALE
 from worker.common.sync import stricter
-from worker.freshness import Freshness, Source, listed
+from worker.freshness import Freshness, IntervalSource, listed
 from worker.freshness import resolve as resolve_policy
 from worker.rules.keys import RULES_FILE
 from worker.rules.live import Rules
@@ -28,15 +28,15 @@ def resolve(
 
 def test_the_call_wins_over_the_rule_which_wins_over_the_default() -> None:
     config = conf(f"s3://lake/hot {SYNC}=0", f"s3://lake/raw {READ}=NO_CACHE", **{SYNC: "30s"})
-    assert resolve(config, "s3://lake/hot/a", -1) == Freshness(-1, Source.CALL, 0)
-    assert resolve(config, "s3://lake/hot/a") == Freshness(0, Source.RULE, 0)
-    assert resolve(config, "s3://lake/raw/a") == Freshness(30_000, Source.DEFAULT, 30_000)
+    assert resolve(config, "s3://lake/hot/a", -1) == Freshness(-1, IntervalSource.CALL, 0)
+    assert resolve(config, "s3://lake/hot/a") == Freshness(0, IntervalSource.RULE, 0)
+    assert resolve(config, "s3://lake/raw/a") == Freshness(30_000, IntervalSource.DEFAULT, 30_000)
 
 
 def test_a_revision_the_worker_has_not_applied_re_checks_whatever_else_says() -> None:
     config = conf(f"s3://lake/cold {SYNC}=-1")
     assert resolve(config, "s3://lake/cold/a", -1, must_sync=True) == Freshness(
-        0, Source.REVISION, -1
+        0, IntervalSource.REVISION, -1
     )
 
 

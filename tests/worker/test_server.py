@@ -15,7 +15,7 @@ from worker.service import WorkerService
 
 def test_the_worker_serves_with_uvloop_and_guarded_httptools(service: WorkerService) -> None:
     # Both are dependencies of the project: the pure-Python fallbacks cost the warm paths
-    # a third of their speed (bench/lean_bench.py).
+    # a third of their speed (bench/experiments/lean_bench.py).
     assert event_loop() == "uvloop"
     config = uvicorn_config(lambda *_: None, service.config, service)  # type: ignore[arg-type]
     assert issubclass(config.http, SlowClientGuard)  # type: ignore[arg-type]

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from config import Config
 from config.keys import KeyType, PropertyKey
 from ufs.errors import (
+    StorageUnavailable,
     UfsAlreadyExists,
     UfsError,
     UfsNotFound,
     UfsPermissionDenied,
-    UfsUnavailable,
 )
 from ufs.kind import UfsKind
 
@@ -101,7 +101,7 @@ def _status_error(status: int, code: str, what: str, uri: str) -> UfsError:
     if status == 409:
         return UfsAlreadyExists(f"{uri} already exists: {code or status}")
     if status == 429 or status >= 500:
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {code or status}")
+        return StorageUnavailable(f"UFS unavailable during {what} {uri}: {code or status}")
     return UfsError(f"UFS refused {what} {uri}: {code or status}")
 
 
@@ -112,7 +112,7 @@ def translate(exc: BaseException, what: str, uri: str) -> UfsError | None:
     if azure is None or not isinstance(exc, azure.AzureError):
         return None
     if isinstance(exc, azure.ServiceRequestError | azure.ServiceResponseError):
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
+        return StorageUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
     if isinstance(exc, azure.ClientAuthenticationError):
         return UfsPermissionDenied(f"no usable credentials for {what} {uri}: {type(exc).__name__}")
     if isinstance(exc, azure.ResourceNotFoundError):

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from config import Config
 from config.keys import KeyType, PropertyKey
-from ufs.errors import UfsError, UfsInvalidPath, UfsNotFound, UfsPermissionDenied, UfsUnavailable
+from ufs.errors import (
+    StorageUnavailable,
+    UfsError,
+    UfsInvalidPath,
+    UfsNotFound,
+    UfsPermissionDenied,
+)
 from ufs.kind import UfsKind
 
 if TYPE_CHECKING:
@@ -76,7 +82,7 @@ def _client_error(exc: Any, what: str, uri: str) -> UfsError:
     if code in _DENIED_CODES or status == 403:
         return UfsPermissionDenied(f"permission denied for {what} {uri}: {code}")
     if status >= 500 or status == 429 or code in _BUSY_CODES:
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {code or status}")
+        return StorageUnavailable(f"UFS unavailable during {what} {uri}: {code or status}")
     return UfsError(f"UFS refused {what} {uri}: {code or status}")
 
 
@@ -92,7 +98,7 @@ def translate(exc: BaseException, what: str, uri: str) -> UfsError | None:
     if isinstance(exc, boto.ParamValidationError):
         return UfsInvalidPath(f"invalid path {uri!r} for {what}: {exc}")
     if isinstance(exc, boto.ConnectionError | boto.HTTPClientError):
-        return UfsUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
+        return StorageUnavailable(f"UFS unavailable during {what} {uri}: {type(exc).__name__}")
     return None
 
 

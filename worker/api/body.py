@@ -107,7 +107,7 @@ def file_chunks(spool: IO[bytes]) -> Iterator[bytes]:
 
 
 @dataclass
-class Batch:
+class ChunkBatch:
     """Chunks pulled in one hop; ``done`` once the iterator is exhausted, ``error`` an error
     it raised after at least one chunk (raised once the chunks before it are sent)."""
 
@@ -116,10 +116,10 @@ class Batch:
     error: Exception | None = None
 
 
-def pull(chunks: Iterator[bytes], budget: int = BATCH_BYTES) -> Batch:
+def pull(chunks: Iterator[bytes], budget: int = BATCH_BYTES) -> ChunkBatch:
     """The next chunks of ``chunks``, about ``budget`` bytes; blocking (run it in a thread).
     Raises what the iterator raises before its first chunk."""
-    batch, size = Batch(), 0
+    batch, size = ChunkBatch(), 0
     try:
         for chunk in chunks:
             batch.chunks.append(chunk)
@@ -146,7 +146,7 @@ async def read_body(
     :class:`PagedBody`, ramped if ``ramp``."""
     pace = Pace.ramped() if ramp else Pace()
 
-    def opened() -> tuple[ReadResult, Batch]:
+    def opened() -> tuple[ReadResult, ChunkBatch]:
         result = start()
         return result, pull(result.chunks, pace.budget)
 
@@ -164,7 +164,7 @@ class Pace:
     ``OPEN``: a footer, a row group) is sent little beyond it; both double with every batch
     the client takes, so a client that reads on is soon sent as a whole read is, a batch of
     BATCH_BYTES a hop in whole chunks (a hop and a send per 64 KiB cost a 256 MB read 1.7x the
-    worker's CPU of ``/v1/read``: ``python -m bench.open_bench``)."""
+    worker's CPU of ``/v1/read``: ``python -m bench.experiments.open_bench``)."""
 
     budget: int = BATCH_BYTES
     slice: int | None = None
@@ -173,7 +173,7 @@ class Pace:
     def ramped(cls) -> Pace:
         return cls(budget=1, slice=RAMP_SLICE)
 
-    def after(self, batch: Batch) -> Pace:
+    def after(self, batch: ChunkBatch) -> Pace:
         """The pace for the batch after ``batch``."""
         if self.slice is None:
             return self
@@ -198,7 +198,7 @@ class PagedBody(Response):
 
     def __init__(
         self,
-        first: Batch,
+        first: ChunkBatch,
         chunks: Iterator[bytes],
         status_code: int,
         headers: dict[str, str],
@@ -227,7 +227,7 @@ class PagedBody(Response):
 
     async def _stream(self, send: Send, scope: anyio.CancelScope) -> None:
         batch = self._first
-        pending: asyncio.Future[Batch] | None = None
+        pending: asyncio.Future[ChunkBatch] | None = None
         try:
             while not batch.done:
                 sending, self._pace = self._pace, self._pace.after(batch)
@@ -249,7 +249,7 @@ class PagedBody(Response):
                 self._close()
         scope.cancel()
 
-    def _close_after(self, pulled: asyncio.Future[Batch]) -> None:
+    def _close_after(self, pulled: asyncio.Future[ChunkBatch]) -> None:
         _forget(pulled)
         self._close()
 
@@ -258,7 +258,7 @@ class PagedBody(Response):
         if close is not None:
             close()
 
-    async def _send(self, send: Send, batch: Batch, last: bool, step: int | None) -> None:
+    async def _send(self, send: Send, batch: ChunkBatch, last: bool, step: int | None) -> None:
         for i, chunk in enumerate(batch.chunks):
             more = not last or i < len(batch.chunks) - 1
             if step is None or len(chunk) <= step:
@@ -274,7 +274,7 @@ class PagedBody(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _forget(future: asyncio.Future[Batch]) -> None:
+def _forget(future: asyncio.Future[ChunkBatch]) -> None:
     if not future.cancelled():
         future.exception()  # retrieved, so asyncio does not log it as never retrieved
 

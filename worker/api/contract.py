@@ -57,7 +57,7 @@ class FileStatus(BaseModel):
     )
 
 
-class Listing(BaseModel):
+class ListingAnswer(BaseModel):
     """A directory's children."""
 
     entries: list[FileStatus]
@@ -71,7 +71,7 @@ class Invalidated(BaseModel):
     invalidated: int = Field(description="Metadata entries dropped.")
 
 
-class LoadJob(BaseModel):
+class LoadJobAnswer(BaseModel):
     """A prewarm job and its progress."""
 
     id: str

@@ -1,7 +1,7 @@
 """``LISTSTATUS_BATCH`` paging: a directory listed once, then served batch by batch.
 
 Hadoop's client pages a large directory with one call per batch, each naming the last entry it
-got (``startAfter``). Listing the directory again for each batch made paging quadratic (50k
+got (``startAfter``). WebHdfsListing the directory again for each batch made paging quadratic (50k
 entries: 50 full listings), and could hand out batches of different listings when the
 directory changed meanwhile. A listing's first batch (no ``startAfter``) takes the listing as
 the service answers it (its freshness rules apply there); the batches that continue it, for a
@@ -28,7 +28,7 @@ KEPT_LISTINGS = 32
 
 
 @dataclass(frozen=True)
-class Listing:
+class WebHdfsListing:
     """One directory's children, sorted by name (as HDFS pages them: by their bytes, which
     for UTF-8 is the order of code points)."""
 
@@ -36,7 +36,7 @@ class Listing:
     statuses: tuple[UfsStatus, ...]
 
     @classmethod
-    def of(cls, statuses: Sequence[UfsStatus]) -> Listing:
+    def of(cls, statuses: Sequence[UfsStatus]) -> WebHdfsListing:
         ordered = sorted(statuses, key=lambda s: s.name)
         return cls(tuple(s.name for s in ordered), tuple(ordered))
 
@@ -62,7 +62,7 @@ class ListingPages:
         self._kept = kept
         self._clock = clock
         self._lock = threading.Lock()
-        self._listings: OrderedDict[str, tuple[float, Listing]] = OrderedDict()
+        self._listings: OrderedDict[str, tuple[float, WebHdfsListing]] = OrderedDict()
 
     def page(
         self, uri: str, after: str | None, take: Callable[[], Sequence[UfsStatus]]
@@ -71,18 +71,18 @@ class ListingPages:
         this continues one, else from a new listing ``take()`` (then kept)."""
         listing = self._kept_listing(uri) if after is not None else None
         if listing is None:
-            listing = Listing.of(take())
+            listing = WebHdfsListing.of(take())
             self._keep(uri, listing)
         return listing.batch(after, BATCH_SIZE)
 
-    def _kept_listing(self, uri: str) -> Listing | None:
+    def _kept_listing(self, uri: str) -> WebHdfsListing | None:
         with self._lock:
             kept = self._listings.get(uri)
             if kept is None or self._clock() - kept[0] > self._keep_s:
                 return None
             return kept[1]
 
-    def _keep(self, uri: str, listing: Listing) -> None:
+    def _keep(self, uri: str, listing: WebHdfsListing) -> None:
         with self._lock:
             self._listings[uri] = (self._clock(), listing)
             self._listings.move_to_end(uri)

@@ -9,7 +9,7 @@ from importlib import metadata
 
 from worker.cli import cache, cluster, conf, fs, worker_cmd
 from worker.cli.common import run_guarded
-from worker.demo import cli as demo_cli
+from worker.devlab.demo import cli as demo_cli
 
 
 def build_parser() -> argparse.ArgumentParser:

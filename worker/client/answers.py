@@ -13,7 +13,7 @@ from ufs.status import UfsStatus
 
 
 @dataclass(frozen=True)
-class ReadResult:
+class ReadAnswer:
     """Bytes read, the version of the file they belong to, and its size when known."""
 
     data: bytes

@@ -33,7 +33,7 @@ from worker.client.paths import PROTOCOL, StripProtocol, class_strip
 from worker.client.reader import ChunkedReader
 from worker.client.remote import Remote
 from worker.client.resolvers import Metadata, Ranges
-from worker.client.stats import ClientStats, Counters
+from worker.client.stats import ClientCounters, ClientStats
 from worker.common import client_keys
 
 T = TypeVar("T")
@@ -138,7 +138,7 @@ class DoraFileSystemBase(AsyncFileSystem, ChainedFileSystem):  # type: ignore[mi
             fallback_to_ufs=fallback_to_ufs,
             virtual_nodes=virtual_nodes,
         )
-        counters = Counters()
+        counters = ClientCounters()
         self.client = WorkerClient(self.options, transport, counters=counters)
         fallback = UfsFallback(config, counters) if self.options.fallback_to_ufs else None
         self.remote = Remote(self.client, fallback, self.options.serve_stale)

@@ -23,8 +23,8 @@ from worker.client.flow import (
     Blocking,
     BodyCut,
     Chunks,
+    ClientExchange,
     Effect,
-    Exchange,
     Flow,
     Parallel,
     Pause,
@@ -112,7 +112,7 @@ class SyncDriver:
 
     def _perform(self, effect: Effect) -> Any:
         match effect:
-            case Exchange():
+            case ClientExchange():
                 return self._exchange(effect)
             case Blocking():
                 return effect.fn()
@@ -128,7 +128,7 @@ class SyncDriver:
                 return None
         raise TypeError(f"not an effect: {effect!r}")
 
-    def _exchange(self, request: Exchange) -> httpx.Response:
+    def _exchange(self, request: ClientExchange) -> httpx.Response:
         if self.lean is not None and LeanHttp.takes(request):
             return self.lean.get().exchange(request)
         http = self._client()
@@ -242,7 +242,7 @@ class AsyncDriver:
 
     async def _perform(self, effect: Effect) -> Any:
         match effect:
-            case Exchange():
+            case ClientExchange():
                 return await self._exchange(effect)
             case Blocking():
                 return await asyncio.to_thread(effect.fn)
@@ -260,7 +260,7 @@ class AsyncDriver:
                 return results if effect.sink is None else None
         raise TypeError(f"not an effect: {effect!r}")
 
-    async def _exchange(self, request: Exchange) -> httpx.Response:
+    async def _exchange(self, request: ClientExchange) -> httpx.Response:
         http = self.http()
         content = _async_content(self, request.body() if request.body is not None else None)
         built = http.build_request(

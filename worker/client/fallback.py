@@ -18,8 +18,8 @@ from config import Config
 from ufs import errors as ufs_errors
 from ufs.status import UfsStatus
 from worker.client import errors
-from worker.client.answers import ReadResult
-from worker.client.stats import Counters
+from worker.client.answers import ReadAnswer
+from worker.client.stats import ClientCounters
 from worker.common import errors as catalogue
 from worker.common.forksafe import ProcessLocal
 
@@ -46,7 +46,7 @@ class UfsFallback:
     per process.
     """
 
-    def __init__(self, config: Config, counters: Counters) -> None:
+    def __init__(self, config: Config, counters: ClientCounters) -> None:
         self._ufs = ProcessLocal(lambda: _adapter(config))
         self._counters = counters
         self._lock = threading.Lock()
@@ -67,7 +67,7 @@ class UfsFallback:
         self._count("list", uri)
         return self._translated(lambda: self._ufs.get().list(uri))
 
-    def read(self, uri: str, offset: int, length: int | None, version: str | None) -> ReadResult:
+    def read(self, uri: str, offset: int, length: int | None, version: str | None) -> ReadAnswer:
         """Bytes ``[offset, offset+length)`` (to the end when ``length`` is None) and the version
         they belong to. The status is checked first so a pinned version is honoured and a
         directory is refused, as a worker would; the read itself is pinned to that version too
@@ -86,7 +86,7 @@ class UfsFallback:
             raise errors.RangeNotSatisfiable(f"read {uri}: offset {offset} > size {status.size}")
         wanted = status.size - offset if length is None else length
         data = self._translated(lambda: ufs.read(uri, offset, wanted, version=status.version))
-        return ReadResult(data, status.version, status.size)
+        return ReadAnswer(data, status.version, status.size)
 
     def _count(self, what: str, uri: str) -> None:
         self._counters.add("ufs_fallbacks")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from config.units import parse_duration
-from worker.client.answers import ReadResult
+from worker.client.answers import ReadAnswer
 from worker.client.errors import DoraError, WorkerFailure
 from worker.client.flow import Flow, blocking
 from worker.client.nearcache import NearCache
@@ -243,7 +243,7 @@ class ShortCircuitRanges:
         *,
         version: str | None = None,
         sync_interval: str | None = None,
-    ) -> Flow[ReadResult]:
+    ) -> Flow[ReadAnswer]:
         pinned = yield from self.pin(uri, version, sync_interval, offset)
         if pinned is None:
             return (yield from self.remote.read(uri, offset, length, version=version))
@@ -258,7 +258,7 @@ class ShortCircuitRanges:
             if len(got.data) != span:
                 raise WorkerFailure(f"read {uri} [{at}+{span}]: got {len(got.data)} bytes")
             buffer[at - offset : at - offset + span] = got.data
-        return ReadResult(bytes(buffer), version, size)
+        return ReadAnswer(bytes(buffer), version, size)
 
 
 def _short_circuit(page_size: int) -> ShortCircuitReader:

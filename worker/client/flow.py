@@ -5,7 +5,8 @@ error translation runs both in the caller's thread and on an event loop
 
 A flow does no I/O itself. It yields one of:
 
-- :class:`Exchange`: one HTTP request; the answer comes back read in full and closed. The driver
+- :class:`ClientExchange`: one HTTP request; the answer comes back read in full and closed. The
+driver
   throws ``httpx.TransportError`` into the flow when no answer came, and :class:`BodyCut` when
   the body broke off after the headers;
 - :class:`Pause`: wait (a 503's ``Retry-After``);
@@ -45,7 +46,7 @@ Body = Callable[[], bytes | Iterator[bytes] | Chunks]
 
 
 @dataclass(frozen=True)
-class Exchange:
+class ClientExchange:
     """Send one request to ``url`` and read the whole answer."""
 
     method: str
@@ -81,7 +82,7 @@ class Parallel(Generic[T]):
     sink: Callable[[T], None] | None = None
 
 
-Effect: TypeAlias = Exchange | Pause | Blocking[Any] | Parallel[Any]
+Effect: TypeAlias = ClientExchange | Pause | Blocking[Any] | Parallel[Any]
 
 
 class BodyCut(Exception):
@@ -94,8 +95,8 @@ class BodyCut(Exception):
         self.cause = cause
 
 
-def exchange(request: Exchange) -> Flow[httpx.Response]:
-    """The answer to ``request`` (see :class:`Exchange` for what is raised)."""
+def exchange(request: ClientExchange) -> Flow[httpx.Response]:
+    """The answer to ``request`` (see :class:`ClientExchange` for what is raised)."""
     response: httpx.Response = yield request
     return response
 

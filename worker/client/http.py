@@ -44,10 +44,10 @@ import httpx
 from worker.client.bridge import async_transport, sync_transport
 from worker.client.drivers import AsyncDriver, SyncDriver
 from worker.client.errors import WorkerUnavailable, error_from_response, retry_after
-from worker.client.flow import Body, BodyCut, Exchange, Flow, exchange, pause
+from worker.client.flow import Body, BodyCut, ClientExchange, Flow, exchange, pause
 from worker.client.lean import LeanHttp
 from worker.client.options import ClientOptions
-from worker.client.stats import Counters
+from worker.client.stats import ClientCounters
 from worker.common.clusterring import ClusterRing
 from worker.common.credentials import Credentials
 from worker.common.deadlines import TIMEOUT_HEADER, header_value
@@ -135,7 +135,7 @@ class WorkerClient:
         options: ClientOptions,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
         *,
-        counters: Counters | None = None,
+        counters: ClientCounters | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -155,7 +155,7 @@ class WorkerClient:
         # The newest feed revision seen in an answer: sent with every call, so any worker
         # answers at least as fresh (read-your-writes, monotonic reads across workers).
         self.revision = 0
-        self.counters = counters or Counters()
+        self.counters = counters or ClientCounters()
         self.transport = transport
         # A worker stops waiting for the UFS when this client stops waiting for the worker.
         self._timeout_ms = header_value(options.timeout_s)
@@ -295,7 +295,7 @@ class WorkerClient:
             headers[REVISION_HEADER] = str(self.revision)
         try:
             response = yield from exchange(
-                Exchange(call.method, url, call.params, headers, call.body)
+                ClientExchange(call.method, url, call.params, headers, call.body)
             )
         except httpx.PoolTimeout as exc:
             # Our own pool is exhausted: not the worker's fault, so no failover.

@@ -34,7 +34,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from worker.client.flow import BodyCut, Exchange
+from worker.client.flow import BodyCut, ClientExchange
 from worker.client.liveness import FIRST_PROBE_S, Unresponsive, alive
 
 _SCHEMES = ("http://", "https://")
@@ -69,11 +69,11 @@ class LeanHttp:
         self._open: set[http.client.HTTPConnection] = set()
 
     @staticmethod
-    def takes(request: Exchange) -> bool:
+    def takes(request: ClientExchange) -> bool:
         """Whether this exchange can carry ``request``: no body, HTTP or HTTPS."""
         return request.body is None and request.url.startswith(_SCHEMES)
 
-    def exchange(self, request: Exchange) -> httpx.Response:
+    def exchange(self, request: ClientExchange) -> httpx.Response:
         """Send ``request`` and read the whole answer (raises as the module docstring says)."""
         scheme, _, rest = request.url.partition("://")
         netloc, slash, path = rest.partition("/")

@@ -19,7 +19,7 @@ FILL_PART = 2 << 20
 thread; a larger range is cut into parts filled in parallel. A thread holds the GIL to check
 the blocks it read, not while the kernel copies them (``preadv``): in one thread a streamed
 ``read(8 MiB)`` spent 27-30% of its time on the checks, which another thread's copy overlaps
-(``bench.stream_bench``: more CPU, less wall time when a core is free)."""
+(``bench.experiments.stream_bench``: more CPU, less wall time when a core is free)."""
 
 
 def spans(start: int, end: int, chunk: int) -> list[tuple[int, int]]:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ufs import uri as uris
-from worker.client.answers import ReadResult, body_of, to_info, ufs_info
+from worker.client.answers import ReadAnswer, body_of, to_info, ufs_info
 from worker.client.errors import AccessDenied, WorkerUnavailable
 from worker.client.fallback import UfsFallback
 from worker.client.flow import Body, Flow, blocking
@@ -94,7 +94,7 @@ class Remote:
         *,
         version: str | None = None,
         sync_interval: str | None = None,
-    ) -> Flow[ReadResult]:
+    ) -> Flow[ReadAnswer]:
         """Bytes ``[offset, offset+length)`` (to the end when ``length`` is None), cut at the end
         of the file, and the version served. RangeNotSatisfiable if ``offset`` is past the end;
         VersionMismatch if ``version`` is given and the file no longer has it."""
@@ -116,7 +116,7 @@ class Remote:
                 raise
             return (yield from blocking(lambda: fallback.read(uri, offset, length, version)))
         response = answer.response
-        return ReadResult(response.content, response.headers.get("X-Dora-Version") or version)
+        return ReadAnswer(response.content, response.headers.get("X-Dora-Version") or version)
 
     def locate(self, uri: str, version: str, offset: int, length: int) -> Flow[dict[str, Any]]:
         """The worker's ``/v1/locate`` answer for a range of ``uri`` at ``version`` (where its

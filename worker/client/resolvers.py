@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from worker.client.answers import ReadResult
+from worker.client.answers import ReadAnswer
 from worker.client.flow import Flow
 
 
@@ -35,7 +35,7 @@ class Ranges(Protocol):
         *,
         version: str | None = None,
         sync_interval: str | None = None,
-    ) -> Flow[ReadResult]:
+    ) -> Flow[ReadAnswer]:
         """Bytes ``[offset, offset+length)`` of ``uri`` (to the end when ``length`` is None), cut
         at the end of the file, with the version they belong to and, when known, the file's
         size. With ``version`` the bytes must be of that version: VersionMismatch if the file

@@ -30,7 +30,7 @@ class ClientStats:
     unreachable: dict[str, int] = field(default_factory=dict)
 
 
-class Counters:
+class ClientCounters:
     """Thread-safe counters behind :class:`ClientStats` (one lock, never held during I/O)."""
 
     def __init__(self) -> None:

@@ -247,7 +247,7 @@ CATALOGUE: tuple[ErrorKind, ...] = (
     ErrorKind("InternalError", 500, WorkerFailure, _IOE),
     ErrorKind("PinLimitExceeded", 507, PinLimitExceeded, _IOE, (PinLimitExceeded,)),
     ErrorKind("UfsError", 502, UfsFailure, _IOE, (ufs.UfsError,)),
-    ErrorKind("UfsUnavailable", 503, UfsUnavailable, _IOE, (ufs.UfsUnavailable,)),
+    ErrorKind("UfsUnavailable", 503, UfsUnavailable, _IOE, (ufs.StorageUnavailable,)),
     ErrorKind("WorkerBusy", 503, WorkerBusy, _IOE, (WorkerBusy,)),
     ErrorKind("DeadlineExceeded", 504, DeadlineExceeded, _IOE, (ufs.UfsDeadlineExceeded,)),
 )
@@ -305,7 +305,7 @@ def headers_for(exc: BaseException) -> dict[str, str]:
     unavailable or the worker busy, ``WWW-Authenticate`` for a missing token, ``Content-Range:
     bytes */size`` for a range past the end of a file of known size, ``Connection: close``
     when the client stalled mid-body (the rest of it is not awaited)."""
-    if isinstance(exc, ufs.UfsUnavailable | WorkerBusy):
+    if isinstance(exc, ufs.StorageUnavailable | WorkerBusy):
         return {"Retry-After": str(exc.retry_after)}
     if isinstance(exc, RequestTimeout):
         return {"Connection": "close"}
@@ -335,5 +335,5 @@ def client_error(
 def client_error_for(exc: BaseException, message: str) -> DoraError:
     """The client exception for an error raised in this process (the client's UFS fallback):
     the catalogue's client class for ``exc``'s kind, WorkerFailure if it has none."""
-    retry_after = exc.retry_after if isinstance(exc, ufs.UfsUnavailable | WorkerBusy) else 1.0
+    retry_after = exc.retry_after if isinstance(exc, ufs.StorageUnavailable | WorkerBusy) else 1.0
     return client_error(kind_of(exc), message, retry_after=retry_after)

@@ -27,7 +27,7 @@ from ufs.roots import MountRoots
 from worker.cluster.events import Event, Op, Origin
 from worker.cluster.node import MetaSink
 from worker.feeds.lag import FeedLag
-from worker.meta.counters import Counters
+from worker.meta.counters import MetaCounters
 from worker.meta.manager import MetadataManager
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class CacheSink:
         self._meta = meta
         self.lag = FeedLag(registry)
         self._apply = MetaSink(meta.writes, pages, self.lag.arrived)
-        self.counters = Counters(("received", "applied", "unchanged", "outside_roots", "gaps"))
+        self.counters = MetaCounters(("received", "applied", "unchanged", "outside_roots", "gaps"))
         registry.register(_FeedCollector(self.counters))
 
     def apply(self, source: str, changes: Iterable[Change]) -> list[Event]:
@@ -178,7 +178,7 @@ class CacheSink:
 class _FeedCollector(Collector):
     """The sink's counters, read at scrape time."""
 
-    def __init__(self, counters: Counters) -> None:
+    def __init__(self, counters: MetaCounters) -> None:
         self._counters = counters
 
     def collect(self) -> Iterator[CounterMetricFamily]:

@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 
 
-class Counters:
+class MetaCounters:
     """Monotonic counters by name. Thread-safe: one lock, a leaf in every lock order."""
 
     def __init__(self, names: tuple[str, ...]) -> None:

@@ -9,7 +9,7 @@ class MetaError(Exception):
     """Base of the errors the metadata tiers raise themselves."""
 
 
-class VersionMismatch(MetaError, Catalogued):
+class MetaVersionMismatch(MetaError, Catalogued):
     """The caller asked for version ``wanted`` of ``uri`` but the UFS has ``actual``, even after
     a sync (the REST API answers 412)."""
 

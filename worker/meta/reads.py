@@ -17,7 +17,7 @@ from ufs.deadline import Deadline
 from ufs.errors import UfsNotFound
 from ufs.status import UfsStatus
 from worker.meta.entry import MetaEntry, Operation, needs_sync
-from worker.meta.errors import VersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 from worker.meta.listeners import LookupCall
 from worker.meta.memory import Listing
 from worker.meta.revalidate import Revalidations
@@ -289,5 +289,5 @@ def _answer(uri: str, entry: MetaEntry, version: str | None) -> UfsStatus:
     if entry.status is None:
         raise UfsNotFound(f"{uri!r} does not exist")
     if version is not None and entry.status.version != version:
-        raise VersionMismatch(uri, version, entry.status.version)
+        raise MetaVersionMismatch(uri, version, entry.status.version)
     return entry.status

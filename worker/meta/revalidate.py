@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from worker.meta.counters import Counters
+from worker.meta.counters import MetaCounters
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class Revalidations:
     held while a re-check runs or is submitted.
     """
 
-    def __init__(self, recheck: Callable[[str], object], counters: Counters) -> None:
+    def __init__(self, recheck: Callable[[str], object], counters: MetaCounters) -> None:
         self._recheck = recheck
         self._counters = counters
         self._lock = threading.Lock()

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 
 from ufs import uri as uris
-from worker.meta.counters import Counters
+from worker.meta.counters import MetaCounters
 from worker.meta.entry import MetaEntry
 from worker.meta.errors import MetastoreError
 from worker.meta.generations import GenerationFile
@@ -60,7 +60,7 @@ class Tiers:
             options.status_cache_size, options.status_ttl_ms, metastore.lifetimes, clock
         )
         self.listings = ListingCache(options.list_cache_dirs, options.list_ttl_ms, clock)
-        self.counters = Counters(_COUNTERS)
+        self.counters = MetaCounters(_COUNTERS)
         # Entries and listings loaded before this (epoch ms, at or before: what was loaded in
         # the gap's own millisecond may predate the change) are re-checked once whatever the
         # sync interval: the cluster feed lost events it cannot replay. Written under ``lock``.

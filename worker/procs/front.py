@@ -64,7 +64,7 @@ class VersionGone(Exception):
 
 
 @dataclass(frozen=True)
-class SameHost:
+class FrontSameHost:
     """What the primary's ``/v1/local`` said: the near-cache and the page reader over it."""
 
     near: NearCache
@@ -89,14 +89,16 @@ class FrontApp:
         self.primary = primary
         self._token = (token or "").encode()
         self.metrics = metrics
-        self._local: SameHost | None = None
+        self._local: FrontSameHost | None = None
         self._local_lock = asyncio.Lock()
         self._no_local = False
         self._access_log = access_log
         # The newest feed revision the primary's answers named (None: it names none, as
         # without a cluster), sent with every answer given here (see _Answering).
         self.revision: int | None = None
-        self._routes: dict[str, Callable[[Scope, dict[str, str]], Awaitable[Answer | None]]] = {
+        self._routes: dict[
+            str, Callable[[Scope, dict[str, str]], Awaitable[FrontAnswer | None]]
+        ] = {
             "/v1/status": self._status,
             "/v1/list": self._list,
         }
@@ -163,7 +165,7 @@ class FrontApp:
             self.revision = max(self.revision or 0, int(named))
         return answer
 
-    async def same_host(self, scope: Scope) -> SameHost | None:
+    async def same_host(self, scope: Scope) -> FrontSameHost | None:
         """The near-cache and reader, asking the primary's ``/v1/local`` until it answers;
         None while it has not, and for good once it said it keeps no generation file (then
         every call is passed on: nothing would tell this process of a change)."""
@@ -180,7 +182,7 @@ class FrontApp:
                     self._no_local = True
                     return None
                 near = NearCache(GenerationView(facts["generations"]), facts["sync_interval_ms"])
-                self._local = SameHost(near, ShortCircuitReader(facts["page_size"]))
+                self._local = FrontSameHost(near, ShortCircuitReader(facts["page_size"]))
         return self._local
 
     # -- statuses and listings -----------------------------------------------------------------
@@ -212,13 +214,13 @@ class FrontApp:
                               body.get("sync_interval_ms"))  # fmt: skip
         return body
 
-    async def _status(self, scope: Scope, query: dict[str, str]) -> Answer | None:
+    async def _status(self, scope: Scope, query: dict[str, str]) -> FrontAnswer | None:
         body = await self.status_of(scope, query)
-        return None if body is None else Answer.json(body)
+        return None if body is None else FrontAnswer.json(body)
 
-    async def _list(self, scope: Scope, query: dict[str, str]) -> Answer | None:
+    async def _list(self, scope: Scope, query: dict[str, str]) -> FrontAnswer | None:
         entries = await self.listing_of(scope, query)
-        return None if entries is None else Answer.json({"entries": entries})
+        return None if entries is None else FrontAnswer.json({"entries": entries})
 
     async def listing_of(
         self, scope: Scope, query: Mapping[str, str]
@@ -386,7 +388,7 @@ class _Answering:
 
 
 @dataclass(frozen=True)
-class Answer:
+class FrontAnswer:
     """A whole answer this app sends."""
 
     status: int
@@ -394,7 +396,7 @@ class Answer:
     media_type: bytes
 
     @classmethod
-    def json(cls, data: Any) -> Answer:
+    def json(cls, data: Any) -> FrontAnswer:
         return cls(200, json_body(data), b"application/json")
 
     async def send(self, send: Send) -> None:

@@ -2,6 +2,6 @@
 processing through the cache. Importing the package does not import PySpark; the data source
 modules do."""
 
-from worker.spark.sidecar import SidecarError, WorkerInfo, ensure_worker, stop_worker
+from worker.spark.sidecar import RunningWorker, SidecarError, ensure_worker, stop_worker
 
-__all__ = ["SidecarError", "WorkerInfo", "ensure_worker", "stop_worker"]
+__all__ = ["RunningWorker", "SidecarError", "ensure_worker", "stop_worker"]

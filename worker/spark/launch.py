@@ -23,8 +23,8 @@ from worker.spark.state import (
     OWNERS_DIR,
     STATE_FILE,
     WORK_SUBDIR,
+    RunningWorker,
     SidecarError,
-    WorkerInfo,
     answers,
     read_state,
     write_private,
@@ -82,7 +82,7 @@ def _worker_command(
     return args, env
 
 
-def start_worker(root: Path, settings: dict[str, str], timeout: float) -> WorkerInfo:
+def start_worker(root: Path, settings: dict[str, str], timeout: float) -> RunningWorker:
     """Launch a detached worker for ``root`` and wait until it answers; the caller holds the
     state dir's lock. Raises SidecarError (with the end of the worker's log) if it exits or
     does not answer within ``timeout`` seconds."""
@@ -113,7 +113,7 @@ def start_worker(root: Path, settings: dict[str, str], timeout: float) -> Worker
         raise
 
 
-def _wait_ready(root: Path, pid: int, timeout: float) -> WorkerInfo:
+def _wait_ready(root: Path, pid: int, timeout: float) -> RunningWorker:
     deadline = time.monotonic() + timeout
     delay = 0.02
     while True:

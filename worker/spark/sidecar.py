@@ -34,8 +34,8 @@ from worker.spark.state import (
     LOCK_FILE,
     OWNERS_DIR,
     STATE_FILE,
+    RunningWorker,
     SidecarError,
-    WorkerInfo,
     answers,
     is_ours,
     read_launch,
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 __all__ = [
     "OWNERS_DIR",
     "STATE_FILE",
+    "RunningWorker",
     "SidecarError",
-    "WorkerInfo",
     "connect",
     "default_state_dir",
     "ensure_worker",
@@ -97,7 +97,7 @@ def ensure_worker_info(
     state_dir: str | os.PathLike[str] | None = None,
     owner_pid: int | None = None,
     start_timeout: float = 60.0,
-) -> WorkerInfo:
+) -> RunningWorker:
     """:func:`ensure_worker` without the client: the running worker's state."""
     settings = normalize_defines(defines)
     root = _prepare_dir(_root(state_dir))
@@ -110,7 +110,7 @@ def ensure_worker_info(
         return start_worker(root, settings, start_timeout)
 
 
-def connect(info: WorkerInfo, sync_interval: str | int | None = None) -> DoraFileSystem:
+def connect(info: RunningWorker, sync_interval: str | int | None = None) -> DoraFileSystem:
     """A client for the worker ``info`` describes."""
     from worker.client.filesystem import DoraFileSystem
 
@@ -119,7 +119,7 @@ def connect(info: WorkerInfo, sync_interval: str | int | None = None) -> DoraFil
     )
 
 
-def running_worker(state_dir: str | os.PathLike[str] | None = None) -> WorkerInfo | None:
+def running_worker(state_dir: str | os.PathLike[str] | None = None) -> RunningWorker | None:
     """The healthy worker of ``state_dir``, or None; starts nothing."""
     root = _root(state_dir)
     info = read_state(root)
@@ -204,7 +204,7 @@ def _register_owner(root: Path, pid: int) -> None:
             entry.unlink(missing_ok=True)
 
 
-def _healthy_worker(root: Path) -> WorkerInfo | None:
+def _healthy_worker(root: Path) -> RunningWorker | None:
     """The state dir's worker if it answers; a stale or hung one is cleared away."""
     info = read_state(root)
     if info is not None and is_ours(root, info.pid) and answers(info):

@@ -30,7 +30,7 @@ class SidecarError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class WorkerInfo:
+class RunningWorker:
     """A running worker: what it wrote to its state file, plus the bearer token it was started
     with (kept in ``launch.json``; None for a worker started some other way)."""
 
@@ -54,7 +54,7 @@ class WorkerInfo:
         return f"{self.scheme}://{self.address}"
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], token: str | None) -> WorkerInfo:
+    def from_dict(cls, data: dict[str, Any], token: str | None) -> RunningWorker:
         return cls(
             pid=int(data["pid"]),
             host=str(data["host"]),
@@ -75,11 +75,11 @@ def read_launch(root: Path) -> dict[str, Any]:
     return launch
 
 
-def read_state(root: Path) -> WorkerInfo | None:
+def read_state(root: Path) -> RunningWorker | None:
     """The worker the state file names (it may be dead or hung: see is_ours, answers)."""
     try:
         state = json.loads((root / STATE_FILE).read_text())
-        return WorkerInfo.from_dict(state, read_launch(root).get("token"))
+        return RunningWorker.from_dict(state, read_launch(root).get("token"))
     except (OSError, ValueError, KeyError, TypeError):
         # Absent, or left half-written by a crash: either way no usable worker.
         return None
@@ -91,7 +91,7 @@ def is_ours(root: Path, pid: int) -> bool:
     return procs.process_alive(pid) and str(root / STATE_FILE) in args
 
 
-def answers(info: WorkerInfo) -> bool:
+def answers(info: RunningWorker) -> bool:
     """Whether the worker answers its liveness probe now, in the scheme it serves.
 
     Over https the worker's certificate is not verified, as the kubelet's HTTPS probes do not:

@@ -1,5 +1,5 @@
 """POST /v1/events: on only when the feeds name webhook, its own token, bounded JSON bodies,
-precise refusals. (Events taking effect: tests/integration/test_feed_webhook.py.)"""
+precise refusals. (Events taking effect: tests/integration/feeds/test_feed_webhook.py.)"""
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime

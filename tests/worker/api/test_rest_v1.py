@@ -265,7 +265,7 @@ def test_excluded_files_pass_through_uncached(
 def test_unreachable_ufs_is_503_with_retry_after(
     make_service: Callable[..., WorkerService],
 ) -> None:
-    from worker.locals3 import free_port
+    from worker.devlab.local.s3 import free_port
 
     service = make_service(
         "dora.worker.ufs.roots=s3://bucket",

@@ -10,7 +10,7 @@ import pytest
 from config import ConfigError
 from tests.worker.api.s3_support import BUCKET, PORT, S3Api, presigned, signed
 from tests.worker.conftest import Api, open_service
-from ufs.errors import UfsUnavailable
+from ufs.errors import StorageUnavailable
 from worker.api.app import create_app
 from worker.api.s3 import errors as s3_errors
 from worker.api.s3.routing import on_port
@@ -149,7 +149,7 @@ def test_every_catalogue_error_has_an_s3_code() -> None:
 
 
 def test_store_down_is_slow_down_with_retry_after() -> None:
-    exc = UfsUnavailable("store down", retry_after=3)
+    exc = StorageUnavailable("store down", retry_after=3)
     kind = catalogue.kind_of(exc)
     assert kind is not None
     slow = s3_errors.from_kind(kind, str(exc), catalogue.headers_for(exc))

@@ -2,7 +2,7 @@
 process over a local directory: the server's defaults (trash off), trash root and status,
 APPEND, redirects percent-encoded, CREATE checked before its redirect, unsupported operations
 as an exception the client shows in one line, directory times, batched listings paged from one
-listing. (The clients themselves run in ``tests/integration/test_hadoop_clients.py``.)"""
+listing. (The clients themselves run in ``tests/integration/clients/test_hadoop_clients.py``.)"""
 
 import os
 from collections.abc import Callable

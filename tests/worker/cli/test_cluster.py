@@ -9,9 +9,9 @@ import pytest
 from worker.cli.main import main
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import Registration
-from worker.locals3 import free_port
+from worker.devlab.local.etcd import LocalEtcd
+from worker.devlab.local.s3 import free_port
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import httpx
 
 from tests.reliability.test_support import server
 from worker.client.drivers import SyncDriver
-from worker.client.flow import Exchange, Flow
+from worker.client.flow import ClientExchange, Flow
 
 
 def get(url: str, name: str) -> Flow[httpx.Response]:
-    response: httpx.Response = yield Exchange("GET", url, headers={"X-Thread": name})
+    response: httpx.Response = yield ClientExchange("GET", url, headers={"X-Thread": name})
     return response
 
 

@@ -15,7 +15,7 @@ import pytest
 from tests.worker.client.conftest import client_config
 from worker.client import errors
 from worker.client import lean as lean_module
-from worker.client.flow import BodyCut, Exchange
+from worker.client.flow import BodyCut, ClientExchange
 from worker.client.http import Call, WorkerClient
 from worker.client.lean import LeanHttp
 from worker.client.liveness import Unresponsive
@@ -134,8 +134,10 @@ def lean() -> Iterator[Callable[..., LeanHttp]]:
         http.close()
 
 
-def status(server: Server, path: str = "s3://bucket/a b.parquet") -> Exchange:
-    return Exchange("GET", f"http://{server.address}/v1/status", {"path": path}, {"X-Extra": "1"})
+def status(server: Server, path: str = "s3://bucket/a b.parquet") -> ClientExchange:
+    return ClientExchange(
+        "GET", f"http://{server.address}/v1/status", {"path": path}, {"X-Extra": "1"}
+    )
 
 
 def json_answers(connection: Connection, server: Server) -> None:
@@ -231,7 +233,7 @@ def test_a_refused_connection_is_a_connect_error(lean: Callable[..., LeanHttp]) 
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: connections are refused
         with pytest.raises(httpx.ConnectError, match=f"127.0.0.1:{port}"):
-            lean().exchange(Exchange("GET", f"http://127.0.0.1:{port}/v1/status"))
+            lean().exchange(ClientExchange("GET", f"http://127.0.0.1:{port}/v1/status"))
 
 
 def test_a_worker_that_does_not_answer_is_a_read_timeout(
@@ -343,9 +345,9 @@ def test_a_body_cut_after_the_headers_is_a_body_cut_carrying_them(
 
 
 def test_only_requests_without_a_body_take_the_lean_exchange() -> None:
-    assert LeanHttp.takes(Exchange("GET", "http://h:1/v1/read"))
-    assert LeanHttp.takes(Exchange("GET", "https://h:1/v1/read"))
-    assert not LeanHttp.takes(Exchange("PUT", "http://h:1/v1/write", body=lambda: b"x"))
+    assert LeanHttp.takes(ClientExchange("GET", "http://h:1/v1/read"))
+    assert LeanHttp.takes(ClientExchange("GET", "https://h:1/v1/read"))
+    assert not LeanHttp.takes(ClientExchange("PUT", "http://h:1/v1/write", body=lambda: b"x"))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from worker.cluster.etcd import Etcd
-from worker.cluster.localetcd import LocalEtcd
+from worker.devlab.local.etcd import LocalEtcd
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ from worker.cluster import layout
 from worker.cluster.etcd import Credentials, Etcd, EtcdError
 from worker.cluster.events import Event, Op
 from worker.cluster.follower import Follower
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import MembershipView, Registration
 from worker.cluster.publisher import Publisher, PublisherOptions
 from worker.cluster.status import cluster_status
+from worker.devlab.local.etcd import LocalEtcd
 from worker.keys import build_registry
 
 from .support import MemoryMarkers, RecordingSink, wait_for

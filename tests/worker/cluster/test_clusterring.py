@@ -9,9 +9,9 @@ import pytest
 
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import RETRY_S, Registration
 from worker.common.clusterring import ClusterRing
+from worker.devlab.local.etcd import LocalEtcd
 
 VIEW_THREAD = "dora-membership-view"
 

@@ -5,8 +5,8 @@ import threading
 import pytest
 
 from worker.cluster.etcd import Compacted, Etcd, EtcdUnavailable
-from worker.cluster.localetcd import LocalEtcd
-from worker.locals3 import free_port
+from worker.devlab.local.etcd import LocalEtcd
+from worker.devlab.local.s3 import free_port
 
 
 def test_put_get_prefix_and_delete(etcd: Etcd, cluster: str) -> None:

@@ -12,8 +12,8 @@ from worker.cluster import layout
 from worker.cluster.etcd import Etcd, WatchStream
 from worker.cluster.events import Batch, Event, Op, Origin
 from worker.cluster.follower import Follower
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.publisher import Publisher, PublisherOptions
+from worker.devlab.local.etcd import LocalEtcd
 
 from .support import MemoryMarkers, RecordingSink, wait_for
 

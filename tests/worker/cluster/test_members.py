@@ -9,8 +9,8 @@ from worker.cluster import layout
 from worker.cluster.entries import BadEntry
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import MembershipView, Registration, live_members
+from worker.devlab.local.etcd import LocalEtcd
 
 from .support import wait_for
 

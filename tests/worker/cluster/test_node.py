@@ -21,8 +21,8 @@ from worker.api.app import create_app
 from worker.cluster import layout
 from worker.cluster.etcd import Etcd
 from worker.cluster.events import Event, Op
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.node import MARKER, MetaSink
+from worker.devlab.local.etcd import LocalEtcd
 from worker.request import Exchange
 
 from .support import wait_for

@@ -11,10 +11,10 @@ from tests.worker.conftest import Api, open_service
 from worker.cluster import etcd as etcd_module
 from worker.cluster.etcd import Etcd
 from worker.cluster.layout import WorkerInfo
-from worker.cluster.localetcd import LocalEtcd
 from worker.cluster.members import Registration
 from worker.cluster.view import ClusterView, NoCluster
 from worker.common.ring import HashRing
+from worker.devlab.local.etcd import LocalEtcd
 
 URI = "s3://bucket/table/part-0.parquet"
 

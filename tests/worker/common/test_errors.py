@@ -10,10 +10,10 @@ from ufs.deadline import Deadline
 from worker.api.errors import error_response
 from worker.client.errors import error_from_response
 from worker.common import errors as catalogue
-from worker.meta.errors import VersionMismatch as MetaVersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 
 
-class UfsTimeout(ufs.UfsUnavailable):
+class UfsTimeout(ufs.StorageUnavailable):
     """A subclass the catalogue does not list: it maps as its nearest listed base."""
 
 
@@ -27,7 +27,7 @@ class UfsTimeout(ufs.UfsUnavailable):
         (ufs.UfsAlreadyExists("x"), "AlreadyExists", 409, "FileAlreadyExistsException"),
         (ufs.UfsVersionChanged("u", "a", "b"), "VersionMismatch", 412, "IOException"),
         (MetaVersionMismatch("u", "a", "b"), "VersionMismatch", 412, "IOException"),
-        (ufs.UfsUnavailable("x"), "UfsUnavailable", 503, "IOException"),
+        (ufs.StorageUnavailable("x"), "UfsUnavailable", 503, "IOException"),
         (UfsTimeout("x"), "UfsUnavailable", 503, "IOException"),
         (ufs.UfsDeadlineExceeded("x", Deadline(2.0)), "DeadlineExceeded", 504, "IOException"),
         (ufs.UfsError("x"), "UfsError", 502, "IOException"),
@@ -109,13 +109,13 @@ def test_the_fallback_raises_what_a_worker_answer_would(
 
 
 def test_the_fallback_keeps_the_ufs_retry_hint() -> None:
-    raised = catalogue.client_error_for(ufs.UfsUnavailable("down", retry_after=4), "down")
+    raised = catalogue.client_error_for(ufs.StorageUnavailable("down", retry_after=4), "down")
     assert isinstance(raised, catalogue.UfsUnavailable)
     assert raised.retry_after == 4
 
 
 def test_error_headers() -> None:
-    assert catalogue.headers_for(ufs.UfsUnavailable("x", retry_after=3)) == {"Retry-After": "3"}
+    assert catalogue.headers_for(ufs.StorageUnavailable("x", retry_after=3)) == {"Retry-After": "3"}
     assert catalogue.headers_for(catalogue.Unauthorized("x")) == {"WWW-Authenticate": "Bearer"}
     range_error = catalogue.RangeNotSatisfiable("past the end", size=0)
     assert catalogue.headers_for(range_error) == {"Content-Range": "bytes */0"}

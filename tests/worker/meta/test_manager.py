@@ -9,7 +9,7 @@ from tests.worker.meta.support import HOUR, SECOND, CountingUfs, FakeClock, Outs
 from ufs.adapter import Ufs
 from ufs.errors import UfsInvalidPath, UfsNotFound
 from worker.meta.entry import Lifetimes, Operation
-from worker.meta.errors import VersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 from worker.meta.manager import MetadataManager
 
 
@@ -175,7 +175,7 @@ def test_another_version_syncs_once_then_mismatches(
 ) -> None:
     outside.write("a", b"one")
     manager.reads.get_status(outside.uri("a"))
-    with pytest.raises(VersionMismatch) as caught:
+    with pytest.raises(MetaVersionMismatch) as caught:
         manager.reads.get_status(outside.uri("a"), version="no-such-version")
     assert (caught.value.wanted, caught.value.uri) == ("no-such-version", outside.uri("a"))
     assert ufs.calls == 2

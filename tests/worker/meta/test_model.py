@@ -43,7 +43,7 @@ from tests.worker.meta.support import (
 from ufs.adapter import Ufs
 from ufs.errors import UfsNotFound
 from worker.meta.entry import Lifetimes, Operation
-from worker.meta.errors import VersionMismatch
+from worker.meta.errors import MetaVersionMismatch
 from worker.meta.manager import MetadataManager
 
 FILES = ["d/a", "d/b", "e/a"]
@@ -218,7 +218,7 @@ class MetadataModel(RuleBasedStateMachine):
         wanted = choices[pick % len(choices)]
         try:
             status = self.manager.reads.get_status(self.outside.uri(name), interval, version=wanted)
-        except VersionMismatch as exc:
+        except MetaVersionMismatch as exc:
             assert exc.actual == current != wanted
         except UfsNotFound:
             assert current is None

@@ -10,7 +10,7 @@ import pytest
 
 from tests.worker.meta.support import HOUR, CountingUfs, FakeClock, Outside, listen, wait_until
 from ufs.deadline import Deadline
-from ufs.errors import UfsUnavailable
+from ufs.errors import StorageUnavailable
 from ufs.status import UfsStatus
 from worker.meta.manager import MetadataManager
 
@@ -85,13 +85,13 @@ def test_a_failed_recheck_leaves_the_entry_expired_for_the_next_call(
     real = ufs.status
 
     def unavailable(uri: str, *, deadline: Deadline | None = None) -> UfsStatus:
-        raise UfsUnavailable(f"no answer for {uri}", retry_after=1)
+        raise StorageUnavailable(f"no answer for {uri}", retry_after=1)
 
     monkeypatch.setattr(ufs, "status", unavailable)
     assert manager.reads.get_status(uri, sync_interval=0, serve_stale=True) == old
     wait_until(lambda: manager.counters()["revalidations_failed"] == 1)
     # The next call re-checks synchronously and gets the failure itself.
-    with pytest.raises(UfsUnavailable):
+    with pytest.raises(StorageUnavailable):
         manager.reads.get_status(uri, sync_interval=0, serve_stale=True)
     monkeypatch.setattr(ufs, "status", real)
     assert manager.reads.get_status(uri, sync_interval=0, serve_stale=True).size == 5

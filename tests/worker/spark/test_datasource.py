@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from worker.demo import pipeline
-from worker.demo.dataset import trips
-from worker.demo.spec import DatasetSpec
+from worker.devlab.demo import pipeline
+from worker.devlab.demo.dataset import trips
+from worker.devlab.demo.spec import DatasetSpec
 from worker.spark import procs
 from worker.spark.mapfiles import map_files
 from worker.spark.session import local_session

@@ -24,7 +24,7 @@ from worker.api.s3.attributes import AttributeMemo
 from worker.api.s3.buckets import Buckets
 from worker.api.s3.errors import S3Error
 from worker.api.s3.forward import Forwarder
-from worker.api.s3auth import BodyCheck, Credentials, Principal, Verifier
+from worker.api.s3auth import AccessKey, BodyCheck, Principal, Verifier
 from worker.common.deadlines import TIMEOUT_HEADER, request_deadline
 from worker.request import UNKNOWN_CALLER, RequestContext, exchange
 from worker.service import WorkerService, mount_roots
@@ -36,7 +36,7 @@ UPLOADS_DIR = "s3-uploads"
 T = TypeVar("T")
 
 
-def credentials(config: Config) -> list[Credentials]:
+def credentials(config: Config) -> list[AccessKey]:
     """The key pairs of ``dora.worker.s3.access.key.id`` and ``.secret.access.key``, the n-th
     id with the n-th secret; ConfigError when the lists differ in length."""
     ids: list[str] = config.get(keys.ACCESS_KEY_ID)
@@ -47,7 +47,7 @@ def credentials(config: Config) -> list[Credentials]:
             f"{len(ids)} access key ids but {len(secrets)} secrets in "
             f"{keys.SECRET_ACCESS_KEY.name}; expected one secret per id, in the same order",
         )
-    return [Credentials(key, secret) for key, secret in zip(ids, secrets, strict=True)]
+    return [AccessKey(key, secret) for key, secret in zip(ids, secrets, strict=True)]
 
 
 def check(config: Config) -> None:

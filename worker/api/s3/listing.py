@@ -32,7 +32,7 @@ MAX_KEYS = 1000
 
 
 @dataclass(frozen=True)
-class Entry:
+class KeyEntry:
     """A key and its status, or (``status`` None) a common prefix."""
 
     key: str
@@ -41,11 +41,11 @@ class Entry:
 
 @dataclass(frozen=True)
 class Page:
-    entries: list[Entry]
+    entries: list[KeyEntry]
     truncated: bool
 
 
-def walk(call: S3Call, prefix: str, delimiter: str, after: str) -> Iterator[Entry]:
+def walk(call: S3Call, prefix: str, delimiter: str, after: str) -> Iterator[KeyEntry]:
     """Every key of the bucket starting with ``prefix`` and after ``after``, in order, and
     with a ``delimiter`` the common prefixes in their place."""
     start = prefix.rpartition("/")[0]
@@ -57,12 +57,12 @@ def walk(call: S3Call, prefix: str, delimiter: str, after: str) -> Iterator[Entr
             common = prefix + rest[: cut + len(delimiter)]
             if common != last_prefix and common > after:
                 last_prefix = common
-                yield Entry(common, None)
+                yield KeyEntry(common, None)
             continue
         yield entry
 
 
-def _tree(call: S3Call, directory: str, prefix: str, flat: bool, after: str) -> Iterator[Entry]:
+def _tree(call: S3Call, directory: str, prefix: str, flat: bool, after: str) -> Iterator[KeyEntry]:
     """The keys under ``directory`` (a key without its ``/``; empty: the root) that start
     with ``prefix``, in order; with ``flat``, a subdirectory is one entry (``name/``)."""
     try:
@@ -75,12 +75,12 @@ def _tree(call: S3Call, directory: str, prefix: str, flat: bool, after: str) -> 
         key = base + child.name + ("/" if child.is_dir else "")
         if not child.is_dir:
             if key.startswith(prefix) and key > after:
-                yield Entry(key, child)
+                yield KeyEntry(key, child)
         elif not (key.startswith(prefix) or prefix.startswith(key)):
             continue
         elif flat and len(key) > len(prefix):
             if key > after:
-                yield Entry(key, None)
+                yield KeyEntry(key, None)
         elif not (key < after and not after.startswith(key)):
             yield from _tree(call, key[:-1], prefix, flat, after)
 
@@ -88,7 +88,7 @@ def _tree(call: S3Call, directory: str, prefix: str, flat: bool, after: str) -> 
 def page(call: S3Call, prefix: str, delimiter: str, after: str, max_keys: int) -> Page:
     """Up to ``max_keys`` entries of :func:`walk` and whether more follow (none do for a
     page of none: S3 answers ``max-keys=0`` with an empty page that is not truncated)."""
-    entries: list[Entry] = []
+    entries: list[KeyEntry] = []
     if max_keys == 0:
         return Page(entries, False)
     walker = walk(call, prefix, delimiter, after)
@@ -118,7 +118,7 @@ def _encoder(call: S3Call) -> tuple[str, Callable[[str], str]]:
     return el("EncodingType", "url"), lambda key: quote(key, safe="/")
 
 
-def _contents(entries: list[Entry], encode: Callable[[str], str], owner: bool) -> str:
+def _contents(entries: list[KeyEntry], encode: Callable[[str], str], owner: bool) -> str:
     parts = []
     for entry in entries:
         if entry.status is None:

@@ -9,6 +9,6 @@ Every refusal is an :class:`S3AuthError` carrying S3's error code and HTTP statu
 
 from worker.api.s3auth.body import BodyCheck
 from worker.api.s3auth.errors import S3AuthError
-from worker.api.s3auth.verifier import Credentials, Principal, Verified, Verifier
+from worker.api.s3auth.verifier import AccessKey, Principal, Verified, Verifier
 
-__all__ = ["BodyCheck", "Credentials", "Principal", "S3AuthError", "Verified", "Verifier"]
+__all__ = ["AccessKey", "BodyCheck", "Principal", "S3AuthError", "Verified", "Verifier"]

@@ -50,14 +50,14 @@ a copy source, a directive — could be added to a captured request, and is refu
 
 
 @dataclass(frozen=True)
-class Credentials:
+class AccessKey:
     """One access key pair the endpoint accepts."""
 
     access_key_id: str
     secret_access_key: str
 
     def __repr__(self) -> str:
-        return f"Credentials(access_key_id={self.access_key_id!r}, secret_access_key=<hidden>)"
+        return f"AccessKey(access_key_id={self.access_key_id!r}, secret_access_key=<hidden>)"
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class Verifier:
 
     def __init__(
         self,
-        credentials: Sequence[Credentials],
+        credentials: Sequence[AccessKey],
         allow_anonymous: bool,
         clock: Callable[[], float] = time.time,
     ) -> None:

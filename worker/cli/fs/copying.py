@@ -40,7 +40,7 @@ Where a copy lands follows `cp -r` and fsspec's put/get/copy:
 A side is local unless it is a URI (s3://, file://, dora://, dora::)."""
 
 
-class Kind(enum.Enum):
+class CopyDirection(enum.Enum):
     """The direction of a copy, named as the line printed for each file names it."""
 
     UPLOAD = "upload"
@@ -49,7 +49,7 @@ class Kind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Entry:
+class CopySide:
     """A file or directory on one side of a copy; ``size`` is 0 for a directory."""
 
     path: str
@@ -70,10 +70,10 @@ class Transfer:
 class Side(Protocol):
     """Local files or the cache, as a copy sees them."""
 
-    def entry(self, path: str) -> Entry:
+    def entry(self, path: str) -> CopySide:
         """What ``path`` is; raises Failure or FileNotFoundError if it does not exist."""
 
-    def under(self, root: Entry) -> list[tuple[str, Entry]]:
+    def under(self, root: CopySide) -> list[tuple[str, CopySide]]:
         """Everything below directory ``root`` as (path relative to it, entry), parents first."""
 
     def is_dir(self, path: str) -> bool:
@@ -92,24 +92,24 @@ class Side(Protocol):
 class LocalSide:
     """Local files, named as the user wrote them."""
 
-    def entry(self, path: str) -> Entry:
+    def entry(self, path: str) -> CopySide:
         try:
             is_dir = os.path.isdir(path)
-            return Entry(path, 0 if is_dir else os.path.getsize(path), is_dir)
+            return CopySide(path, 0 if is_dir else os.path.getsize(path), is_dir)
         except FileNotFoundError:
             raise Failure(f"{path}: no such local file or directory") from None
 
-    def under(self, root: Entry) -> list[tuple[str, Entry]]:
-        found: list[tuple[str, Entry]] = []
+    def under(self, root: CopySide) -> list[tuple[str, CopySide]]:
+        found: list[tuple[str, CopySide]] = []
         for folder, dirs, files in os.walk(root.path, onerror=_raise):
             dirs.sort()
             prefix = os.path.relpath(folder, root.path).replace(os.sep, "/")
             prefix = "" if prefix == "." else prefix + "/"
             for name in dirs:
-                found.append((prefix + name, Entry(os.path.join(folder, name), 0, True)))
+                found.append((prefix + name, CopySide(os.path.join(folder, name), 0, True)))
             for name in sorted(files):
                 path = os.path.join(folder, name)
-                found.append((prefix + name, Entry(path, os.path.getsize(path), False)))
+                found.append((prefix + name, CopySide(path, os.path.getsize(path), False)))
         return found
 
     def is_dir(self, path: str) -> bool:
@@ -131,10 +131,10 @@ class CacheSide:
     def __init__(self, fs: DoraFileSystem) -> None:
         self.fs = fs
 
-    def entry(self, path: str) -> Entry:
+    def entry(self, path: str) -> CopySide:
         return _cache_entry(self.fs.info(path))
 
-    def under(self, root: Entry) -> list[tuple[str, Entry]]:
+    def under(self, root: CopySide) -> list[tuple[str, CopySide]]:
         found = self.fs.find(root.path, withdirs=True, detail=True)
         return [
             (name[len(root.path) + 1 :], _cache_entry(info))
@@ -162,7 +162,7 @@ def plan(
     target_side: Side,
     *,
     recursive: bool,
-    kind: Kind,
+    kind: CopyDirection,
 ) -> list[Transfer]:
     """The files and directories to copy for ``sources`` to ``target`` (see the module
     docstring), parents before children. Raises Failure for a directory without
@@ -184,7 +184,7 @@ def plan(
             destination = target_side.join(target, source_side.name(entry.path))
         else:
             destination = target_side.canonical(target)
-        if kind is Kind.COPY and (
+        if kind is CopyDirection.COPY and (
             destination == entry.path or destination.startswith(entry.path + "/")
         ):
             raise Failure(f"cannot copy {entry.path} onto or into itself ({destination})")
@@ -192,7 +192,7 @@ def plan(
     return transfers
 
 
-def _tree(side: Side, entry: Entry, target: str, target_side: Side) -> list[Transfer]:
+def _tree(side: Side, entry: CopySide, target: str, target_side: Side) -> list[Transfer]:
     top = Transfer(entry.path, target, entry.size, entry.is_dir)
     if not entry.is_dir:
         return [top]
@@ -224,7 +224,7 @@ def _matches(
     return transfers
 
 
-def run(session: Session, transfers: list[Transfer], kind: Kind, quiet: bool) -> int:
+def run(session: Session, transfers: list[Transfer], kind: CopyDirection, quiet: bool) -> int:
     """Copy ``transfers`` in order: one ``KIND: SOURCE to TARGET`` line per file on stdout (as
     ``aws s3 cp`` prints), and a progress line on stderr when it is a terminal; neither with
     ``quiet``. Stops at the first error."""
@@ -246,17 +246,19 @@ def run(session: Session, transfers: list[Transfer], kind: Kind, quiet: bool) ->
     return 0
 
 
-def _make_dir(fs: DoraFileSystem, kind: Kind, path: str) -> None:
-    if kind is Kind.DOWNLOAD:
+def _make_dir(fs: DoraFileSystem, kind: CopyDirection, path: str) -> None:
+    if kind is CopyDirection.DOWNLOAD:
         os.makedirs(path, exist_ok=True)
     else:
         fs.makedirs(path, exist_ok=True)
 
 
-def _copy_file(fs: DoraFileSystem, kind: Kind, transfer: Transfer, callback: Callback) -> None:
-    if kind is Kind.UPLOAD:
+def _copy_file(
+    fs: DoraFileSystem, kind: CopyDirection, transfer: Transfer, callback: Callback
+) -> None:
+    if kind is CopyDirection.UPLOAD:
         fs.put_file(transfer.source, transfer.target, callback=callback)
-    elif kind is Kind.DOWNLOAD:
+    elif kind is CopyDirection.DOWNLOAD:
         _download(fs, transfer.source, transfer.target, callback)
     else:
         fs.cp_file(transfer.source, transfer.target)
@@ -292,7 +294,13 @@ def cp(session: Session, args: argparse.Namespace) -> int:
     from_cache, to_cache = remote.pop(), is_remote(args.target)
     if not (from_cache or to_cache):
         raise Failure("both ends are local: use cp, not dora fs cp", EXIT_USAGE)
-    kind = Kind.COPY if from_cache and to_cache else Kind.DOWNLOAD if from_cache else Kind.UPLOAD
+    kind = (
+        CopyDirection.COPY
+        if from_cache and to_cache
+        else CopyDirection.DOWNLOAD
+        if from_cache
+        else CopyDirection.UPLOAD
+    )
     return _copy(session, args, args.sources, args.target, kind)
 
 
@@ -301,27 +309,27 @@ def get(session: Session, args: argparse.Namespace) -> int:
     (unless it is a URI), else the current directory."""
     paths: list[str] = args.paths
     if len(paths) > 1 and not is_remote(paths[-1]):
-        return _copy(session, args, paths[:-1], paths[-1], Kind.DOWNLOAD)
-    return _copy(session, args, paths, ".", Kind.DOWNLOAD)
+        return _copy(session, args, paths[:-1], paths[-1], CopyDirection.DOWNLOAD)
+    return _copy(session, args, paths, ".", CopyDirection.DOWNLOAD)
 
 
 def put(session: Session, args: argparse.Namespace) -> int:
     """``put LOCAL... TARGET``."""
-    return _copy(session, args, args.sources, args.target, Kind.UPLOAD)
+    return _copy(session, args, args.sources, args.target, CopyDirection.UPLOAD)
 
 
 def _copy(
-    session: Session, args: argparse.Namespace, sources: list[str], target: str, kind: Kind
+    session: Session, args: argparse.Namespace, sources: list[str], target: str, kind: CopyDirection
 ) -> int:
     local, cache = LocalSide(), CacheSide(session.fs)
-    source_side: Side = cache if kind is not Kind.UPLOAD else local
-    target_side: Side = local if kind is Kind.DOWNLOAD else cache
+    source_side: Side = cache if kind is not CopyDirection.UPLOAD else local
+    target_side: Side = local if kind is CopyDirection.DOWNLOAD else cache
     transfers = plan(sources, target, source_side, target_side, recursive=args.recursive, kind=kind)
     return run(session, transfers, kind, args.quiet)
 
 
-def _cache_entry(info: dict[str, Any]) -> Entry:
-    return Entry(str(info["name"]), int(info["size"]), info["type"] == "directory")
+def _cache_entry(info: dict[str, Any]) -> CopySide:
+    return CopySide(str(info["name"]), int(info["size"]), info["type"] == "directory")
 
 
 def _raise(error: OSError) -> None:

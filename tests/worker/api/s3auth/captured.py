@@ -17,13 +17,13 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials as BotoCredentials
 
-from worker.api.s3auth import Credentials, Verified, Verifier, sigv4
+from worker.api.s3auth import AccessKey, Verified, Verifier, sigv4
 
 KEY_ID = "AKIDDORATEST0000001"
 SECRET = "doraSecretKey/with+chars=0000000000000001"
 OTHER_KEY_ID = "AKIDDORATEST0000002"
 OTHER_SECRET = "another/secret+key=0000000000000000000002"
-CREDENTIALS = [Credentials(KEY_ID, SECRET), Credentials(OTHER_KEY_ID, OTHER_SECRET)]
+CREDENTIALS = [AccessKey(KEY_ID, SECRET), AccessKey(OTHER_KEY_ID, OTHER_SECRET)]
 
 
 @dataclass(frozen=True)

@@ -323,8 +323,8 @@ def test_a_payload_hash_signed_in_a_presigned_url_is_held_to() -> None:
 
 
 def test_credentials_never_show_their_secret() -> None:
-    from worker.api.s3auth import Credentials
+    from worker.api.s3auth import AccessKey
 
-    shown = repr(Credentials("AKID", "the-secret")) + str([Credentials("AKID", "the-secret")])
+    shown = repr(AccessKey("AKID", "the-secret")) + str([AccessKey("AKID", "the-secret")])
     assert "the-secret" not in shown
     assert "AKID" in shown

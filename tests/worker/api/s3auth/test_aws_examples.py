@@ -9,7 +9,7 @@ import calendar
 
 import pytest
 
-from worker.api.s3auth import Credentials, S3AuthError, Verifier, sigv4
+from worker.api.s3auth import AccessKey, S3AuthError, Verifier, sigv4
 
 KEY_ID = "AKIAIOSFODNN7EXAMPLE"
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -19,7 +19,7 @@ EMPTY = sigv4.EMPTY_SHA256
 
 
 def _verifier(now: float = WHEN) -> Verifier:
-    return Verifier([Credentials(KEY_ID, SECRET)], allow_anonymous=False, clock=lambda: now)
+    return Verifier([AccessKey(KEY_ID, SECRET)], allow_anonymous=False, clock=lambda: now)
 
 
 def _auth(signed: str, signature: str) -> str:
