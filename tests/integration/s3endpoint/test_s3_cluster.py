@@ -51,9 +51,16 @@ class S3Worker(ClusterWorker):
         )  # fmt: skip
         self.scheme = "http" if ca is None else "https"
         self.verify: bool | str = True if ca is None else str(ca.file)
-        if ca is not None:
-            trusted = ssl.create_default_context(cafile=str(ca.file))
-            self.http = httpx.Client(base_url=f"https://{self.address}", verify=trusted)
+        self.trusted = None if ca is None else ssl.create_default_context(cafile=str(ca.file))
+
+    def start(self) -> "S3Worker":
+        """Started; over TLS, its client for the REST calls trusts ``ca`` (the harness makes a
+        plain one at each start)."""
+        super().start()
+        if self.trusted is not None:
+            self.http.close()
+            self.http = httpx.Client(base_url=f"https://{self.address}", verify=self.trusted)
+        return self
 
     def s3(self) -> Any:
         return boto3.client("s3", endpoint_url=f"{self.scheme}://127.0.0.1:{self.s3_port}",
