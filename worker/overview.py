@@ -110,7 +110,7 @@ class Overview:
         }
 
     def _policy_actions(self, page_stats: StoreStats) -> dict[str, Any]:
-        """What the cache policy did since start (README, "Cache policy"): reads by admission
+        """What the cache policy did since start (docs/cache-policy.md): reads by admission
         decision, reads served through, TTL frees, pins, pinned bytes, quota evictions; the same
         counts as ``/metrics`` (``dora_admission_reads``, ``dora_passthrough_reads``,
         ``dora_ttl_frees``, ``dora_pins``, ``dora_unpins``, ``dora_pinned_bytes``,

@@ -1,4 +1,4 @@
-"""The cache-steering routes of REST v1 (README, "Cache policy: pins and free"):
+"""The cache-steering routes of REST v1 (docs/cache-policy.md, "Cache policy: pins and free"):
 
 - ``POST /v1/pin?path=&recursive=``: pin a file (with ``recursive``, everything under a
   prefix): its pages are never evicted, within ``dora.worker.page.store.pin.max`` (507

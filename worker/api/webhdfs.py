@@ -10,7 +10,7 @@ api.webhdfs_data`). Every JSON answer goes out without a Content-Type header, er
 (:mod:`worker.api.webhdfs_errors`). What the shell and Spark ask of a NameNode besides files
 (server defaults, trash root, file system status) is answered as HDFS would with trash off;
 operations the worker does not offer are refused as a NameNode refuses one it lacks
-(README, "Hadoop's and Python's own WebHDFS clients").
+(docs/spark.md, "Hadoop's and Python's own WebHDFS clients").
 
 Auth, when ``dora.worker.security.token`` is set, is the app's token check with this surface's
 credential: ``Authorization: Bearer <token>``, which the Hadoop client sends with its OAuth2

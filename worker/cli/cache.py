@@ -56,7 +56,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 POLICY_DESCRIPTION = """\
-What each worker's cache policy did since it started (README, "Cache policy"): reads by
+What each worker's cache policy did since it started (docs/cache-policy.md): reads by
 admission decision, reads served through, files freed by a TTL, pins and pinned bytes, and
 each quota's bytes against its limit with the pages it evicted (GET /v1/overview). Asks
 --worker, else every worker of dora.user.workers. Exit status: 0 done, 1 a worker could not

@@ -1,6 +1,6 @@
 """Decoding what the cluster reads from etcd: feed batches, member entries, applied positions.
 
-etcd is a trust boundary (README, "Cluster"): anyone who can write under the cluster's keys can
+etcd is a trust boundary (docs/cluster.md): anyone who can write under the cluster's keys can
 put any bytes there. So every value read from etcd is decoded here, with JSON's non-standard
 constants (``Infinity``, ``NaN``) refused, nesting too deep for the parser caught, sizes and
 numbers bounded and every field's type checked exactly (``true`` is no port, ``80.5`` no

@@ -160,7 +160,7 @@ ETCD_USER: PropertyKey[str | None] = PropertyKey(
     "dora.cluster.etcd.user",
     KeyType.STRING,
     None,
-    "etcd user to authenticate as (etcd's own users and roles; README, \"etcd is a trust "
+    "etcd user to authenticate as (etcd's own users and roles; docs/cluster.md, \"etcd is a trust "
     'boundary"). Unset: no authentication.',
 )
 ETCD_PASSWORD: PropertyKey[str | None] = PropertyKey(

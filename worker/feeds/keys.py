@@ -36,7 +36,7 @@ SEAWEED_RESUME_MAX_AGE: PropertyKey[int] = PropertyKey(
     "or a change of the elected consumer (the filer replays the events since then); an older "
     "one, or none, is a gap: everything cached is re-checked with the UFS. 0: never resume. A "
     "filer killed within a minute of writes no subscriber received loses their events, which a "
-    "resumed subscription cannot tell (see README).",
+    "resumed subscription cannot tell (see docs/feeds.md).",
     minimum=0,
 )
 

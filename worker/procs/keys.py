@@ -15,7 +15,7 @@ PROCESSES: PropertyKey[int] = PropertyKey(
     "N-1 front processes that answer REST v1 status, list and read and WebHDFS GETFILESTATUS, "
     "LISTSTATUS and OPEN from the near-cache and the page files and pass every other call to "
     "the primary. 1: the primary alone (the default: on the 2-core host measured, more did "
-    "not clearly pay; see the README).",
+    "not clearly pay; see docs/operations.md).",
     minimum=1,
     maximum=256,
 )

@@ -1,5 +1,6 @@
 """The rules model: every per-path decision (freshness, admission, pinning, TTL, quota) read
-from one ordered list of rules, resolved once per request (README, "Cache policy: rules").
+from one ordered list of rules, resolved once per request (docs/cache-policy.md, "Cache policy:
+rules").
 
 - :mod:`worker.rules.model`: what a rule sets (:class:`~worker.rules.model.Settings`), a rule,
   and what applies to one URI (:class:`~worker.rules.model.Policy`);
