@@ -5,50 +5,34 @@ of one upload is served the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from starlette.responses import Response
 
+from ufs.stores import Uploads
 from worker.api.s3 import multipart, storeparts
 from worker.api.s3.call import S3Call
 
-
-async def create(call: S3Call) -> Response:
-    store = storeparts.uploads_of(call)
-    return await (multipart.create(call) if store is None else storeparts.create(call, store))
+Handler = Callable[[S3Call], Awaitable[Response]]
 
 
-async def upload_part(call: S3Call) -> Response:
-    store = storeparts.uploads_of(call)
-    if store is None:
-        return await multipart.upload_part(call)
-    return await storeparts.upload_part(call, store)
+def _either(
+    on_disk: Handler, on_store: Callable[[S3Call, Uploads], Awaitable[Response]]
+) -> Handler:
+    """The operation served by ``on_store`` with the bucket's store uploads where it has them,
+    else by ``on_disk``."""
+
+    async def serve(call: S3Call) -> Response:
+        store = storeparts.uploads_of(call)
+        return await (on_disk(call) if store is None else on_store(call, store))
+
+    return serve
 
 
-async def upload_part_copy(call: S3Call) -> Response:
-    store = storeparts.uploads_of(call)
-    if store is None:
-        return await multipart.upload_part_copy(call)
-    return await storeparts.upload_part_copy(call, store)
-
-
-async def complete(call: S3Call) -> Response:
-    store = storeparts.uploads_of(call)
-    return await (multipart.complete(call) if store is None else storeparts.complete(call, store))
-
-
-async def abort(call: S3Call) -> Response:
-    store = storeparts.uploads_of(call)
-    return await (multipart.abort(call) if store is None else storeparts.abort(call, store))
-
-
-async def list_parts(call: S3Call) -> Response:
-    store = storeparts.uploads_of(call)
-    if store is None:
-        return await multipart.list_parts(call)
-    return await storeparts.list_parts(call, store)
-
-
-async def list_uploads(call: S3Call) -> Response:
-    store = storeparts.uploads_of(call)
-    if store is None:
-        return await multipart.list_uploads(call)
-    return await storeparts.list_uploads(call, store)
+create = _either(multipart.create, storeparts.create)
+upload_part = _either(multipart.upload_part, storeparts.upload_part)
+upload_part_copy = _either(multipart.upload_part_copy, storeparts.upload_part_copy)
+complete = _either(multipart.complete, storeparts.complete)
+abort = _either(multipart.abort, storeparts.abort)
+list_parts = _either(multipart.list_parts, storeparts.list_parts)
+list_uploads = _either(multipart.list_uploads, storeparts.list_uploads)
